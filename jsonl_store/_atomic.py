@@ -1,0 +1,88 @@
+"""Whole-file writes that a reader sees entirely or not at all."""
+
+from __future__ import annotations
+
+import os
+
+from ._fs import FileSystem
+from ._ids import new_uuid7
+from ._paths import tmp_name
+
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+
+
+def write_temp(fs: FileSystem, directory: str, final_name: str, data: bytes, *, durable: bool) -> str:
+    """Write ``data`` to a new temporary file beside ``final_name``; return its path."""
+    path = os.path.join(directory, tmp_name(final_name, new_uuid7()[-12:]))
+    fd = fs.open(path, _CREATE, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[fs.write(fd, view) :]  # type: ignore[arg-type]
+        if durable:
+            fs.fsync(fd)
+    except BaseException:
+        fs.close(fd)
+        _unlink_quietly(fs, path)
+        raise
+    fs.close(fd)
+    return path
+
+
+def replace(fs: FileSystem, directory: str, name: str, data: bytes, *, durable: bool) -> None:
+    """Replace ``directory/name`` atomically: temporary file, fsync, rename, directory fsync."""
+    temp = write_temp(fs, directory, name, data, durable=durable)
+    try:
+        fs.rename(temp, os.path.join(directory, name))
+    except BaseException:
+        _unlink_quietly(fs, temp)
+        raise
+    if durable:
+        fs.fsync_dir(directory)
+
+
+def create_exclusive(fs: FileSystem, directory: str, name: str, data: bytes, *, durable: bool) -> bool:
+    """Create ``directory/name`` with ``data`` unless it exists; False if it already did.
+
+    ``link(2)`` of a complete temporary file is the compare-and-swap: it fails when the
+    name exists, across processes, and the name never points at a partial file.
+    """
+    temp = write_temp(fs, directory, name, data, durable=durable)
+    try:
+        fs.link(temp, os.path.join(directory, name))
+        created = True
+    except FileExistsError:
+        created = False
+    finally:
+        _unlink_quietly(fs, temp)
+    if durable:
+        fs.fsync_dir(directory)
+    return created
+
+
+def read_whole(fs: FileSystem, path: str) -> bytes | None:
+    """The file's bytes, or None when it does not exist."""
+    try:
+        fd = fs.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    try:
+        size = fs.fstat(fd).st_size
+        parts = []
+        offset = 0
+        while True:
+            chunk = fs.pread(fd, max(size - offset, 1 << 16), offset)
+            if not chunk:
+                break
+            parts.append(chunk)
+            offset += len(chunk)
+        return b"".join(parts)
+    finally:
+        fs.close(fd)
+
+
+def _unlink_quietly(fs: FileSystem, path: str) -> None:
+    try:
+        fs.unlink(path)
+    except FileNotFoundError:
+        pass

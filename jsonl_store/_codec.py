@@ -1,0 +1,252 @@
+"""One line <-> one record: strict encoding, the per-line checksum, and decoding.
+
+A line is one JSON object whose last key is ``"crc"``::
+
+    {"sequence":1,"id":"...","created_at":"...","message":{...},"crc":"1c291ca3"}\\n
+
+The checksum is CRC-32 (zlib) of every byte before ``,"crc":``, written as eight
+lowercase hex digits, so the suffix always has the same 18 bytes and a reader finds it
+without parsing. The line is still plain JSON: ``jq`` and ``grep`` work on it unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from typing import Any, Final
+
+import msgspec
+
+from ._errors import InvalidMessage, UnsupportedValue
+from ._records import (
+    MESSAGE_TYPES,
+    ROLES,
+    AnyMessage,
+    ContextSnapshot,
+    RawMessageRecord,
+    UsageRecord,
+)
+
+CRC_KEY: Final = b',"crc":"'
+SUFFIX_LENGTH: Final = len(CRC_KEY) + 8 + 2  # ,"crc":" + 8 hex digits + "}
+MAX_DEPTH: Final = 1000  # msgspec's own nesting limit; a deeper value cannot be read back
+
+_encoder = msgspec.json.Encoder()
+_any_decoder = msgspec.json.Decoder()
+_message_decoder: msgspec.json.Decoder[AnyMessage] = msgspec.json.Decoder(AnyMessage)
+
+
+class _TypedRecord(RawMessageRecord, frozen=True, kw_only=True, omit_defaults=True):
+    """A raw-log record whose message decodes straight into its message class."""
+
+    message: AnyMessage
+
+
+class _TypedSnapshot(ContextSnapshot, frozen=True, kw_only=True, omit_defaults=True):
+    compacted_message: AnyMessage
+
+
+_plain_record_decoder = msgspec.json.Decoder(RawMessageRecord)
+_typed_record_decoder = msgspec.json.Decoder(_TypedRecord)
+_plain_snapshot_decoder = msgspec.json.Decoder(ContextSnapshot)
+_typed_snapshot_decoder = msgspec.json.Decoder(_TypedSnapshot)
+_usage_decoder = msgspec.json.Decoder(UsageRecord)
+
+# `plain` is written right before the message. The fields before it hold no free text, so
+# the first `"message":` in a line is the record's own key, and the bytes in front of it
+# tell which decoder to use without parsing the line twice.
+_PLAIN_MARK: Final = b',"plain":true,'
+
+
+def _is_plain(body: bytes, key: bytes) -> bool:
+    index = body.find(key)
+    return index > len(_PLAIN_MARK) and body[index - len(_PLAIN_MARK) : index] == _PLAIN_MARK
+
+
+# ---------------------------------------------------------------------------------------
+# Messages
+# ---------------------------------------------------------------------------------------
+
+
+def encode_message(message: object) -> tuple[bytes, bool]:
+    """Encode one message; return its JSON bytes and whether it was a plain dict.
+
+    The message must come back *equal* when read: a value JSON cannot carry unchanged
+    (NaN, a tuple, a non-str key, bytes, a custom object) raises instead of being
+    silently altered. The check is a decode-and-compare, which costs about as much as
+    the encoding itself and is exactly the promise made to the caller.
+    """
+    if isinstance(message, dict):
+        role = message.get("role")
+        if not isinstance(role, str) or role not in ROLES:
+            raise InvalidMessage(f"a dict message needs 'role' in {sorted(ROLES)}, got {role!r}")
+        data = _encode_value(message, "$")
+        if _any_decoder.decode(data) != message:
+            raise _explain(message, "$")
+        return data, True
+    if isinstance(message, MESSAGE_TYPES):
+        data = _encode_value(message, "$")
+        try:
+            back = _message_decoder.decode(data)
+        except msgspec.ValidationError as exc:
+            raise InvalidMessage(f"message does not match its class: {exc}") from None
+        if back != message:
+            raise _explain(msgspec.to_builtins(message, builtin_types=(bytes, bytearray, memoryview)), "$")
+        return data, False
+    raise UnsupportedValue(
+        f"a message must be a dict with 'role' or one of the message classes, not {type(message).__name__}"
+    )
+
+
+def encode_json(value: object, where: str = "$") -> bytes:
+    """Encode a metadata or tags value with the same round-trip promise as messages."""
+    data = _encode_value(value, where)
+    if _any_decoder.decode(data) != value:
+        raise _explain(value, where)
+    return data
+
+
+def _encode_value(value: object, where: str) -> bytes:
+    try:
+        return _encoder.encode(value)
+    except UnicodeEncodeError:
+        raise _explain(value, where) from None
+    except (TypeError, OverflowError, ValueError, RecursionError):
+        raise _explain(value, where) from None
+
+
+def _explain(value: object, where: str, depth: int = 0) -> InvalidMessage | UnsupportedValue:
+    """Find the first value that cannot round-trip and say where it is (``$.a[0]``).
+
+    Only called on the error path, so it may be slow and thorough.
+    """
+    found = _find_bad(value, where, 0)
+    if found is None:
+        return InvalidMessage(f"value at {where} does not survive a JSON round trip")
+    return found
+
+
+def _find_bad(value: object, where: str, depth: int) -> InvalidMessage | UnsupportedValue | None:
+    if depth > MAX_DEPTH:
+        return InvalidMessage(f"value at {where} is nested deeper than {MAX_DEPTH} levels")
+    if value is None or value is True or value is False:
+        return None
+    kind = type(value)
+    if kind is str:
+        assert isinstance(value, str)
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return InvalidMessage(f"string at {where} holds a lone surrogate (not valid UTF-8)")
+        return None
+    if kind is int:
+        return None
+    if kind is float:
+        assert isinstance(value, float)
+        if not math.isfinite(value):
+            return InvalidMessage(f"number at {where} is {value!r}, which JSON cannot represent")
+        return None
+    if kind is list:
+        assert isinstance(value, list)
+        for index, item in enumerate(value):
+            bad = _find_bad(item, f"{where}[{index}]", depth + 1)
+            if bad is not None:
+                return bad
+        return None
+    if kind is dict:
+        assert isinstance(value, dict)
+        for key, item in value.items():
+            if type(key) is not str:
+                return UnsupportedValue(f"key {key!r} at {where} is not a str; JSON object keys are strings")
+            bad = _find_bad(key, f"{where} (key {key!r})", depth + 1) or _find_bad(
+                item, f"{where}.{key}", depth + 1
+            )
+            if bad is not None:
+                return bad
+        return None
+    if isinstance(value, MESSAGE_TYPES):
+        return _find_bad(msgspec.to_builtins(value, builtin_types=(bytes, bytearray, memoryview)), where, depth)
+    return UnsupportedValue(
+        f"value at {where} has type {kind.__name__}, which JSON cannot give back unchanged "
+        "(use dict, list, str, int, float, bool or None)"
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Lines
+# ---------------------------------------------------------------------------------------
+
+
+def seal(body: bytes) -> bytes:
+    """Turn an encoded JSON object into a checksummed line ending in ``\\n``."""
+    assert body[-1:] == b"}", body[-20:]
+    head = body[:-1]
+    return b"%s,\"crc\":\"%08x\"}\n" % (head, zlib.crc32(head))
+
+
+def unseal(line: bytes) -> bytes | None:
+    """Return the JSON object of a line (without its newline) if its checksum holds, else None."""
+    if len(line) < SUFFIX_LENGTH + 2 or line[-SUFFIX_LENGTH:-10] != CRC_KEY or line[-2:] != b'"}':
+        return None
+    head = line[:-SUFFIX_LENGTH]
+    try:
+        expected = int(line[-10:-2], 16)
+    except ValueError:
+        return None
+    if zlib.crc32(head) != expected:
+        return None
+    return head + b"}"
+
+
+def encode_record(record: RawMessageRecord) -> bytes:
+    return seal(_encoder.encode(record))
+
+
+def decode_record(body: bytes, session_id: str) -> RawMessageRecord:
+    """Decode a checksummed record body; raise msgspec errors if it does not fit the schema."""
+    record: RawMessageRecord
+    if _is_plain(body, b'"message":'):
+        record = _plain_record_decoder.decode(body)
+    else:
+        try:
+            record = _typed_record_decoder.decode(body)
+        except msgspec.ValidationError:
+            # A role this version does not know (written by a newer writer): give the
+            # message back as a plain dict rather than refusing the whole record.
+            record = _plain_record_decoder.decode(body)
+    msgspec.structs.force_setattr(record, "session_id", session_id)
+    return record
+
+
+def encode_snapshot(snapshot: ContextSnapshot) -> bytes:
+    return seal(_encoder.encode(snapshot))
+
+
+def decode_snapshot(body: bytes, session_id: str) -> ContextSnapshot:
+    snapshot: ContextSnapshot
+    if _is_plain(body, b'"compacted_message":'):
+        snapshot = _plain_snapshot_decoder.decode(body)
+    else:
+        try:
+            snapshot = _typed_snapshot_decoder.decode(body)
+        except msgspec.ValidationError:
+            snapshot = _plain_snapshot_decoder.decode(body)
+    msgspec.structs.force_setattr(snapshot, "session_id", session_id)
+    return snapshot
+
+
+def encode_usage(record: UsageRecord) -> bytes:
+    return seal(_encoder.encode(record))
+
+
+def decode_usage(body: bytes) -> UsageRecord:
+    return _usage_decoder.decode(body)
+
+
+def decode_any(body: bytes) -> Any:
+    return _any_decoder.decode(body)
+
+
+def raw(data: bytes) -> msgspec.Raw:
+    return msgspec.Raw(data)
+

@@ -1,0 +1,34 @@
+"""UUIDv7 identifiers (RFC 9562): time-ordered, so ids sort in the order they were made."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+_lock = threading.Lock()
+_last_ms = 0
+_counter = 0
+
+
+def new_uuid7() -> str:
+    """Return a new UUIDv7 as a lowercase hyphenated string, monotonic within this process."""
+    global _last_ms, _counter
+    ms = time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(8), "big")
+    with _lock:
+        # Within one millisecond the 12-bit rand_a field counts up (RFC 9562, method 1),
+        # so two ids made in the same millisecond still sort in creation order.
+        if ms <= _last_ms:
+            ms = _last_ms
+            _counter += 1
+            if _counter > 0xFFF:
+                ms += 1
+                _counter = 0
+        else:
+            _counter = 0
+        _last_ms = ms
+        counter = _counter
+    value = (ms << 80) | (0x7 << 76) | (counter << 64) | (0b10 << 62) | (rand >> 2)
+    text = f"{value:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"

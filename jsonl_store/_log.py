@@ -1,0 +1,382 @@
+"""The append-only log files (raw log and token-usage log): reading, tail recovery, writing.
+
+Reading follows LevelDB's log reader in spirit: bytes after the last good line are the
+normal remains of a crash (a torn line, NUL runs, garbage) and are skipped silently;
+a bad line *followed by a good one* is real damage, reported with its offset and reason,
+and reading resumes at the next newline. Writing is one ``write(2)`` per record or batch
+on an ``O_APPEND`` descriptor, under a cheap ``flock`` on that descriptor.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from . import _codec
+from ._errors import DurabilityError, LockTimeout
+from ._fs import FileSystem
+from ._paths import cut_name
+from ._records import Problem
+
+CHUNK = 1 << 20  # forward reads: big enough to amortise syscalls, small enough for flat memory
+BACK_CHUNK = 1 << 12  # backward reads: the last record of a log usually fits in 4 KiB
+FLAGS_READ = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+FLAGS_APPEND = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+
+# A record always starts with this key (it is the first field of every record and usage
+# line), so a line whose head is damaged can still be searched for a record glued behind it.
+RECORD_START = b'{"'
+
+
+@dataclass(slots=True)
+class Line:
+    """One checksum-valid line: its JSON object (no newline) and where it starts."""
+
+    offset: int
+    number: int | None
+    body: bytes
+    end: int
+    #: The record's sequence when the writer already knows it (-1: decode ``body``).
+    sequence: int = -1
+
+
+def _salvage(raw: bytes) -> tuple[int, bytes] | None:
+    """Find a valid record glued behind damage in one line (a torn write, a NUL run).
+
+    Returns the record's position inside ``raw`` and its body. The checksum makes a
+    false match practically impossible, so trying each ``{"`` is safe.
+    """
+    start = raw.find(RECORD_START, 1)
+    while start != -1:
+        body = _codec.unseal(raw[start:])
+        if body is not None:
+            return start, body
+        start = raw.find(RECORD_START, start + 1)
+    return None
+
+
+def _describe(raw: bytes) -> str:
+    if not raw.strip(b"\x00"):
+        return f"{len(raw)} NUL bytes"
+    if not raw.strip():
+        return "blank line"
+    if _codec.unseal(raw) is None and raw[-_codec.SUFFIX_LENGTH : -10] == _codec.CRC_KEY:
+        return "checksum mismatch"
+    return f"not a record ({len(raw)} bytes)"
+
+
+def scan(
+    fs: FileSystem,
+    fd: int,
+    path: str,
+    start: int,
+    end: int,
+    problems: list[Problem] | None,
+    *,
+    first_line: int | None = None,
+) -> Iterator[Line]:
+    """Yield every valid line in ``[start, end)``; report damage followed by good lines.
+
+    ``start`` must be the start of a line. Damage after the last good line (the tail) is
+    not reported here: a writer cuts it, `verify` names it. Memory stays bounded by the
+    longest line plus one chunk.
+    """
+    pending: list[Problem] = []
+    number = first_line
+    offset = start
+    buffer = b""
+    position = start
+    while position < end:
+        chunk = fs.pread(fd, min(CHUNK, end - position), position)
+        if not chunk:
+            break
+        position += len(chunk)
+        buffer += chunk
+        lines = buffer.split(b"\n")
+        buffer = lines.pop()
+        for raw in lines:
+            line_end = offset + len(raw) + 1
+            body = _codec.unseal(raw)
+            if body is None:
+                salvaged = _salvage(raw)
+                pending.append(
+                    Problem(
+                        path=path,
+                        kind="damaged-line",
+                        reason=_describe(raw[: salvaged[0]] if salvaged else raw),
+                        action="skipped; reading resumes at the next line",
+                        offset=offset,
+                        line=number,
+                    )
+                )
+                if salvaged is not None:
+                    if problems is not None:
+                        problems.extend(pending)
+                    pending.clear()
+                    yield Line(offset + salvaged[0], number, salvaged[1], line_end)
+            else:
+                if pending:
+                    if problems is not None:
+                        problems.extend(pending)
+                    pending.clear()
+                yield Line(offset, number, body, line_end)
+            offset = line_end
+            if number is not None:
+                number += 1
+    # Whatever is left (a line without its newline, pending damage) is the tail: silent.
+
+
+def last_good(fs: FileSystem, fd: int, size: int, floor: int = 0) -> tuple[int, Line | None]:
+    """Find the last valid line in ``[floor, size)`` by reading backwards.
+
+    Returns the offset just past it (where the good part of the file ends) and the line;
+    ``(floor, None)`` when there is none. ``floor`` must be the start of a line. Reads
+    about 4 KiB for a healthy log.
+    """
+    low = size  # data holds the bytes [low, low + len(data))
+    data = b""
+    step = BACK_CHUNK
+    while True:
+        newline = data.rfind(b"\n")
+        if newline == -1:
+            # No line end in what we hold: it is all unterminated tail, nothing to keep.
+            if low <= floor:
+                return floor, None
+            data = b""
+        else:
+            previous = data.rfind(b"\n", 0, newline)
+            if previous != -1 or low <= floor:
+                begin = previous + 1
+                raw = data[begin:newline]
+                body = _codec.unseal(raw)
+                if body is not None:
+                    return low + newline + 1, Line(low + begin, None, body, low + newline + 1)
+                salvaged = _salvage(raw)
+                if salvaged is not None:
+                    return low + newline + 1, Line(low + begin + salvaged[0], None, salvaged[1], low + newline + 1)
+                data = data[:begin]
+                continue
+        # Need earlier bytes: the start of the candidate line lies before `low`.
+        new_low = max(floor, low - step)
+        data = fs.pread(fd, low - new_low, new_low) + data
+        low = new_low
+        step = min(step * 2, CHUNK)
+
+
+class LogWriter:
+    """Appends checksummed lines to one log file; one instance per store and file.
+
+    State known from the last append (file size, last line) lets the next append skip
+    re-reading: under the lock an ``fstat`` tells whether another process wrote since,
+    and only then is the new region read. A damaged tail is cut into a sidecar first.
+    """
+
+    def __init__(
+        self,
+        fs: FileSystem,
+        path: str,
+        directory: str,
+        *,
+        durable: bool,
+        lock_timeout: float,
+        label: str,
+        on_created: Callable[[], None] | None = None,
+    ) -> None:
+        self.fs = fs
+        self.path = path
+        self.directory = directory
+        self.durable = durable
+        self.lock_timeout = lock_timeout
+        self.label = label
+        self.on_created = on_created
+        self.mutex = threading.Lock()
+        self.fd = -1
+        self.pid = 0
+        self.size = 0
+        self.last: Line | None = None
+        self.failed: BaseException | None = None
+        self.cuts: list[Problem] = []
+
+    # -- descriptor and lock ------------------------------------------------------------
+
+    def _open(self) -> None:
+        if self.fd >= 0 and self.pid == os.getpid():
+            return
+        # After fork the inherited descriptor shares its flock with the parent, which
+        # would let both processes in at once: a child always opens its own.
+        self.fd = -1
+        try:
+            fd = self.fs.open(self.path, FLAGS_APPEND | os.O_EXCL, 0o644)
+            created = True
+        except FileExistsError:
+            fd = self.fs.open(self.path, FLAGS_APPEND, 0o644)
+            created = False
+        if created:
+            if self.durable:
+                self.fs.fsync_dir(self.directory)
+            if self.on_created is not None:
+                self.on_created()
+        self.fd = fd
+        self.pid = os.getpid()
+        self.size = -1  # unknown: the first locked sync reads the tail
+        self.last = None
+
+    def close(self) -> None:
+        with self.mutex:
+            if self.fd >= 0 and self.pid == os.getpid():
+                self.fs.close(self.fd)
+            self.fd = -1
+
+    def _lock(self) -> None:
+        fs, fd = self.fs, self.fd
+        try:
+            fs.flock(fd, _LOCK_EX_NB)
+            return
+        except BlockingIOError:
+            pass
+        # Contended: poll with a growing pause. flock has no timeout of its own, and a
+        # holder that dies releases its lock with its descriptor, so waiting is bounded
+        # by live holders only.
+        deadline = time.monotonic() + self.lock_timeout
+        pause = 0.0001
+        while True:
+            time.sleep(pause)
+            try:
+                fs.flock(fd, _LOCK_EX_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise LockTimeout(
+                        f"could not lock {self.label} within {self.lock_timeout} s", path=self.path
+                    ) from None
+                pause = min(pause * 2, 0.005)
+
+    def _unlock(self) -> None:
+        self.fs.flock(self.fd, _LOCK_UN)
+
+    def _sync(self) -> None:
+        """Bring ``size``/``last`` up to date with the file; called with the lock held."""
+        st = self.fs.fstat(self.fd)
+        if st.st_nlink == 0:
+            # The file was deleted (delete_session) while we held it open: start anew.
+            self.fs.flock(self.fd, _LOCK_UN)
+            self.fs.close(self.fd)
+            self.fd = -1
+            self._open()
+            self._lock()
+            st = self.fs.fstat(self.fd)
+        size = st.st_size
+        if size == self.size:
+            return
+        floor = self.last.end if (self.last is not None and 0 <= self.size < size) else 0
+        good_end, line = last_good(self.fs, self.fd, size, floor)
+        if line is None and floor > 0:
+            good_end, line = floor, self.last
+        if good_end < size:
+            self._cut(good_end, size)
+        self.size = good_end
+        self.last = line
+
+    def _cut(self, good_end: int, size: int) -> None:
+        """Move the damaged tail ``[good_end, size)`` into a sidecar, then truncate."""
+        fs = self.fs
+        directory, name = os.path.split(self.path)
+        sidecar = os.path.join(directory, cut_name(name, good_end))
+        data = fs.pread(self.fd, size - good_end, good_end)
+        fd = fs.open(sidecar, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[fs.write(fd, view) :]  # type: ignore[arg-type]
+            fs.fsync(fd)
+        finally:
+            fs.close(fd)
+        fs.fsync_dir(directory)
+        fs.ftruncate(self.fd, good_end)
+        fs.fsync(self.fd)
+        self.cuts.append(
+            Problem(
+                path=self.path,
+                kind="torn-tail",
+                reason=f"{size - good_end} bytes after the last good record",
+                action=f"cut into {os.path.basename(sidecar)}",
+                offset=good_end,
+            )
+        )
+
+    # -- appending ----------------------------------------------------------------------
+
+    def append(self, build: Callable[[Line | None], tuple[bytes, Line]]) -> Line:
+        """Append what ``build(last_line)`` returns; give back the line it describes.
+
+        ``build`` runs under the lock, so what it derives from the last line (the next
+        sequence) cannot be taken by another writer. It returns the bytes to write and
+        the `Line` that will be last afterwards (its offsets relative to the write).
+        """
+        with self.mutex:
+            if self.failed is not None:
+                raise DurabilityError(
+                    f"{self.label}: an earlier write or fsync failed; reopen the store to recover",
+                    path=self.path,
+                ) from self.failed
+            self._open()
+            self._lock()
+            try:
+                self._sync()
+                data, line = build(self.last)
+                start = self.size
+                self._write(data, start)
+                line.offset += start
+                line.end += start
+                self.size = start + len(data)
+                self.last = line
+            finally:
+                self._unlock()
+            if self.durable:
+                try:
+                    self.fs.fdatasync(self.fd)
+                except OSError as exc:
+                    # Never retry: after a failed fsync the kernel may have dropped the
+                    # dirty pages and a second fsync would falsely succeed (PostgreSQL's
+                    # "fsyncgate"). Refuse further appends until the store is reopened.
+                    self.failed = exc
+                    raise DurabilityError(f"{self.label}: fsync failed: {exc}", path=self.path) from exc
+            return line
+
+    def append_nothing(self) -> None:
+        """Open, lock and bring the file up to date (cutting a damaged tail); write nothing."""
+        with self.mutex:
+            self._open()
+            self._lock()
+            try:
+                self._sync()
+            finally:
+                self._unlock()
+
+    def _write(self, data: bytes, start: int) -> None:
+        try:
+            written = self.fs.write(self.fd, data)
+        except OSError as exc:
+            self._undo(start, exc)
+            raise DurabilityError(f"{self.label}: write failed: {exc}", path=self.path) from exc
+        if written != len(data):
+            # A short write (disk full): the record must not stay half-written.
+            exc2 = OSError(f"short write: {written} of {len(data)} bytes")
+            self._undo(start, exc2)
+            raise DurabilityError(f"{self.label}: write incomplete (disk full?)", path=self.path) from exc2
+
+    def _undo(self, start: int, cause: BaseException) -> None:
+        try:
+            if self.fs.fstat(self.fd).st_size != start:
+                self.fs.ftruncate(self.fd, start)
+        except OSError:
+            # Could not take the partial bytes back: the tail stays damaged until the
+            # next open cuts it, so this writer must not append after it.
+            self.failed = cause
+
+
+_LOCK_EX_NB = 2 | 4  # fcntl.LOCK_EX | fcntl.LOCK_NB
+_LOCK_UN = 8  # fcntl.LOCK_UN

@@ -1,0 +1,173 @@
+"""The metadata file: what a session is (title, parent, type, ...), merged under the lock.
+
+``meta.json`` is small, pretty-printed with a fixed key order and a final newline, so a
+rename shows in ``git diff`` as one changed line. It is replaced atomically; every
+change goes through `merge`, which applies only the fields a caller named.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from typing import Any, Final, Literal
+
+import msgspec
+
+from . import _atomic
+from ._errors import InvalidArgument, MetadataConflict, ReadOnlySession, UnsupportedFormat
+from ._fs import FileSystem
+from ._paths import META_NAME
+
+#: Format version this library writes, and the oldest reader version that can read it.
+FORMAT_VERSION: Final = 1
+READ_VERSION: Final = 1
+
+MAX_TITLE = 200
+MAX_AGENT_NAME = 64
+
+Origin = Literal["user", "runtime"]
+
+
+class SessionMeta(msgspec.Struct, kw_only=True):
+    """The contents of ``meta.json`` (key order on disk is the order below)."""
+
+    #: The format version of the writer that last wrote this session.
+    format: int = FORMAT_VERSION
+    #: A reader older than this version must refuse the session (SQLite's read version).
+    read_format: int = READ_VERSION
+    created_at: datetime
+    parent_session_id: str | None = None
+    session_type: int = 0
+    agent_name: str | None = None
+    title: str | None = None
+    pinned: bool = False
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: Bumped by every accepted update; what ``expected_version`` compares with.
+    version: int = 0
+    title_version: int = 0
+    metadata_version: int = 0
+    #: Fields (``title``, ``pinned``, ``metadata.<key>``) a user set: runtime updates skip them.
+    user_fields: list[str] = msgspec.field(default_factory=list)
+
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(SessionMeta)
+
+
+def encode(meta: SessionMeta) -> bytes:
+    return msgspec.json.format(_encoder.encode(meta), indent=2) + b"\n"
+
+
+def decode(data: bytes) -> SessionMeta:
+    return _decoder.decode(data)
+
+
+def read(fs: FileSystem, directory: str) -> SessionMeta | None:
+    """The session's metadata, None when absent; raises msgspec errors when damaged."""
+    data = _atomic.read_whole(fs, os.path.join(directory, META_NAME))
+    return None if data is None else decode(data)
+
+
+def check_readable(meta: SessionMeta, session_id: str) -> None:
+    if meta.read_format > READ_VERSION:
+        raise UnsupportedFormat(
+            f"session {session_id!r} needs a reader of format {meta.read_format}; this is format {READ_VERSION}",
+            session_id=session_id,
+        )
+
+
+def check_writable(meta: SessionMeta, session_id: str) -> None:
+    check_readable(meta, session_id)
+    if meta.format > FORMAT_VERSION:
+        raise ReadOnlySession(
+            f"session {session_id!r} was written by format {meta.format}; this library writes "
+            f"format {FORMAT_VERSION} and opens it read-only",
+            session_id=session_id,
+        )
+
+
+def write(fs: FileSystem, directory: str, meta: SessionMeta, *, durable: bool) -> None:
+    _atomic.replace(fs, directory, META_NAME, encode(meta), durable=durable)
+
+
+def create(fs: FileSystem, directory: str, meta: SessionMeta, *, durable: bool) -> bool:
+    """Write the first metadata file unless another writer did; False if it existed."""
+    return _atomic.create_exclusive(fs, directory, META_NAME, encode(meta), durable=durable)
+
+
+def check_title(title: str | None) -> None:
+    if title is not None and (not isinstance(title, str) or not 1 <= len(title) <= MAX_TITLE):
+        raise InvalidArgument(f"title must be a str of 1 to {MAX_TITLE} characters, got {title!r}"[:300])
+
+
+def check_agent_name(name: str | None) -> None:
+    if name is not None and (not isinstance(name, str) or not 1 <= len(name) <= MAX_AGENT_NAME):
+        raise InvalidArgument(f"agent_name must be a str of 1 to {MAX_AGENT_NAME} characters, got {name!r}")
+
+
+_UNSET: Any = object()
+
+
+def merge(
+    meta: SessionMeta,
+    *,
+    title: str | None = _UNSET,
+    pinned: bool = _UNSET,
+    metadata: dict[str, Any] | None = _UNSET,
+    remove_metadata: tuple[str, ...] = (),
+    expected_version: int | None = None,
+    origin: Origin = "user",
+    session_id: str = "",
+) -> bool:
+    """Apply the named fields to ``meta`` in place; return whether anything changed.
+
+    A ``runtime`` update never overwrites a field or metadata key a ``user`` set: a
+    title the agent derives must not undo a rename made in a UI (the seed
+    ``004_0b1605c615b13fa7.txt``'s ``title_version`` rule).
+    """
+    if expected_version is not None and expected_version != meta.version:
+        raise MetadataConflict(
+            f"session {session_id!r} metadata is at version {meta.version}, not {expected_version}",
+            session_id=session_id,
+        )
+    user = origin == "user"
+    owned = set(meta.user_fields)
+    changed = False
+    if title is not _UNSET and (user or "title" not in owned) and title != meta.title:
+        meta.title = title
+        meta.title_version += 1
+        changed = True
+    if title is not _UNSET and user:
+        owned.add("title")
+    if pinned is not _UNSET and (user or "pinned" not in owned) and pinned != meta.pinned:
+        meta.pinned = pinned
+        changed = True
+    if pinned is not _UNSET and user:
+        owned.add("pinned")
+    metadata_changed = False
+    if metadata is not _UNSET and metadata:
+        for key, value in metadata.items():
+            if not user and f"metadata.{key}" in owned:
+                continue
+            if user:
+                owned.add(f"metadata.{key}")
+            if key not in meta.metadata or meta.metadata[key] != value:
+                meta.metadata[key] = value
+                metadata_changed = True
+    for key in remove_metadata:
+        if not user and f"metadata.{key}" in owned:
+            continue
+        owned.discard(f"metadata.{key}")
+        if key in meta.metadata:
+            del meta.metadata[key]
+            metadata_changed = True
+    if metadata_changed:
+        meta.metadata_version += 1
+        changed = True
+    new_owned = sorted(owned)
+    if new_owned != meta.user_fields:
+        meta.user_fields = new_owned
+        changed = True
+    if changed:
+        meta.version += 1
+    return changed

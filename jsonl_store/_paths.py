@@ -1,0 +1,95 @@
+"""Every file name the store uses, built and parsed in one place.
+
+A session is one directory below the store root, named by its session id::
+
+    <root>/.gitignore                      lock and temporary files stay out of git
+    <root>/<session_id>/messages.jsonl     the raw log
+    <root>/<session_id>/snapshot-00000001.json
+    <root>/<session_id>/meta.json
+    <root>/<session_id>/usage.jsonl        the token-usage log
+    <root>/<session_id>/.lock              the session's lock file (never committed)
+
+Only relative names are ever written into a file, so a session directory can be moved,
+copied or committed anywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ._errors import InvalidSessionId
+
+LOG_NAME = "messages.jsonl"
+META_NAME = "meta.json"
+USAGE_NAME = "usage.jsonl"
+LOCK_NAME = ".lock"
+GITIGNORE_NAME = ".gitignore"
+
+SNAPSHOT_PREFIX = "snapshot-"
+SNAPSHOT_SUFFIX = ".json"
+SNAPSHOT_DIGITS = 8
+CUT_INFIX = ".cut-"
+TMP_SUFFIX = ".tmp"
+DAMAGED_SUFFIX = ".damaged"
+
+GITIGNORE_TEXT = (
+    "# Written by jsonl_store: lock files, unfinished temporary files and the bytes\n"
+    "# cut from a damaged log tail are local state, never part of a session's history.\n"
+    f"{LOCK_NAME}\n"
+    f"*{TMP_SUFFIX}\n"
+    f"*{CUT_INFIX}*\n"
+    f"*{DAMAGED_SUFFIX}\n"
+)
+
+MAX_SESSION_ID_LENGTH = 128
+# The safe alphabet: ASCII letters, digits, '_', '-' and '.', not starting with '.' or '-'
+# (no hidden files, no '.'/'..', nothing a shell or a CLI mistakes for an option).
+_SESSION_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}")
+_SNAPSHOT_NAME = re.compile(rf"{SNAPSHOT_PREFIX}(\d{{{SNAPSHOT_DIGITS}}}){re.escape(SNAPSHOT_SUFFIX)}")
+
+
+def validate_session_id(session_id: object) -> str:
+    """Return ``session_id`` unchanged, or raise `InvalidSessionId` saying why it is unsafe."""
+    if not isinstance(session_id, str):
+        raise InvalidSessionId(f"session id must be a str, not {type(session_id).__name__}")
+    if _SESSION_ID.fullmatch(session_id) is None:
+        if not session_id:
+            reason = "is empty"
+        elif len(session_id) > MAX_SESSION_ID_LENGTH:
+            reason = f"is longer than {MAX_SESSION_ID_LENGTH} characters"
+        elif session_id[0] in ".-":
+            reason = "starts with '.' or '-'"
+        else:
+            reason = "holds a character outside [A-Za-z0-9_.-]"
+        raise InvalidSessionId(f"session id {session_id!r} {reason}", session_id=session_id)
+    return session_id
+
+
+def is_session_id(name: str) -> bool:
+    """Tell whether a directory entry below the root can be a session directory."""
+    return _SESSION_ID.fullmatch(name) is not None
+
+
+def session_dir(root: str, session_id: str) -> str:
+    return os.path.join(root, session_id)
+
+
+def snapshot_name(version: int) -> str:
+    assert 0 < version < 10**SNAPSHOT_DIGITS, version
+    return f"{SNAPSHOT_PREFIX}{version:0{SNAPSHOT_DIGITS}d}{SNAPSHOT_SUFFIX}"
+
+
+def parse_snapshot_name(name: str) -> int | None:
+    """Return the version a snapshot file name carries, or None for any other name."""
+    match = _SNAPSHOT_NAME.fullmatch(name)
+    return int(match.group(1)) if match else None
+
+
+def cut_name(log_name: str, offset: int) -> str:
+    """Name of the sidecar holding the damaged tail cut from ``log_name`` at ``offset``."""
+    return f"{log_name}{CUT_INFIX}{offset:012d}"
+
+
+def tmp_name(final_name: str, token: str) -> str:
+    return f"{final_name}.{token}{TMP_SUFFIX}"

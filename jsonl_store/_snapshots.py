@@ -1,0 +1,118 @@
+"""Numbered snapshot files: immutable compaction checkpoints, created by compare-and-swap.
+
+``snapshot-00000003.json`` holds one checksummed line: the compacted message and the
+boundary (last sequence it replaces, and the byte offsets of the boundary record and of
+the tail after it). A snapshot is trusted only while the log still holds that exact
+boundary record at that offset, so a snapshot that outlived its log (power loss under
+``durability="none"``) is skipped for an older one rather than hiding newer records.
+"""
+
+from __future__ import annotations
+
+import os
+
+import msgspec
+
+from . import _atomic, _codec
+from ._fs import FileSystem
+from ._paths import parse_snapshot_name, snapshot_name
+from ._records import ContextSnapshot, Problem
+
+
+class DamagedSnapshot(Exception):
+    """Internal: a snapshot file that cannot be used, with the reason."""
+
+
+def versions(fs: FileSystem, directory: str) -> list[int]:
+    """Every snapshot version present as a file, ascending (damaged ones included)."""
+    try:
+        names = fs.listdir(directory)
+    except FileNotFoundError:
+        return []
+    found = (parse_snapshot_name(name) for name in names)
+    return sorted(v for v in found if v is not None)
+
+
+def read(fs: FileSystem, directory: str, version: int, session_id: str) -> ContextSnapshot:
+    path = os.path.join(directory, snapshot_name(version))
+    data = _atomic.read_whole(fs, path)
+    if data is None:
+        raise DamagedSnapshot("file vanished")
+    if not data.endswith(b"\n"):
+        raise DamagedSnapshot(f"incomplete file ({len(data)} bytes, no final newline)")
+    body = _codec.unseal(data[:-1])
+    if body is None:
+        raise DamagedSnapshot("checksum mismatch or not a snapshot line")
+    try:
+        snapshot = _codec.decode_snapshot(body, session_id)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise DamagedSnapshot(f"does not fit the snapshot schema: {exc}") from None
+    if snapshot.version != version:
+        raise DamagedSnapshot(f"file name says version {version}, content says {snapshot.version}")
+    return snapshot
+
+
+def boundary_problem(fs: FileSystem, log_fd: int, log_size: int, snapshot: ContextSnapshot) -> str | None:
+    """Why the log does not hold this snapshot's boundary record (None when it does)."""
+    start, end = snapshot.boundary_offset, snapshot.tail_offset
+    if end > log_size:
+        return f"boundary ends at byte {end}, past the end of the log ({log_size} bytes)"
+    if not 0 <= start < end:
+        return f"boundary offsets {start}..{end} are invalid"
+    data = fs.pread(log_fd, end - start, start)
+    body = _codec.unseal(data[:-1]) if data.endswith(b"\n") else None
+    if body is None:
+        return f"no valid record at byte {start}"
+    try:
+        head = _codec.decode_any(body)
+    except msgspec.DecodeError:
+        return f"no valid record at byte {start}"
+    if head.get("sequence") != snapshot.compacted_through_sequence or head.get("id") != snapshot.boundary_record_id:
+        return (
+            f"the record at byte {start} is sequence {head.get('sequence')}, not the boundary "
+            f"sequence {snapshot.compacted_through_sequence} this snapshot was made for"
+        )
+    return None
+
+
+def latest(
+    fs: FileSystem,
+    directory: str,
+    session_id: str,
+    log_fd: int | None,
+    log_size: int,
+    problems: list[Problem] | None,
+    *,
+    at_most: int | None = None,
+) -> ContextSnapshot | None:
+    """The newest snapshot that is intact and agrees with the log; report the ones skipped.
+
+    With ``at_most``, only snapshots whose boundary is at or before that sequence count.
+    """
+    for version in reversed(versions(fs, directory)):
+        path = os.path.join(directory, snapshot_name(version))
+        try:
+            snapshot = read(fs, directory, version, session_id)
+        except DamagedSnapshot as exc:
+            reason = str(exc)
+        else:
+            if at_most is not None and snapshot.compacted_through_sequence > at_most:
+                continue
+            if log_fd is None:
+                reason = "the raw log is missing"
+            else:
+                found = boundary_problem(fs, log_fd, log_size, snapshot)
+                if found is None:
+                    return snapshot
+                reason = found
+        if problems is not None:
+            problems.append(
+                Problem(path=path, kind="bad-snapshot", reason=reason, action="skipped for an older snapshot")
+            )
+    return None
+
+
+def create(fs: FileSystem, directory: str, snapshot: ContextSnapshot, *, durable: bool) -> bool:
+    """Write snapshot ``snapshot.version`` unless that version exists; False on conflict."""
+    data = _codec.encode_snapshot(snapshot)
+    return _atomic.create_exclusive(fs, directory, snapshot_name(snapshot.version), data, durable=durable)

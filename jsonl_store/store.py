@@ -1,0 +1,1221 @@
+"""`SessionStore`: the one API behind the library and the command line.
+
+The data's way is short and one-directional: arguments -> records (``_records``) ->
+lines (``_codec``) -> files (``_log``, ``_snapshots``, ``_meta``) through the one
+file-system door (``_fs``), and back.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import threading
+import zlib
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import msgspec
+
+from . import _atomic, _codec, _meta, _snapshots
+from ._errors import (
+    InvalidArgument,
+    InvalidMessage,
+    LockTimeout,
+    ParentMismatch,
+    SessionNotFound,
+    SnapshotConflict,
+    UnsupportedFormat,
+)
+from ._fs import OS_FS, FileSystem
+from ._ids import new_uuid7
+from ._log import FLAGS_READ, Line, LogWriter, last_good, scan
+from ._meta import Origin, SessionMeta
+from ._paths import (
+    DAMAGED_SUFFIX,
+    GITIGNORE_NAME,
+    GITIGNORE_TEXT,
+    LOCK_NAME,
+    LOG_NAME,
+    META_NAME,
+    TMP_SUFFIX,
+    USAGE_NAME,
+    is_session_id,
+    snapshot_name,
+    validate_session_id,
+)
+from ._records import (
+    AssistantMessage,
+    CompactedMessage,
+    ContextSnapshot,
+    Message,
+    MessageTiming,
+    ModelUsage,
+    Problem,
+    RawMessageRecord,
+    SessionSummary,
+    SessionView,
+    UsageRecord,
+)
+
+Durability = Literal["fsync", "none"]
+
+logger = logging.getLogger("jsonl_store")
+
+_UNSET: Any = _meta._UNSET
+_SEQ0 = b'{"sequence":0'
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: Problems that make a session unusable (the CLI exits with 2 for them).
+UNUSABLE_KINDS = frozenset({"unsupported-format", "unreadable"})
+_MAX_OPEN_SESSIONS = 64
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _message_id(message: Message) -> Any:
+    return message.get("id") if isinstance(message, dict) else message.id
+
+
+def _persisted(message: Message) -> bool:
+    if isinstance(message, dict):
+        return message.get("persist", True) is not False
+    return message.persist
+
+
+def _is_assistant(message: Message) -> bool:
+    if isinstance(message, dict):
+        return message.get("role") == "assistant"
+    return isinstance(message, AssistantMessage)
+
+
+def _is_compacted(message: Message) -> bool:
+    if isinstance(message, dict):
+        return message.get("role") == "compacted"
+    return isinstance(message, CompactedMessage)
+
+
+class _Session:
+    """What one store keeps open for one session: its log writers and cached facts."""
+
+    __slots__ = ("checkpoint", "directory", "log", "mutex", "parent", "prepared", "session_id", "usage")
+
+    def __init__(self, session_id: str, directory: str) -> None:
+        self.session_id = session_id
+        self.directory = directory
+        self.log: LogWriter | None = None
+        self.usage: LogWriter | None = None
+        #: The parent never changes once written, so it can be cached for the checks.
+        self.parent: str | None = None
+        self.prepared = False
+        self.mutex = threading.Lock()
+        self.checkpoint: _CheckpointCache | None = None
+
+    def close(self) -> None:
+        for writer in (self.log, self.usage):
+            if writer is not None:
+                writer.close()
+
+
+class _CheckpointCache:
+    """Ids of the session context as of a log offset, so a checkpoint reads only new bytes."""
+
+    __slots__ = ("ids", "last_sequence", "log_end", "snapshot_version")
+
+    def __init__(self, snapshot_version: int, log_end: int, ids: dict[Any, int], last_sequence: int) -> None:
+        self.snapshot_version = snapshot_version
+        self.log_end = log_end
+        self.ids = ids
+        self.last_sequence = last_sequence
+
+
+class SessionStore:
+    """Sessions stored as plain files below ``root``; safe for many threads and processes.
+
+    ``durability="fsync"`` (the default) returns from an append only once the record is
+    on disk; ``"none"`` makes one ``write(2)`` per append, which survives a process crash
+    but not a power loss. ``lock_timeout`` bounds every wait for another writer.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        durability: Durability = "fsync",
+        lock_timeout: float = 30.0,
+        on_problem: Callable[[Problem], None] | None = None,
+        fs: FileSystem | None = None,
+    ) -> None:
+        if durability not in ("fsync", "none"):
+            raise InvalidArgument(f"durability must be 'fsync' or 'none', got {durability!r}")
+        if not lock_timeout > 0:
+            raise InvalidArgument(f"lock_timeout must be positive, got {lock_timeout!r}")
+        self.root = os.fspath(root)
+        self.durability: Durability = durability
+        self.lock_timeout = float(lock_timeout)
+        self._durable = durability == "fsync"
+        self._fs: FileSystem = fs if fs is not None else OS_FS
+        self._on_problem = on_problem
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        self._sessions_mutex = threading.Lock()
+        self._locks: dict[str, AbstractContextManager[Any]] = {}
+        self._root_ready = False
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close every open descriptor. The store can still be used; it reopens lazily.
+
+        After a failed fsync, closing is how a session's writer is recovered.
+        """
+        with self._sessions_mutex:
+            sessions = list(self._sessions.values())
+            self._sessions.clear()
+        for session in sessions:
+            session.close()
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SessionStore({self.root!r}, durability={self.durability!r})"
+
+    # -- internals: paths, locks, sessions -----------------------------------------------
+
+    def _dir(self, session_id: str) -> str:
+        return os.path.join(self.root, validate_session_id(session_id))
+
+    def _report(self, problems: Iterable[Problem]) -> None:
+        for problem in problems:
+            if self._on_problem is not None:
+                self._on_problem(problem)
+            else:
+                logger.warning("%s", problem)
+
+    def _lock(self, session_id: str) -> AbstractContextManager[Any]:
+        """The session's cross-process lock (metadata, snapshots, checkpoint, delete, repair)."""
+        path = os.path.join(self.root, session_id, LOCK_NAME)
+        with self._sessions_mutex:
+            lock = self._locks.get(path)
+            if lock is None:
+                lock = self._locks[path] = _NamedLock(
+                    self._fs.lock(path, self.lock_timeout), session_id, self.lock_timeout, path
+                )
+        return lock
+
+    def _session(self, session_id: str) -> _Session:
+        session = self._sessions.get(session_id)
+        if session is not None:
+            return session
+        directory = self._dir(session_id)
+        evicted: list[_Session] = []
+        with self._sessions_mutex:
+            session = self._sessions.get(session_id)
+            if session is None:
+                session = self._sessions[session_id] = _Session(session_id, directory)
+                while len(self._sessions) > _MAX_OPEN_SESSIONS:
+                    evicted.append(self._sessions.popitem(last=False)[1])
+        for old in evicted:
+            old.close()
+        return session
+
+    def _makedirs(self, path: str) -> None:
+        missing = []
+        while True:
+            try:
+                self._fs.mkdir(path, 0o777)
+            except FileExistsError:
+                break
+            except FileNotFoundError:
+                parent = os.path.dirname(path)
+                if parent == path:
+                    raise
+                missing.append(path)
+                path = parent
+                continue
+            if self._durable:
+                self._fs.fsync_dir(os.path.dirname(path) or ".")
+            if not missing:
+                break
+            path = missing.pop()
+
+    def _ensure_root(self) -> None:
+        if self._root_ready:
+            return
+        self._makedirs(self.root)
+        if not self._exists(os.path.join(self.root, GITIGNORE_NAME)):
+            _atomic.create_exclusive(
+                self._fs, self.root, GITIGNORE_NAME, GITIGNORE_TEXT.encode(), durable=self._durable
+            )
+        self._root_ready = True
+
+    def _exists(self, path: str) -> bool:
+        try:
+            self._fs.stat(path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def _prepare(self, session: _Session, init: SessionMeta | None) -> None:
+        """Make sure the session's directory and metadata exist; cache its parent.
+
+        Runs once per store and session (and again if the session was deleted meanwhile);
+        the metadata is created by compare-and-swap, so two processes making the same new
+        session agree on one file.
+        """
+        self._ensure_root()
+        self._makedirs(session.directory)
+        meta = self._read_meta(session.session_id, session.directory)
+        if meta is None:
+            meta = init if init is not None else SessionMeta(created_at=_now())
+            if not _meta.create(self._fs, session.directory, meta, durable=self._durable):
+                meta = self._read_meta(session.session_id, session.directory)
+                assert meta is not None
+        _meta.check_writable(meta, session.session_id)
+        session.parent = meta.parent_session_id
+        session.prepared = True
+
+    def _read_meta(self, session_id: str, directory: str, problems: list[Problem] | None = None) -> SessionMeta | None:
+        try:
+            meta = _meta.read(self._fs, directory)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            problem = Problem(
+                path=os.path.join(directory, META_NAME),
+                kind="bad-meta",
+                reason=f"unreadable metadata: {exc}",
+                action="moved aside; metadata rebuilt with defaults",
+            )
+            if problems is None:
+                self._report([problem])
+            else:
+                problems.append(problem)
+            return None
+        if meta is not None:
+            _meta.check_readable(meta, session_id)
+        return meta
+
+    def _writer(self, session: _Session, init: SessionMeta | None) -> LogWriter:
+        with session.mutex:
+            if not session.prepared:
+                self._prepare(session, init)
+            if session.log is None:
+                session.log = LogWriter(
+                    self._fs,
+                    os.path.join(session.directory, LOG_NAME),
+                    session.directory,
+                    durable=self._durable,
+                    lock_timeout=self.lock_timeout,
+                    label=f"session {session.session_id!r}",
+                    # The log was (re)created: after a delete_session by someone else the
+                    # metadata must be made again before records land.
+                    on_created=lambda: self._prepare(session, init),
+                )
+            return session.log
+
+    # -- appending ----------------------------------------------------------------------
+
+    def append(
+        self,
+        session_id: str,
+        message: Message,
+        *,
+        request_id: str | None = None,
+        timing: MessageTiming | None = None,
+        usage: ModelUsage | None = None,
+        parent_session_id: str | None = None,
+        title: str | None = None,
+        agent_name: str | None = None,
+        session_type: int = 0,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Append one immutable record; return its sequence (0 when ``persist`` is False).
+
+        The first append creates the session, and ``title``, ``agent_name``,
+        ``parent_session_id`` and ``session_type`` initialise its metadata (they are not
+        copied into records, and are ignored once the session exists, except that a
+        different parent raises `ParentMismatch`). Raises `InvalidMessage` /
+        `UnsupportedValue` for a message that cannot be stored unchanged; nothing is
+        written then.
+        """
+        return self._append(
+            session_id,
+            [message],
+            request_id=request_id,
+            timings=[timing],
+            usages=[usage],
+            parent_session_id=parent_session_id,
+            title=title,
+            agent_name=agent_name,
+            session_type=session_type,
+            metadata=metadata,
+            tags=tags,
+        )[0]
+
+    def append_many(
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        *,
+        request_id: str | None = None,
+        timing: MessageTiming | Sequence[MessageTiming | None] | None = None,
+        usage: ModelUsage | Sequence[ModelUsage | None] | None = None,
+        parent_session_id: str | None = None,
+        title: str | None = None,
+        agent_name: str | None = None,
+        session_type: int = 0,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Mapping[str, Any] | None = None,
+    ) -> list[int]:
+        """Append several records all or nothing: one write, at most one fsync.
+
+        Returns one sequence per message (0 for a message with ``persist=False``).
+        ``timing`` and ``usage`` are one value for the whole batch or one per message;
+        a single ``usage`` belongs to the batch's only assistant message.
+        """
+        if isinstance(messages, (dict, str, bytes)) or not isinstance(messages, Sequence):
+            raise InvalidArgument("append_many takes a sequence of messages")
+        count = len(messages)
+        timings = self._per_message(timing, MessageTiming, count, "timing")
+        if isinstance(usage, ModelUsage):
+            assistants = [i for i, m in enumerate(messages) if _is_assistant(m)]
+            if len(assistants) != 1:
+                raise InvalidArgument(
+                    f"a single usage needs exactly one assistant message in the batch, found {len(assistants)}"
+                )
+            usages: list[ModelUsage | None] = [None] * count
+            usages[assistants[0]] = usage
+        else:
+            usages = self._per_message(usage, ModelUsage, count, "usage")
+        return self._append(
+            session_id,
+            messages,
+            request_id=request_id,
+            timings=timings,
+            usages=usages,
+            parent_session_id=parent_session_id,
+            title=title,
+            agent_name=agent_name,
+            session_type=session_type,
+            metadata=metadata,
+            tags=tags,
+        )
+
+    @staticmethod
+    def _per_message(value: Any, kind: type, count: int, name: str) -> list[Any]:
+        if value is None or isinstance(value, kind):
+            return [value] * count
+        values = list(value)
+        if len(values) != count:
+            raise InvalidArgument(f"{name} has {len(values)} entries for {count} messages")
+        return values
+
+    def _append(
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        *,
+        request_id: str | None,
+        timings: Sequence[MessageTiming | None],
+        usages: Sequence[ModelUsage | None],
+        parent_session_id: str | None,
+        title: str | None,
+        agent_name: str | None,
+        session_type: int,
+        metadata: Mapping[str, Any] | None,
+        tags: Mapping[str, Any] | None,
+    ) -> list[int]:
+        session = self._session(session_id)
+        # Everything that can fail on bad input is checked before any file is touched.
+        if request_id is not None and not isinstance(request_id, str):
+            raise InvalidArgument(f"request_id must be a str, got {type(request_id).__name__}")
+        if parent_session_id is not None:
+            validate_session_id(parent_session_id)
+            if parent_session_id == session_id:
+                raise InvalidArgument(f"session {session_id!r} cannot be its own parent")
+        if type(session_type) is not int:
+            raise InvalidArgument(f"session_type must be an int, got {session_type!r}")
+        common_metadata = self._json_object(metadata, "metadata")
+        common_tags = self._json_object(tags, "tags")
+        bodies: list[bytes | None] = []
+        now = _now()
+        for index, message in enumerate(messages):
+            payload, plain = _codec.encode_message(message)
+            if not _persisted(message):
+                bodies.append(None)
+                continue
+            usage = usages[index]
+            if usage is not None:
+                if not isinstance(usage, ModelUsage):
+                    raise InvalidArgument(f"usage must be a ModelUsage, got {type(usage).__name__}")
+                if not _is_assistant(message):
+                    raise InvalidArgument("usage belongs only to assistant messages")
+            timing = timings[index]
+            if timing is not None and not isinstance(timing, MessageTiming):
+                raise InvalidArgument(f"timing must be a MessageTiming, got {type(timing).__name__}")
+            record = RawMessageRecord(
+                sequence=0,
+                id=new_uuid7(),
+                created_at=now,
+                plain=plain,
+                message=msgspec.Raw(payload),
+                request_id=request_id,
+                metadata=common_metadata,
+                tags=common_tags,
+                **(_timing_fields(timing) if timing is not None else {}),
+                **(_usage_fields(usage) if usage is not None else {}),
+            )
+            bodies.append(_codec.encode_record(record)[: -_codec.SUFFIX_LENGTH - 1] + b"}")
+        if all(body is None for body in bodies):
+            # Nothing to persist; the session is still checked so bad ids fail the same way.
+            return [0] * len(messages)
+        init = None
+        if not session.prepared:
+            _meta.check_title(title)
+            _meta.check_agent_name(agent_name)
+            init = SessionMeta(
+                created_at=now,
+                parent_session_id=parent_session_id,
+                session_type=session_type,
+                agent_name=agent_name,
+                title=title,
+            )
+        writer = self._writer(session, init)
+        if parent_session_id is not None and session.parent != parent_session_id:
+            raise ParentMismatch(
+                f"session {session_id!r} has parent {session.parent!r}; a parent never changes "
+                f"(got {parent_session_id!r})",
+                session_id=session_id,
+            )
+        sequences: list[int] = []
+
+        def build(last: Line | None) -> tuple[bytes, Line]:
+            sequence = _sequence_of(last)
+            parts = []
+            head = b""
+            for body in bodies:
+                if body is None:
+                    sequences.append(0)
+                    continue
+                sequence += 1
+                sequences.append(sequence)
+                head = b'{"sequence":%d%s' % (sequence, body[len(_SEQ0) : -1])
+                parts.append(b'%s,"crc":"%08x"}\n' % (head, zlib.crc32(head)))
+            data = b"".join(parts)
+            return data, Line(len(data) - len(parts[-1]), None, head + b"}", len(data), sequence)
+
+        try:
+            writer.append(build)
+        except FileNotFoundError:
+            # The session directory vanished under us (deleted by another process):
+            # make it again and retry once.
+            sequences.clear()
+            session.prepared = False
+            writer.close()
+            writer = self._writer(session, init)
+            writer.append(build)
+        return sequences
+
+    @staticmethod
+    def _json_object(value: Mapping[str, Any] | None, name: str) -> Any:
+        if not value:
+            return {}
+        if not isinstance(value, Mapping):
+            raise InvalidArgument(f"{name} must be a mapping, got {type(value).__name__}")
+        return msgspec.Raw(_codec.encode_json(dict(value), f"{name}"))
+
+    # -- reading ------------------------------------------------------------------------
+
+    def _open_log(self, directory: str) -> tuple[int | None, int]:
+        try:
+            fd = self._fs.open(os.path.join(directory, LOG_NAME), FLAGS_READ)
+        except FileNotFoundError:
+            return None, 0
+        return fd, self._fs.fstat(fd).st_size
+
+    def load(self, session_id: str) -> SessionView:
+        """The latest valid snapshot plus the raw-log records after its boundary.
+
+        Reads only the tail, whatever the log's length. An unknown session gives an empty
+        view. Damage met on the way is in ``view.problems`` (and goes to ``on_problem``).
+        """
+        directory = self._dir(session_id)
+        problems: list[Problem] = []
+        meta = self._read_meta(session_id, directory, problems)
+        fd, size = self._open_log(directory)
+        try:
+            snapshot = _snapshots.latest(self._fs, directory, session_id, fd, size, problems)
+            tail: list[RawMessageRecord] = []
+            if fd is not None:
+                start = snapshot.tail_offset if snapshot is not None else 0
+                after = snapshot.compacted_through_sequence if snapshot is not None else 0
+                tail = list(self._decode_lines(session_id, directory, fd, start, size, after, problems))
+        finally:
+            if fd is not None:
+                self._fs.close(fd)
+        self._report(problems)
+        return SessionView(
+            session_id=session_id,
+            parent_session_id=meta.parent_session_id if meta else None,
+            session_type=meta.session_type if meta else 0,
+            title=meta.title if meta else None,
+            agent_name=meta.agent_name if meta else None,
+            snapshot=snapshot,
+            raw_tail=tail,
+            problems=problems,
+        )
+
+    def _decode_lines(
+        self,
+        session_id: str,
+        directory: str,
+        fd: int,
+        start: int,
+        end: int,
+        after: int,
+        problems: list[Problem],
+    ) -> Iterator[RawMessageRecord]:
+        """Decode the records in ``[start, end)``; keep sequences strictly increasing."""
+        path = os.path.join(directory, LOG_NAME)
+        previous = after
+        expected_gap_free = start == 0 or after > 0
+        for line in scan(self._fs, fd, path, start, end, problems, first_line=1 if start == 0 else None):
+            try:
+                record = _codec.decode_record(line.body, session_id)
+            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                problems.append(
+                    Problem(path, "bad-record", f"checksum holds but record does not fit: {exc}", "skipped",
+                            line.offset, line.number)
+                )
+                continue
+            sequence = record.sequence
+            if sequence <= previous:
+                if sequence <= after and previous == after:
+                    continue  # before the boundary: `records(after=...)` skips these
+                problems.append(
+                    Problem(path, "out-of-order", f"sequence {sequence} after {previous}", "skipped",
+                            line.offset, line.number)
+                )
+                continue
+            if expected_gap_free and sequence != previous + 1:
+                problems.append(
+                    Problem(path, "gap", f"sequences {previous + 1}..{sequence - 1} are missing",
+                            "reported; later records are kept", line.offset, line.number)
+                )
+            previous = sequence
+            if record.started_at is None:
+                # Instantaneous messages store no timing: it equals the append time.
+                msgspec.structs.force_setattr(record, "started_at", record.created_at)
+                msgspec.structs.force_setattr(record, "completed_at", record.created_at)
+            yield record
+
+    def records(self, session_id: str, *, after: int = 0) -> Iterator[RawMessageRecord]:
+        """Stream the raw log's records with a sequence above ``after``, in constant memory.
+
+        When a snapshot's boundary is at or before ``after``, reading starts at that
+        snapshot's tail offset instead of the beginning of the file.
+        """
+        directory = self._dir(session_id)
+        if type(after) is not int or after < 0:
+            raise InvalidArgument(f"after must be a non-negative int, got {after!r}")
+        return self._records(session_id, directory, after)
+
+    def _records(self, session_id: str, directory: str, after: int) -> Iterator[RawMessageRecord]:
+        fd, size = self._open_log(directory)
+        if fd is None:
+            return
+        problems: list[Problem] = []
+        try:
+            start, floor = 0, 0
+            if after > 0:
+                snapshot = _snapshots.latest(self._fs, directory, session_id, fd, size, None, at_most=after)
+                if snapshot is not None:
+                    start, floor = snapshot.tail_offset, snapshot.compacted_through_sequence
+            for record in self._decode_lines(session_id, directory, fd, start, size, floor, problems):
+                if record.sequence > after:
+                    yield record
+        finally:
+            self._fs.close(fd)
+            self._report(problems)
+
+    def _summary(self, session_id: str, directory: str) -> SessionSummary | None:
+        problems: list[Problem] = []
+        meta = self._read_meta(session_id, directory, problems)
+        fd, size = self._open_log(directory)
+        try:
+            last = None
+            first_time = None
+            if fd is not None and size:
+                _, line = last_good(self._fs, fd, size)
+                if line is not None:
+                    last = _codec.decode_record(line.body, session_id)
+                if meta is None:
+                    first = next(iter(scan(self._fs, fd, "", 0, min(size, 1 << 16), None)), None)
+                    if first is not None:
+                        first_time = _codec.decode_record(first.body, session_id).created_at
+        finally:
+            if fd is not None:
+                self._fs.close(fd)
+        if meta is None and fd is None:
+            return None
+        created = meta.created_at if meta else (first_time or (last.created_at if last else _EPOCH))
+        meta = meta or SessionMeta(created_at=created)
+        return SessionSummary(
+            session_id=session_id,
+            parent_session_id=meta.parent_session_id,
+            session_type=meta.session_type,
+            title=meta.title,
+            agent_name=meta.agent_name,
+            message_count=last.sequence if last else 0,
+            created_at=created,
+            updated_at=last.created_at if last else created,
+            pinned=meta.pinned,
+            metadata=meta.metadata,
+            version=meta.version,
+            title_version=meta.title_version,
+            metadata_version=meta.metadata_version,
+        )
+
+    def get_session(self, session_id: str) -> SessionSummary | None:
+        """The session's summary, or None when it does not exist."""
+        return self._summary(session_id, self._dir(session_id))
+
+    def list_sessions(self, *, parent_session_id: str | None = None) -> list[SessionSummary]:
+        """Every session (or the children of ``parent_session_id``), newest activity first."""
+        if parent_session_id is not None:
+            validate_session_id(parent_session_id)
+        try:
+            names = self._fs.listdir(self.root)
+        except FileNotFoundError:
+            return []
+        found = []
+        for name in names:
+            if not is_session_id(name):
+                continue
+            try:
+                summary = self._summary(name, os.path.join(self.root, name))
+            except (NotADirectoryError, UnsupportedFormat):
+                continue
+            if summary is None:
+                continue
+            if parent_session_id is not None and summary.parent_session_id != parent_session_id:
+                continue
+            found.append(summary)
+        found.sort(key=lambda s: (s.updated_at, s.session_id), reverse=True)
+        return found
+
+    # -- snapshots ----------------------------------------------------------------------
+
+    def snapshot(
+        self,
+        session_id: str,
+        compacted_message: Message,
+        compacted_through_sequence: int,
+        expected_version: int,
+    ) -> ContextSnapshot:
+        """Create snapshot ``expected_version + 1``: a summary replacing the log up to a sequence.
+
+        ``expected_version`` is the version of the snapshot the caller's context came from
+        (0 for none, as in ``load(...).snapshot``). Raises `SnapshotConflict` when another
+        writer created a newer snapshot first, and `InvalidArgument` when the boundary does
+        not advance past the previous snapshot's or passes the last sequence.
+        """
+        directory = self._dir(session_id)
+        if not _is_compacted(compacted_message):
+            raise InvalidArgument("a snapshot's message must be a CompactedMessage (or a dict with role 'compacted')")
+        payload, plain = _codec.encode_message(compacted_message)
+        for name, value in (("compacted_through_sequence", compacted_through_sequence), ("expected_version", expected_version)):
+            if type(value) is not int or value < 0:
+                raise InvalidArgument(f"{name} must be a non-negative int, got {value!r}")
+        with self._lock(session_id):
+            fd, size = self._open_log(directory)
+            if fd is None:
+                raise InvalidArgument(f"session {session_id!r} has no records to compact")
+            try:
+                problems: list[Problem] = []
+                current = _snapshots.latest(self._fs, directory, session_id, fd, size, problems)
+                self._report(problems)
+                current_version = current.version if current else 0
+                if expected_version != current_version:
+                    raise SnapshotConflict(
+                        f"session {session_id!r} is at snapshot version {current_version}, not {expected_version}",
+                        session_id=session_id,
+                    )
+                previous = current.compacted_through_sequence if current else 0
+                if compacted_through_sequence <= previous:
+                    raise InvalidArgument(
+                        f"the boundary must advance past sequence {previous}, got {compacted_through_sequence}"
+                    )
+                boundary = None
+                start = current.tail_offset if current else 0
+                for line in scan(self._fs, fd, "", start, size, None):
+                    if _sequence_of(line) == compacted_through_sequence:
+                        boundary = line
+                        break
+                if boundary is None:
+                    raise InvalidArgument(
+                        f"sequence {compacted_through_sequence} is not in session {session_id!r}'s log"
+                    )
+            finally:
+                self._fs.close(fd)
+            # Damaged files keep their number, so the next version is above all of them.
+            version = max([current_version, *_snapshots.versions(self._fs, directory)]) + 1
+            snapshot = ContextSnapshot(
+                version=version,
+                id=new_uuid7(),
+                created_at=_now(),
+                compacted_through_sequence=compacted_through_sequence,
+                boundary_offset=boundary.offset,
+                tail_offset=boundary.end,
+                boundary_record_id=_codec.decode_any(boundary.body)["id"],
+                plain=plain,
+                compacted_message=msgspec.Raw(payload),
+            )
+            if not _snapshots.create(self._fs, directory, snapshot, durable=self._durable):
+                raise SnapshotConflict(
+                    f"snapshot {version} of session {session_id!r} was created by another writer",
+                    session_id=session_id,
+                )
+        return msgspec.structs.replace(
+            snapshot, compacted_message=compacted_message, session_id=session_id
+        )
+
+    # -- metadata -----------------------------------------------------------------------
+
+    def update_session(
+        self,
+        session_id: str,
+        *,
+        title: str | None = _UNSET,
+        pinned: bool = _UNSET,
+        metadata: Mapping[str, Any] | None = _UNSET,
+        remove_metadata: Iterable[str] = (),
+        expected_version: int | None = None,
+        origin: Origin = "user",
+    ) -> SessionSummary:
+        """Merge only the named fields into the session's metadata, under its lock.
+
+        A UI rename and a runtime metadata update never clobber each other; with
+        ``origin="runtime"`` a field or metadata key a user set is left alone.
+        ``expected_version`` makes the update a compare-and-swap (`MetadataConflict`).
+        Raises `SessionNotFound` for a session that was never written.
+        """
+        directory = self._dir(session_id)
+        if title is not _UNSET:
+            _meta.check_title(title)
+        if pinned is not _UNSET and type(pinned) is not bool:
+            raise InvalidArgument(f"pinned must be a bool, got {pinned!r}")
+        if origin not in ("user", "runtime"):
+            raise InvalidArgument(f"origin must be 'user' or 'runtime', got {origin!r}")
+        merged_metadata = _UNSET
+        if metadata is not _UNSET and metadata is not None:
+            if not isinstance(metadata, Mapping):
+                raise InvalidArgument(f"metadata must be a mapping, got {type(metadata).__name__}")
+            merged_metadata = dict(metadata)
+            _codec.encode_json(merged_metadata, "metadata")
+        removed = tuple(remove_metadata)
+        if not self._exists(directory) or self.get_session(session_id) is None:
+            raise SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
+        with self._lock(session_id):
+            meta = self._read_meta(session_id, directory)
+            if meta is None:
+                summary = self._summary(session_id, directory)
+                meta = SessionMeta(created_at=summary.created_at if summary else _now())
+            _meta.check_writable(meta, session_id)
+            changed = _meta.merge(
+                meta,
+                title=title,
+                pinned=pinned,
+                metadata=merged_metadata,
+                remove_metadata=removed,
+                expected_version=expected_version,
+                origin=origin,
+                session_id=session_id,
+            )
+            if changed:
+                _meta.write(self._fs, directory, meta, durable=self._durable)
+        summary = self._summary(session_id, directory)
+        assert summary is not None
+        return summary
+
+    # -- token usage --------------------------------------------------------------------
+
+    def record_usage(self, session_id: str, record: ModelUsage | Mapping[str, Any]) -> None:
+        """Append one model call's token counts to the session's token-usage log.
+
+        ``record`` is a `ModelUsage` or a mapping with the same keys plus optional
+        ``model``, ``request_id`` and any further JSON keys (kept under ``extra``).
+        """
+        session = self._session(session_id)
+        if isinstance(record, ModelUsage):
+            usage = UsageRecord(recorded_at=_now(), **msgspec.structs.asdict(record))
+        elif isinstance(record, Mapping):
+            known = {f for f in UsageRecord.__struct_fields__ if f not in ("recorded_at", "extra")}
+            fields = {k: v for k, v in record.items() if k in known}
+            extra = {k: v for k, v in record.items() if k not in known}
+            _codec.encode_json(extra, "record")
+            try:
+                usage = msgspec.convert({"recorded_at": _now(), **fields, "extra": extra}, UsageRecord)
+            except msgspec.ValidationError as exc:
+                raise InvalidArgument(f"bad usage record: {exc}") from None
+        else:
+            raise InvalidArgument(f"record must be a ModelUsage or a mapping, got {type(record).__name__}")
+        line = _codec.encode_usage(usage)
+        self._writer(session, None)
+        with session.mutex:
+            if session.usage is None:
+                session.usage = LogWriter(
+                    self._fs,
+                    os.path.join(session.directory, USAGE_NAME),
+                    session.directory,
+                    durable=self._durable,
+                    lock_timeout=self.lock_timeout,
+                    label=f"usage log of session {session_id!r}",
+                )
+            writer = session.usage
+        writer.append(lambda last: (line, Line(0, None, line[: -_codec.SUFFIX_LENGTH - 1] + b"}", len(line))))
+
+    def usage(self, session_id: str) -> Iterator[dict[str, Any]]:
+        """Every token-usage record of the session, oldest first, as dicts."""
+        directory = self._dir(session_id)
+        return self._usage(directory)
+
+    def _usage(self, directory: str) -> Iterator[dict[str, Any]]:
+        path = os.path.join(directory, USAGE_NAME)
+        try:
+            fd = self._fs.open(path, FLAGS_READ)
+        except FileNotFoundError:
+            return
+        problems: list[Problem] = []
+        try:
+            size = self._fs.fstat(fd).st_size
+            for line in scan(self._fs, fd, path, 0, size, problems, first_line=1):
+                yield _codec.decode_any(line.body)
+        finally:
+            self._fs.close(fd)
+            self._report(problems)
+
+    def usage_totals(self, session_id: str) -> ModelUsage:
+        """The sum of the session's token-usage log."""
+        total = ModelUsage()
+        for item in self.usage(session_id):
+            total = total + ModelUsage(
+                input_tokens=item.get("input_tokens", 0),
+                output_tokens=item.get("output_tokens", 0),
+                cache_read_tokens=item.get("cache_read_tokens", 0),
+                cache_write_tokens=item.get("cache_write_tokens", 0),
+                reasoning_tokens=item.get("reasoning_tokens", 0),
+            )
+        return total
+
+    # -- whole-state saves ----------------------------------------------------------------
+
+    def checkpoint(self, session_id: str, messages: Sequence[Message], **append_options: Any) -> list[int]:
+        """Save a runner's full message list by appending only what is not stored yet.
+
+        Messages are matched by ``id``. Stored messages are never removed or reordered,
+        even when ``messages`` is stale (missing records another writer appended): the new
+        messages go after them. A list that rewrites history (an edit, a compaction done by
+        the caller, a reordering) is stored as a snapshot plus a new tail; the raw log is
+        never rewritten. Returns the sequences appended. Costs O(new messages) of I/O.
+        """
+        directory = self._dir(session_id)
+        wanted = [m for m in messages if _persisted(m)]
+        ids = []
+        for index, message in enumerate(wanted):
+            message_id = _message_id(message)
+            if not isinstance(message_id, str) or not message_id:
+                raise InvalidMessage(f"checkpoint needs an 'id' on every message; message {index} has none")
+            ids.append(message_id)
+        if len(set(ids)) != len(ids):
+            raise InvalidMessage("checkpoint got two messages with the same id")
+        session = self._session(session_id)
+        with self._lock(session_id):
+            cache = self._checkpoint_state(session, directory)
+            known = cache.ids
+            split = len(wanted)
+            while split > 0 and ids[split - 1] not in known:
+                split -= 1
+            positions = [known.get(i) for i in ids[:split]]
+            consistent = all(p is not None for p in positions) and all(
+                a < b for a, b in itertools.pairwise(positions)  # type: ignore[operator]
+            )
+            if consistent:
+                new = wanted[split:]
+                sequences = self.append_many(session_id, new, **append_options) if new else []
+            else:
+                sequences = self._rewrite(session_id, session, wanted, cache, append_options)
+            self._checkpoint_state(session, directory)
+            return sequences
+
+    def _checkpoint_state(self, session: _Session, directory: str) -> _CheckpointCache:
+        fd, size = self._open_log(directory)
+        try:
+            cache = session.checkpoint
+            snapshot = _snapshots.latest(self._fs, directory, session.session_id, fd, size, None)
+            version = snapshot.version if snapshot else 0
+            if cache is None or cache.snapshot_version != version or cache.log_end > size:
+                ids: dict[Any, int] = {}
+                if snapshot is not None:
+                    ids[_message_id(snapshot.compacted_message)] = 0
+                start = snapshot.tail_offset if snapshot else 0
+                last = snapshot.compacted_through_sequence if snapshot else 0
+                cache = _CheckpointCache(version, start, ids, last)
+            if fd is not None and size > cache.log_end:
+                problems: list[Problem] = []
+                for record in self._decode_lines(
+                    session.session_id, directory, fd, cache.log_end, size, cache.last_sequence, problems
+                ):
+                    cache.ids.setdefault(_message_id(record.message), record.sequence)
+                    cache.last_sequence = record.sequence
+                cache.log_end = size
+            session.checkpoint = cache
+            return cache
+        finally:
+            if fd is not None:
+                self._fs.close(fd)
+
+    def _rewrite(
+        self,
+        session_id: str,
+        session: _Session,
+        wanted: list[Message],
+        cache: _CheckpointCache,
+        append_options: dict[str, Any],
+    ) -> list[int]:
+        compacted: Message
+        if wanted and _is_compacted(wanted[0]):
+            compacted, rest = wanted[0], wanted[1:]
+        else:
+            compacted = CompactedMessage(
+                content="The history was rewritten by a checkpoint; the messages after this one replace it.",
+                include_in_messages=False,
+            )
+            rest = wanted
+        # A marker record first: it always advances the boundary (even right after another
+        # snapshot) and leaves a trace of the rewrite in the raw log.
+        marker = CompactedMessage(
+            content="checkpoint: the session context was rewritten here", include_in_messages=False
+        )
+        through = self.append(session_id, marker)
+        self.snapshot(session_id, compacted, through, cache.snapshot_version)
+        return self.append_many(session_id, rest, **append_options) if rest else []
+
+    # -- deleting -------------------------------------------------------------------------
+
+    def delete_session(self, session_id: str) -> bool:
+        """Delete the session's files; False when there was nothing to delete.
+
+        Sessions are never deleted any other way. The lock file stays (deleting a lock
+        file another process waits on would let two holders in); it is git-ignored.
+        """
+        directory = self._dir(session_id)
+        if not self._exists(directory):
+            return False
+        with self._sessions_mutex:
+            session = self._sessions.pop(session_id, None)
+        if session is not None:
+            session.close()
+        existed = False
+        with self._lock(session_id):
+            log_path = os.path.join(directory, LOG_NAME)
+            try:
+                fd = self._fs.open(log_path, FLAGS_READ)
+            except FileNotFoundError:
+                fd = None
+            try:
+                if fd is not None:
+                    # Hold the append lock while unlinking: a writer that gets it next sees
+                    # the file gone (st_nlink == 0) and starts a new session.
+                    self._fs.flock(fd, 2)
+                for name in self._fs.listdir(directory):
+                    if name == LOCK_NAME:
+                        continue
+                    self._fs.unlink(os.path.join(directory, name))
+                    existed = existed or name in (LOG_NAME, META_NAME)
+            finally:
+                if fd is not None:
+                    self._fs.close(fd)
+            if self._durable:
+                self._fs.fsync_dir(directory)
+        return existed
+
+    # -- verify and repair ------------------------------------------------------------------
+
+    def verify(self, session_id: str | None = None) -> list[Problem]:
+        """Every problem on disk (one session or all), with what `repair` would do. Changes nothing."""
+        if session_id is None:
+            try:
+                names = sorted(n for n in self._fs.listdir(self.root) if is_session_id(n))
+            except FileNotFoundError:
+                return []
+            problems: list[Problem] = []
+            for name in names:
+                problems.extend(self._check(name, os.path.join(self.root, name), fix=False))
+            return problems
+        return self._check(session_id, self._dir(session_id), fix=False)
+
+    def repair(self, session_id: str) -> list[Problem]:
+        """Fix what `verify` finds in one session and report it; running it twice changes nothing.
+
+        Damaged tails are cut into sidecar files, damaged snapshots and metadata are moved
+        aside, leftover temporary files are deleted. Damage in the middle of the log stays
+        where it is (readers skip it); it is reported with ``action`` saying so.
+        """
+        directory = self._dir(session_id)
+        with self._sessions_mutex:
+            session = self._sessions.pop(session_id, None)
+        if session is not None:
+            session.close()
+        if not self._exists(directory):
+            return []
+        with self._lock(session_id):
+            return self._check(session_id, directory, fix=True)
+
+    def _check(self, session_id: str, directory: str, *, fix: bool) -> list[Problem]:
+        fs = self._fs
+        problems: list[Problem] = []
+        try:
+            names = fs.listdir(directory)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        # Metadata.
+        try:
+            meta = self._read_meta(session_id, directory, problems)
+        except UnsupportedFormat as exc:
+            return [Problem(os.path.join(directory, META_NAME), "unsupported-format", str(exc), "none: needs a newer jsonl_store")]
+        if meta is None and META_NAME in names and fix:
+            self._move_aside(directory, META_NAME)
+            summary = self._summary(session_id, directory)
+            fresh = SessionMeta(created_at=summary.created_at if summary else _now())
+            _meta.write(fs, directory, fresh, durable=self._durable)
+        # Leftover temporary files (only writers holding the session lock make them).
+        for name in names:
+            if name.endswith(TMP_SUFFIX):
+                problems.append(Problem(os.path.join(directory, name), "leftover-temp", "unfinished temporary file", "deleted"))
+                if fix:
+                    fs.unlink(os.path.join(directory, name))
+        # Logs: mid-log damage is reported; a damaged tail is cut.
+        for name in (LOG_NAME, USAGE_NAME):
+            if name in names:
+                problems.extend(self._check_log(directory, name, fix=fix))
+        # Snapshots.
+        fd, size = self._open_log(directory)
+        try:
+            for version in _snapshots.versions(fs, directory):
+                path = os.path.join(directory, snapshot_name(version))
+                try:
+                    snap = _snapshots.read(fs, directory, version, session_id)
+                    reason = "the raw log is missing" if fd is None else _snapshots.boundary_problem(fs, fd, size, snap)
+                except _snapshots.DamagedSnapshot as exc:
+                    reason = str(exc)
+                if reason is not None:
+                    problems.append(Problem(path, "bad-snapshot", reason, "moved aside"))
+                    if fix:
+                        self._move_aside(directory, snapshot_name(version))
+        finally:
+            if fd is not None:
+                fs.close(fd)
+        return problems
+
+    def _check_log(self, directory: str, name: str, *, fix: bool) -> list[Problem]:
+        fs = self._fs
+        path = os.path.join(directory, name)
+        problems: list[Problem] = []
+        fd = fs.open(path, FLAGS_READ)
+        try:
+            size = fs.fstat(fd).st_size
+            previous = 0
+            for line in scan(fs, fd, path, 0, size, problems, first_line=1):
+                if name != LOG_NAME:
+                    continue
+                sequence = _sequence_of(line)
+                if sequence != previous + 1:
+                    kind = "gap" if sequence > previous else "out-of-order"
+                    problems.append(Problem(path, kind, f"sequence {sequence} after {previous}", "none: readers skip it", line.offset, line.number))
+                previous = max(previous, sequence)
+            for problem in problems:
+                if problem.kind == "damaged-line":
+                    object.__setattr__(problem, "action", "none: readers skip it")
+            good_end, _ = last_good(fs, fd, size)
+        finally:
+            fs.close(fd)
+        if good_end < size:
+            if fix:
+                writer = LogWriter(fs, path, directory, durable=True, lock_timeout=self.lock_timeout, label=path)
+                try:
+                    writer.append_nothing()
+                    problems.extend(writer.cuts)
+                finally:
+                    writer.close()
+            else:
+                from ._paths import cut_name
+
+                problems.append(
+                    Problem(path, "torn-tail", f"{size - good_end} bytes after the last good record",
+                            f"cut into {cut_name(name, good_end)}", good_end)
+                )
+        return problems
+
+    def _move_aside(self, directory: str, name: str) -> None:
+        target = name + DAMAGED_SUFFIX
+        existing = set(self._fs.listdir(directory))
+        counter = 1
+        while target in existing:
+            counter += 1
+            target = f"{name}.{counter}{DAMAGED_SUFFIX}"
+        self._fs.rename(os.path.join(directory, name), os.path.join(directory, target))
+        self._fs.fsync_dir(directory)
+
+
+def _sequence_of(line: Line | None) -> int:
+    if line is None:
+        return 0
+    if line.sequence < 0:
+        line.sequence = int(_codec.decode_any(line.body).get("sequence", 0))
+    return line.sequence
+
+
+def _timing_fields(timing: MessageTiming) -> dict[str, Any]:
+    return {f: getattr(timing, f) for f in timing.__struct_fields__}
+
+
+def _usage_fields(usage: ModelUsage) -> dict[str, Any]:
+    return msgspec.structs.asdict(usage)
+
+
+class _NamedLock:
+    """Wraps a file lock so a timeout says which session it was waiting for."""
+
+    __slots__ = ("_lock", "_path", "_session_id", "_timeout")
+
+    def __init__(self, lock: AbstractContextManager[Any], session_id: str, timeout: float, path: str) -> None:
+        self._lock = lock
+        self._session_id = session_id
+        self._timeout = timeout
+        self._path = path
+
+    def __enter__(self) -> None:
+        try:
+            self._lock.__enter__()
+        except TimeoutError:
+            raise LockTimeout(
+                f"session {self._session_id!r} is locked by another writer; gave up after {self._timeout} s",
+                session_id=self._session_id,
+                path=self._path,
+            ) from None
+        except FileNotFoundError:
+            raise SessionNotFound(f"session {self._session_id!r} does not exist", session_id=self._session_id) from None
+
+    def __exit__(self, *exc: Any) -> None:
+        self._lock.__exit__(*exc)
+
+
+__all__ = ["UNUSABLE_KINDS", "Durability", "SessionStore"]
