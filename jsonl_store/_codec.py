@@ -198,6 +198,58 @@ def unseal(line: bytes) -> bytes | None:
     return head + b"}"
 
 
+class _RecordTrailer(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The fields a record carries after its message, in `RawMessageRecord`'s order."""
+
+    request_id: str | None = None
+    metadata: Any = None
+    tags: Any = None
+    started_at: Any = None
+    completed_at: Any = None
+    duration_ns: int = 0
+    reasoning_started_at: Any = None
+    reasoning_completed_at: Any = None
+    reasoning_duration_ns: int | None = None
+    content_started_at: Any = None
+    content_completed_at: Any = None
+    content_duration_ns: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+
+def encode_trailer(**fields: Any) -> bytes:
+    """The bytes of a record after its message (``,"request_id":...``), or b"" for none."""
+    data = _encoder.encode(_RecordTrailer(**fields))
+    return b"," + data[1:-1] if len(data) > 2 else b""
+
+
+def encode_time(moment: Any) -> bytes:
+    return _encoder.encode(moment)
+
+
+def record_head(record_id: str, created_at: bytes, payload: bytes, plain: bool) -> bytes:
+    """A record's bytes from ``"id"`` through its message; the sequence goes in front later.
+
+    Writing the line from pre-encoded parts keeps the work done under the append lock to
+    one format operation and one CRC, whatever the message's size.
+    """
+    return b'"id":"%s","created_at":%s%s,"message":%s' % (
+        record_id.encode(),
+        created_at,
+        _PLAIN_MARK[:-1] if plain else b"",
+        payload,
+    )
+
+
+def record_line(sequence: int, head: bytes, trailer: bytes) -> tuple[bytes, bytes]:
+    """The sealed line for one record and its JSON object (for the writer's bookkeeping)."""
+    body = b'{"sequence":%d,%s%s' % (sequence, head, trailer)
+    return b'%s,"crc":"%08x"}\n' % (body, zlib.crc32(body)), body + b"}"
+
+
 def encode_record(record: RawMessageRecord) -> bytes:
     return seal(_encoder.encode(record))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import random
 import threading
 import time
 
@@ -15,7 +15,9 @@ def new_uuid7() -> str:
     """Return a new UUIDv7 as a lowercase hyphenated string, monotonic within this process."""
     global _last_ms, _counter
     ms = time.time_ns() // 1_000_000
-    rand = int.from_bytes(os.urandom(8), "big")
+    # The random module reseeds itself in a forked child (and seeds from os.urandom at
+    # start), so processes never share a sequence; ids need uniqueness, not secrecy.
+    rand = random.getrandbits(62)
     with _lock:
         # Within one millisecond the 12-bit rand_a field counts up (RFC 9562, method 1),
         # so two ids made in the same millisecond still sort in creation order.
@@ -29,6 +31,6 @@ def new_uuid7() -> str:
             _counter = 0
         _last_ms = ms
         counter = _counter
-    value = (ms << 80) | (0x7 << 76) | (counter << 64) | (0b10 << 62) | (rand >> 2)
+    value = (ms << 80) | (0x7 << 76) | (counter << 64) | (0b10 << 62) | rand
     text = f"{value:032x}"
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"

@@ -255,7 +255,8 @@ class LogWriter:
                 pause = min(pause * 2, 0.005)
 
     def _unlock(self) -> None:
-        self.fs.flock(self.fd, _LOCK_UN)
+        if self.fd >= 0:  # -1 when reopening after a delete failed half-way
+            self.fs.flock(self.fd, _LOCK_UN)
 
     def _sync(self) -> None:
         """Bring ``size``/``last`` up to date with the file; called with the lock held."""

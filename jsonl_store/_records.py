@@ -25,7 +25,9 @@ JsonValue: TypeAlias = Any
 # ---------------------------------------------------------------------------------------
 
 
-class _Message(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="role"):
+# gc=False: these records never take part in reference cycles, and untracked objects keep
+# the garbage collector from rescanning a long tail again and again while it loads.
+class _Message(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="role", gc=False):
     #: Stable identity; `SessionStore.checkpoint` uses it to tell stored messages from new.
     id: str = msgspec.field(default_factory=new_uuid7)
     #: False: the message lives only in the caller's context and is never written.
@@ -46,7 +48,7 @@ class UserMessage(_Message, tag="user"):
     content: str | list[JsonValue]
 
 
-class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """One tool call requested by the model; ``arguments`` is a JSON object or a JSON string."""
 
     id: str
@@ -141,7 +143,7 @@ class ModelUsage(msgspec.Struct, kw_only=True, frozen=True):
 # ---------------------------------------------------------------------------------------
 
 
-class RawMessageRecord(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True):
+class RawMessageRecord(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True, gc=False):
     """One immutable line of the raw log: a message and what is known about how it was made."""
 
     #: Position in the raw log: 1, 2, 3, ... with no gaps. Always the first key on disk.
@@ -208,7 +210,7 @@ class RawMessageRecord(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=
         )
 
 
-class ContextSnapshot(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True):
+class ContextSnapshot(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True, gc=False):
     """One immutable checkpoint: a compacted message that replaces the raw log up to a boundary."""
 
     version: int

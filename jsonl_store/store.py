@@ -7,11 +7,11 @@ file-system door (``_fs``), and back.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import os
 import threading
-import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -66,7 +66,6 @@ Durability = Literal["fsync", "none"]
 logger = logging.getLogger("jsonl_store")
 
 _UNSET: Any = _meta._UNSET
-_SEQ0 = b'{"sequence":0'
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: Problems that make a session unusable (the CLI exits with 2 for them).
 UNUSABLE_KINDS = frozenset({"unsupported-format", "unreadable"})
@@ -442,37 +441,39 @@ class SessionStore:
                 raise InvalidArgument(f"session {session_id!r} cannot be its own parent")
         if type(session_type) is not int:
             raise InvalidArgument(f"session_type must be an int, got {session_type!r}")
-        common_metadata = self._json_object(metadata, "metadata")
-        common_tags = self._json_object(tags, "tags")
-        bodies: list[bytes | None] = []
+        common: dict[str, Any] = {}
+        if request_id is not None or metadata or tags:
+            common = dict(
+                request_id=request_id,
+                metadata=self._json_object(metadata, "metadata"),
+                tags=self._json_object(tags, "tags"),
+            )
+        shared_trailer = _codec.encode_trailer(**common) if common else b""
         now = _now()
+        created = _codec.encode_time(now)
+        bodies: list[tuple[bytes, bytes] | None] = []
         for index, message in enumerate(messages):
             payload, plain = _codec.encode_message(message)
             if not _persisted(message):
                 bodies.append(None)
                 continue
             usage = usages[index]
-            if usage is not None:
-                if not isinstance(usage, ModelUsage):
-                    raise InvalidArgument(f"usage must be a ModelUsage, got {type(usage).__name__}")
-                if not _is_assistant(message):
-                    raise InvalidArgument("usage belongs only to assistant messages")
             timing = timings[index]
-            if timing is not None and not isinstance(timing, MessageTiming):
-                raise InvalidArgument(f"timing must be a MessageTiming, got {type(timing).__name__}")
-            record = RawMessageRecord(
-                sequence=0,
-                id=new_uuid7(),
-                created_at=now,
-                plain=plain,
-                message=msgspec.Raw(payload),
-                request_id=request_id,
-                metadata=common_metadata,
-                tags=common_tags,
-                **(_timing_fields(timing) if timing is not None else {}),
-                **(_usage_fields(usage) if usage is not None else {}),
-            )
-            bodies.append(_codec.encode_record(record)[: -_codec.SUFFIX_LENGTH - 1] + b"}")
+            trailer = shared_trailer
+            if usage is not None or timing is not None:
+                extra: dict[str, Any] = {}
+                if usage is not None:
+                    if not isinstance(usage, ModelUsage):
+                        raise InvalidArgument(f"usage must be a ModelUsage, got {type(usage).__name__}")
+                    if not _is_assistant(message):
+                        raise InvalidArgument("usage belongs only to assistant messages")
+                    extra.update(_usage_fields(usage))
+                if timing is not None:
+                    if not isinstance(timing, MessageTiming):
+                        raise InvalidArgument(f"timing must be a MessageTiming, got {type(timing).__name__}")
+                    extra.update(_timing_fields(timing))
+                trailer = _codec.encode_trailer(**common, **extra)
+            bodies.append((_codec.record_head(new_uuid7(), created, payload, plain), trailer))
         if all(body is None for body in bodies):
             # Nothing to persist; the session is still checked so bad ids fail the same way.
             return [0] * len(messages)
@@ -499,17 +500,17 @@ class SessionStore:
         def build(last: Line | None) -> tuple[bytes, Line]:
             sequence = _sequence_of(last)
             parts = []
-            head = b""
-            for body in bodies:
-                if body is None:
+            body = b""
+            for pieces in bodies:
+                if pieces is None:
                     sequences.append(0)
                     continue
                 sequence += 1
                 sequences.append(sequence)
-                head = b'{"sequence":%d%s' % (sequence, body[len(_SEQ0) : -1])
-                parts.append(b'%s,"crc":"%08x"}\n' % (head, zlib.crc32(head)))
-            data = b"".join(parts)
-            return data, Line(len(data) - len(parts[-1]), None, head + b"}", len(data), sequence)
+                line, body = _codec.record_line(sequence, *pieces)
+                parts.append(line)
+            data = b"".join(parts) if len(parts) > 1 else parts[0]
+            return data, Line(len(data) - len(parts[-1]), None, body, len(data), sequence)
 
         try:
             writer.append(build)
@@ -526,10 +527,10 @@ class SessionStore:
     @staticmethod
     def _json_object(value: Mapping[str, Any] | None, name: str) -> Any:
         if not value:
-            return {}
+            return None  # left out of the line, read back as {}
         if not isinstance(value, Mapping):
             raise InvalidArgument(f"{name} must be a mapping, got {type(value).__name__}")
-        return msgspec.Raw(_codec.encode_json(dict(value), f"{name}"))
+        return msgspec.Raw(_codec.encode_json(dict(value), name))
 
     # -- reading ------------------------------------------------------------------------
 
@@ -1141,9 +1142,10 @@ class SessionStore:
                     kind = "gap" if sequence > previous else "out-of-order"
                     problems.append(Problem(path, kind, f"sequence {sequence} after {previous}", "none: readers skip it", line.offset, line.number))
                 previous = max(previous, sequence)
-            for problem in problems:
-                if problem.kind == "damaged-line":
-                    object.__setattr__(problem, "action", "none: readers skip it")
+            problems = [
+                dataclasses.replace(p, action="none: readers skip it") if p.kind == "damaged-line" else p
+                for p in problems
+            ]
             good_end, _ = last_good(fs, fd, size)
         finally:
             fs.close(fd)
