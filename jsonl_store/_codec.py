@@ -29,7 +29,9 @@ from ._records import (
 
 CRC_KEY: Final = b',"crc":"'
 SUFFIX_LENGTH: Final = len(CRC_KEY) + 8 + 2  # ,"crc":" + 8 hex digits + "}
-MAX_DEPTH: Final = 1000  # msgspec's own nesting limit; a deeper value cannot be read back
+# msgspec encodes with the interpreter's recursion limit (1000 by default): deeper values
+# fail to encode and are refused with a clear error rather than a RecursionError.
+MAX_DEPTH: Final = 1000
 
 _encoder = msgspec.json.Encoder()
 _any_decoder = msgspec.json.Decoder()
@@ -120,7 +122,11 @@ def _explain(value: object, where: str, depth: int = 0) -> InvalidMessage | Unsu
 
     Only called on the error path, so it may be slow and thorough.
     """
-    found = _find_bad(value, where, 0)
+    try:
+        found = _find_bad(value, where, 0)
+    except RecursionError:
+        found = None
+        return InvalidMessage(f"value at {where} is nested too deeply to be encoded (about {MAX_DEPTH} levels)")
     if found is None:
         return InvalidMessage(f"value at {where} does not survive a JSON round trip")
     return found
@@ -189,11 +195,9 @@ def unseal(line: bytes) -> bytes | None:
     if len(line) < SUFFIX_LENGTH + 2 or line[-SUFFIX_LENGTH:-10] != CRC_KEY or line[-2:] != b'"}':
         return None
     head = line[:-SUFFIX_LENGTH]
-    try:
-        expected = int(line[-10:-2], 16)
-    except ValueError:
-        return None
-    if zlib.crc32(head) != expected:
+    # Compare the text, not a parsed number: only the exact eight lowercase digits a
+    # writer produces are accepted.
+    if b"%08x" % zlib.crc32(head) != line[-10:-2]:
         return None
     return head + b"}"
 
@@ -244,9 +248,12 @@ def record_head(record_id: str, created_at: bytes, payload: bytes, plain: bool) 
     )
 
 
-def record_line(sequence: int, head: bytes, trailer: bytes) -> tuple[bytes, bytes]:
+def record_line(sequence: int, batch_end: int, head: bytes, trailer: bytes) -> tuple[bytes, bytes]:
     """The sealed line for one record and its JSON object (for the writer's bookkeeping)."""
-    body = b'{"sequence":%d,%s%s' % (sequence, head, trailer)
+    if batch_end:
+        body = b'{"sequence":%d,"batch_end":%d,%s%s' % (sequence, batch_end, head, trailer)
+    else:
+        body = b'{"sequence":%d,%s%s' % (sequence, head, trailer)
     return b'%s,"crc":"%08x"}\n' % (body, zlib.crc32(body)), body + b"}"
 
 
@@ -293,6 +300,23 @@ def encode_usage(record: UsageRecord) -> bytes:
 
 def decode_usage(body: bytes) -> UsageRecord:
     return _usage_decoder.decode(body)
+
+
+
+
+class _Head(msgspec.Struct):
+    sequence: int = 0
+    batch_end: int = 0
+    id: str = ""
+
+
+_position_decoder = msgspec.json.Decoder(_Head)
+
+
+def record_position(body: bytes) -> tuple[int, int, str]:
+    """A record's sequence, batch end and id, without decoding its message into objects."""
+    head = _position_decoder.decode(body)
+    return head.sequence, head.batch_end, head.id
 
 
 def decode_any(body: bytes) -> Any:

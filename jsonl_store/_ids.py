@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
 
+# A private generator: seeded from os.urandom, reseeded in a forked child so processes
+# never share a sequence (ids need uniqueness, not secrecy), and independent of the
+# global `random` state that applications and test tools seed for their own purposes.
+_random = random.Random()
+os.register_at_fork(after_in_child=_random.seed)
 _lock = threading.Lock()
 _last_ms = 0
 _counter = 0
@@ -15,9 +21,7 @@ def new_uuid7() -> str:
     """Return a new UUIDv7 as a lowercase hyphenated string, monotonic within this process."""
     global _last_ms, _counter
     ms = time.time_ns() // 1_000_000
-    # The random module reseeds itself in a forked child (and seeds from os.urandom at
-    # start), so processes never share a sequence; ids need uniqueness, not secrecy.
-    rand = random.getrandbits(62)
+    rand = _random.getrandbits(62)
     with _lock:
         # Within one millisecond the 12-bit rand_a field counts up (RFC 9562, method 1),
         # so two ids made in the same millisecond still sort in creation order.

@@ -129,12 +129,15 @@ def scan(
     # Whatever is left (a line without its newline, pending damage) is the tail: silent.
 
 
-def last_good(fs: FileSystem, fd: int, size: int, floor: int = 0) -> tuple[int, Line | None]:
+def last_good(
+    fs: FileSystem, fd: int, size: int, floor: int = 0, accept: Callable[[Line], bool] | None = None
+) -> tuple[int, Line | None]:
     """Find the last valid line in ``[floor, size)`` by reading backwards.
 
     Returns the offset just past it (where the good part of the file ends) and the line;
-    ``(floor, None)`` when there is none. ``floor`` must be the start of a line. Reads
-    about 4 KiB for a healthy log.
+    ``(floor, None)`` when there is none. ``floor`` must be the start of a line. A valid
+    line that ``accept`` refuses (a record in the middle of a batch whose end was torn
+    off) counts as part of the tail. Reads about 4 KiB for a healthy log.
     """
     low = size  # data holds the bytes [low, low + len(data))
     data = b""
@@ -152,11 +155,15 @@ def last_good(fs: FileSystem, fd: int, size: int, floor: int = 0) -> tuple[int, 
                 begin = previous + 1
                 raw = data[begin:newline]
                 body = _codec.unseal(raw)
+                found = None
                 if body is not None:
-                    return low + newline + 1, Line(low + begin, None, body, low + newline + 1)
-                salvaged = _salvage(raw)
-                if salvaged is not None:
-                    return low + newline + 1, Line(low + begin + salvaged[0], None, salvaged[1], low + newline + 1)
+                    found = Line(low + begin, None, body, low + newline + 1)
+                else:
+                    salvaged = _salvage(raw)
+                    if salvaged is not None:
+                        found = Line(low + begin + salvaged[0], None, salvaged[1], low + newline + 1)
+                if found is not None and (accept is None or accept(found)):
+                    return found.end, found
                 data = data[:begin]
                 continue
         # Need earlier bytes: the start of the candidate line lies before `low`.
@@ -183,7 +190,10 @@ class LogWriter:
         durable: bool,
         lock_timeout: float,
         label: str,
+        session_id: str | None = None,
         on_created: Callable[[], None] | None = None,
+        accept: Callable[[Line], bool] | None = None,
+        sequence_of: Callable[[bytes], int] | None = None,
     ) -> None:
         self.fs = fs
         self.path = path
@@ -191,7 +201,10 @@ class LogWriter:
         self.durable = durable
         self.lock_timeout = lock_timeout
         self.label = label
+        self.session_id = session_id
         self.on_created = on_created
+        self.accept = accept
+        self.sequence_of = sequence_of
         self.mutex = threading.Lock()
         self.fd = -1
         self.pid = 0
@@ -250,7 +263,9 @@ class LogWriter:
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     raise LockTimeout(
-                        f"could not lock {self.label} within {self.lock_timeout} s", path=self.path
+                        f"could not lock {self.label} within {self.lock_timeout} s",
+                        session_id=self.session_id,
+                        path=self.path,
                     ) from None
                 pause = min(pause * 2, 0.005)
 
@@ -273,21 +288,52 @@ class LogWriter:
         if size == self.size:
             return
         floor = self.last.end if (self.last is not None and 0 <= self.size < size) else 0
-        good_end, line = last_good(self.fs, self.fd, size, floor)
+        good_end, line = last_good(self.fs, self.fd, size, floor, self.accept)
         if line is None and floor > 0:
             good_end, line = floor, self.last
+        elif line is not None and self.sequence_of is not None:
+            line.sequence = self._highest_sequence(line)
         if good_end < size:
             self._cut(good_end, size)
         self.size = good_end
         self.last = line
 
+    def _highest_sequence(self, line: Line) -> int:
+        """The highest sequence among the lines just before ``line`` (and ``line`` itself).
+
+        Our writers only ever append increasing sequences; a log another program wrote out
+        of order would make "last line + 1" a duplicate, so the next sequence continues
+        after the highest one seen in the last few KiB (without reading the whole log).
+        """
+        assert self.sequence_of is not None
+        start = max(0, line.offset - BACK_CHUNK)
+        window = self.fs.pread(self.fd, line.offset - start, start)
+        if start > 0:
+            cut = window.find(b"\n")
+            window = window[cut + 1 :] if cut != -1 else b""
+        highest = self.sequence_of(line.body)
+        for raw in window.split(b"\n"):
+            body = _codec.unseal(raw)
+            if body is not None:
+                highest = max(highest, self.sequence_of(body))
+        return highest
+
     def _cut(self, good_end: int, size: int) -> None:
         """Move the damaged tail ``[good_end, size)`` into a sidecar, then truncate."""
         fs = self.fs
         directory, name = os.path.split(self.path)
-        sidecar = os.path.join(directory, cut_name(name, good_end))
         data = fs.pread(self.fd, size - good_end, good_end)
-        fd = fs.open(sidecar, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
+        # Never overwrite an earlier sidecar (two crashes can tear the log at one offset):
+        # every cut keeps its bytes in a file of its own.
+        sidecar = os.path.join(directory, cut_name(name, good_end))
+        attempt = 1
+        while True:
+            try:
+                fd = fs.open(sidecar, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
+                break
+            except FileExistsError:
+                attempt += 1
+                sidecar = os.path.join(directory, f"{cut_name(name, good_end)}.{attempt}")
         try:
             view = memoryview(data)
             while view:

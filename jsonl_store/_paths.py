@@ -36,10 +36,13 @@ DAMAGED_SUFFIX = ".damaged"
 GITIGNORE_TEXT = (
     "# Written by jsonl_store: lock files, unfinished temporary files and the bytes\n"
     "# cut from a damaged log tail are local state, never part of a session's history.\n"
-    f"{LOCK_NAME}\n"
-    f"*{TMP_SUFFIX}\n"
-    f"*{CUT_INFIX}*\n"
-    f"*{DAMAGED_SUFFIX}\n"
+    "# Patterns are anchored one level down (inside session directories), so a session\n"
+    "# whose id happens to end in .tmp is never ignored itself.\n"
+    f"/*/{LOCK_NAME}\n"
+    f"/*/*{TMP_SUFFIX}\n"
+    f"/*/*{CUT_INFIX}*\n"
+    f"/*/*{DAMAGED_SUFFIX}\n"
+    f"/{GITIGNORE_NAME}.*{TMP_SUFFIX}\n"
 )
 
 MAX_SESSION_ID_LENGTH = 128

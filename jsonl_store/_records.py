@@ -148,6 +148,9 @@ class RawMessageRecord(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=
 
     #: Position in the raw log: 1, 2, 3, ... with no gaps. Always the first key on disk.
     sequence: int
+    #: For a record written by `append_many` with others: the batch's last sequence. A
+    #: reader gives back a batch only whole (a power loss may tear one write).
+    batch_end: int = 0
     #: UUIDv7 of this record (not of the message).
     id: str
     created_at: datetime

@@ -74,8 +74,7 @@ class AsyncSessionStore:
         )
 
     async def records(self, session_id: str, *, after: int = 0) -> AsyncIterator[RawMessageRecord]:
-        # Validate now (in the caller's frame) so a bad id raises on the first iteration.
-        iterator = self.sync.records(session_id, after=after)
+        iterator = await asyncio.to_thread(lambda: self.sync.records(session_id, after=after))
         async for record in _drain(iterator):
             yield record
 
@@ -112,7 +111,8 @@ class AsyncSessionStore:
         await asyncio.to_thread(self.sync.record_usage, session_id, record)
 
     async def usage(self, session_id: str) -> AsyncIterator[dict[str, Any]]:
-        async for item in _drain(self.sync.usage(session_id)):
+        iterator = await asyncio.to_thread(self.sync.usage, session_id)
+        async for item in _drain(iterator):
             yield item
 
     async def usage_totals(self, session_id: str) -> ModelUsage:

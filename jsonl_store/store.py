@@ -43,6 +43,7 @@ from ._paths import (
     META_NAME,
     TMP_SUFFIX,
     USAGE_NAME,
+    cut_name,
     is_session_id,
     snapshot_name,
     validate_session_id,
@@ -101,7 +102,7 @@ def _is_compacted(message: Message) -> bool:
 class _Session:
     """What one store keeps open for one session: its log writers and cached facts."""
 
-    __slots__ = ("checkpoint", "directory", "log", "mutex", "parent", "prepared", "session_id", "usage")
+    __slots__ = ("checkpoint", "directory", "init", "log", "mutex", "parent", "prepared", "session_id", "usage")
 
     def __init__(self, session_id: str, directory: str) -> None:
         self.session_id = session_id
@@ -113,6 +114,21 @@ class _Session:
         self.prepared = False
         self.mutex = threading.Lock()
         self.checkpoint: _CheckpointCache | None = None
+        #: What the latest append would initialise the session with, should it have to
+        #: (re)create it: (created_at, parent, type, agent name, title).
+        self.init: tuple[datetime, str | None, int, str | None, str | None] | None = None
+
+    def initial_meta(self) -> SessionMeta:
+        if self.init is None:
+            return SessionMeta(created_at=_now())
+        created_at, parent, session_type, agent_name, title = self.init
+        return SessionMeta(
+            created_at=created_at,
+            parent_session_id=parent,
+            session_type=session_type,
+            agent_name=agent_name,
+            title=title,
+        )
 
     def close(self) -> None:
         for writer in (self.log, self.usage):
@@ -123,9 +139,10 @@ class _Session:
 class _CheckpointCache:
     """Ids of the session context as of a log offset, so a checkpoint reads only new bytes."""
 
-    __slots__ = ("ids", "last_sequence", "log_end", "snapshot_version")
+    __slots__ = ("boundary", "ids", "last_sequence", "log_end", "snapshot_version")
 
     def __init__(self, snapshot_version: int, log_end: int, ids: dict[Any, int], last_sequence: int) -> None:
+        self.boundary = last_sequence
         self.snapshot_version = snapshot_version
         self.log_end = log_end
         self.ids = ids
@@ -262,21 +279,33 @@ class SessionStore:
             return False
         return True
 
-    def _prepare(self, session: _Session, init: SessionMeta | None) -> None:
+    def _prepare(self, session: _Session) -> None:
         """Make sure the session's directory and metadata exist; cache its parent.
 
-        Runs once per store and session (and again if the session was deleted meanwhile);
-        the metadata is created by compare-and-swap, so two processes making the same new
-        session agree on one file.
+        Runs once per store and session (and again if the session was deleted meanwhile).
+        The first metadata file is created under the session lock by compare-and-swap, so
+        two processes making the same new session agree on one file. A metadata file torn
+        by a power loss (possible under ``durability="none"``) is moved aside and made
+        anew, so it never blocks the appends that follow.
         """
         self._ensure_root()
         self._makedirs(session.directory)
-        meta = self._read_meta(session.session_id, session.directory)
+        problems: list[Problem] = []
+        meta = self._read_meta(session.session_id, session.directory, problems)
         if meta is None:
-            meta = init if init is not None else SessionMeta(created_at=_now())
-            if not _meta.create(self._fs, session.directory, meta, durable=self._durable):
-                meta = self._read_meta(session.session_id, session.directory)
-                assert meta is not None
+            with self._lock(session.session_id):
+                meta = self._read_meta(session.session_id, session.directory, problems)
+                if meta is None:
+                    if problems:
+                        self._move_aside(session.directory, META_NAME)
+                    meta = session.initial_meta()
+                    if not _meta.create(self._fs, session.directory, meta, durable=self._durable):
+                        meta = self._read_meta(session.session_id, session.directory)
+                        if meta is None:
+                            raise UnsupportedFormat(
+                                f"session {session.session_id!r}: meta.json cannot be read", session_id=session.session_id
+                            )
+        self._report(problems[:1])
         _meta.check_writable(meta, session.session_id)
         session.parent = meta.parent_session_id
         session.prepared = True
@@ -300,10 +329,19 @@ class SessionStore:
             _meta.check_readable(meta, session_id)
         return meta
 
-    def _writer(self, session: _Session, init: SessionMeta | None) -> LogWriter:
+    def _require_writable(self, session_id: str, directory: str) -> SessionMeta | None:
+        """Refuse to change a session this version cannot read or must not write."""
+        if not self._exists(directory):
+            raise SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
+        meta = self._read_meta(session_id, directory)
+        if meta is not None:
+            _meta.check_writable(meta, session_id)
+        return meta
+
+    def _writer(self, session: _Session) -> LogWriter:
         with session.mutex:
             if not session.prepared:
-                self._prepare(session, init)
+                self._prepare(session)
             if session.log is None:
                 session.log = LogWriter(
                     self._fs,
@@ -312,11 +350,30 @@ class SessionStore:
                     durable=self._durable,
                     lock_timeout=self.lock_timeout,
                     label=f"session {session.session_id!r}",
+                    session_id=session.session_id,
                     # The log was (re)created: after a delete_session by someone else the
-                    # metadata must be made again before records land.
-                    on_created=lambda: self._prepare(session, init),
+                    # metadata must be made again, from this append's arguments.
+                    on_created=lambda: self._prepare(session),
+                    accept=_ends_batch,
+                    sequence_of=_body_sequence,
                 )
             return session.log
+
+    def _usage_writer(self, session: _Session) -> LogWriter:
+        self._writer(session)
+        with session.mutex:
+            if session.usage is None:
+                session.usage = LogWriter(
+                    self._fs,
+                    os.path.join(session.directory, USAGE_NAME),
+                    session.directory,
+                    durable=self._durable,
+                    lock_timeout=self.lock_timeout,
+                    label=f"usage log of session {session.session_id!r}",
+                    session_id=session.session_id,
+                    on_created=lambda: self._prepare(session),
+                )
+            return session.usage
 
     # -- appending ----------------------------------------------------------------------
 
@@ -477,28 +534,28 @@ class SessionStore:
         if all(body is None for body in bodies):
             # Nothing to persist; the session is still checked so bad ids fail the same way.
             return [0] * len(messages)
-        init = None
-        if not session.prepared:
+        if title is not None:
             _meta.check_title(title)
+        if agent_name is not None:
             _meta.check_agent_name(agent_name)
-            init = SessionMeta(
-                created_at=now,
-                parent_session_id=parent_session_id,
-                session_type=session_type,
-                agent_name=agent_name,
-                title=title,
-            )
-        writer = self._writer(session, init)
-        if parent_session_id is not None and session.parent != parent_session_id:
-            raise ParentMismatch(
-                f"session {session_id!r} has parent {session.parent!r}; a parent never changes "
-                f"(got {parent_session_id!r})",
-                session_id=session_id,
-            )
+        session.init = (now, parent_session_id, session_type, agent_name, title)
+        writer = self._writer(session)
         sequences: list[int] = []
+        stored = sum(1 for pieces in bodies if pieces is not None)
 
         def build(last: Line | None) -> tuple[bytes, Line]:
+            # Checked under the append lock: the session may have been deleted and made
+            # anew (with another parent) since this store cached its parent.
+            if parent_session_id is not None and session.parent != parent_session_id:
+                raise ParentMismatch(
+                    f"session {session_id!r} has parent {session.parent!r}; a parent never changes "
+                    f"(got {parent_session_id!r})",
+                    session_id=session_id,
+                )
             sequence = _sequence_of(last)
+            # Every record of a multi-record batch names the batch's last sequence, so a
+            # reader can tell a batch torn by a power loss and give it back whole or not at all.
+            batch_end = sequence + stored if stored > 1 else 0
             parts = []
             body = b""
             for pieces in bodies:
@@ -507,7 +564,7 @@ class SessionStore:
                     continue
                 sequence += 1
                 sequences.append(sequence)
-                line, body = _codec.record_line(sequence, *pieces)
+                line, body = _codec.record_line(sequence, batch_end, *pieces)
                 parts.append(line)
             data = b"".join(parts) if len(parts) > 1 else parts[0]
             return data, Line(len(data) - len(parts[-1]), None, body, len(data), sequence)
@@ -520,8 +577,11 @@ class SessionStore:
             sequences.clear()
             session.prepared = False
             writer.close()
-            writer = self._writer(session, init)
+            writer = self._writer(session)
             writer.append(build)
+        if writer.cuts:
+            self._report(writer.cuts)
+            writer.cuts.clear()
         return sequences
 
     @staticmethod
@@ -557,7 +617,7 @@ class SessionStore:
             if fd is not None:
                 start = snapshot.tail_offset if snapshot is not None else 0
                 after = snapshot.compacted_through_sequence if snapshot is not None else 0
-                tail = list(self._decode_lines(session_id, directory, fd, start, size, after, problems))
+                tail = [r for _, r in self._decode_lines(session_id, directory, fd, start, size, after, problems)]
         finally:
             if fd is not None:
                 self._fs.close(fd)
@@ -582,11 +642,17 @@ class SessionStore:
         end: int,
         after: int,
         problems: list[Problem],
-    ) -> Iterator[RawMessageRecord]:
-        """Decode the records in ``[start, end)``; keep sequences strictly increasing."""
+    ) -> Iterator[tuple[Line, RawMessageRecord]]:
+        """Decode the records in ``[start, end)``: sequences strictly increasing, batches whole.
+
+        The records of an `append_many` batch are held back until the batch's last record
+        has been read; a batch cut short by the end of the log (a write torn by a power
+        loss, or one still in progress) is left out, as if it had never been written.
+        """
         path = os.path.join(directory, LOG_NAME)
         previous = after
         expected_gap_free = start == 0 or after > 0
+        held: list[tuple[Line, RawMessageRecord]] = []
         for line in scan(self._fs, fd, path, start, end, problems, first_line=1 if start == 0 else None):
             try:
                 record = _codec.decode_record(line.body, session_id)
@@ -615,7 +681,18 @@ class SessionStore:
                 # Instantaneous messages store no timing: it equals the append time.
                 msgspec.structs.force_setattr(record, "started_at", record.created_at)
                 msgspec.structs.force_setattr(record, "completed_at", record.created_at)
-            yield record
+            if held and record.batch_end != held[0][1].batch_end:
+                # A batch interrupted by damage in the middle of the log (not at its end):
+                # its surviving records are kept, the damage was reported above.
+                yield from held
+                held.clear()
+            if record.batch_end > sequence:
+                held.append((line, record))
+                continue
+            if held:
+                yield from held
+                held.clear()
+            yield line, record
 
     def records(self, session_id: str, *, after: int = 0) -> Iterator[RawMessageRecord]:
         """Stream the raw log's records with a sequence above ``after``, in constant memory.
@@ -626,6 +703,9 @@ class SessionStore:
         directory = self._dir(session_id)
         if type(after) is not int or after < 0:
             raise InvalidArgument(f"after must be a non-negative int, got {after!r}")
+        # Checked now, not at the first next(): a session this version cannot read fails
+        # where records() is called.
+        self._read_meta(session_id, directory)
         return self._records(session_id, directory, after)
 
     def _records(self, session_id: str, directory: str, after: int) -> Iterator[RawMessageRecord]:
@@ -639,7 +719,7 @@ class SessionStore:
                 snapshot = _snapshots.latest(self._fs, directory, session_id, fd, size, None, at_most=after)
                 if snapshot is not None:
                     start, floor = snapshot.tail_offset, snapshot.compacted_through_sequence
-            for record in self._decode_lines(session_id, directory, fd, start, size, floor, problems):
+            for _, record in self._decode_lines(session_id, directory, fd, start, size, floor, problems):
                 if record.sequence > after:
                     yield record
         finally:
@@ -735,10 +815,11 @@ class SessionStore:
         for name, value in (("compacted_through_sequence", compacted_through_sequence), ("expected_version", expected_version)):
             if type(value) is not int or value < 0:
                 raise InvalidArgument(f"{name} must be a non-negative int, got {value!r}")
+        self._require_writable(session_id, directory)
         with self._lock(session_id):
             fd, size = self._open_log(directory)
             if fd is None:
-                raise InvalidArgument(f"session {session_id!r} has no records to compact")
+                raise SessionNotFound(f"session {session_id!r} has no records to compact", session_id=session_id)
             try:
                 problems: list[Problem] = []
                 current = _snapshots.latest(self._fs, directory, session_id, fd, size, problems)
@@ -756,9 +837,11 @@ class SessionStore:
                     )
                 boundary = None
                 start = current.tail_offset if current else 0
-                for line in scan(self._fs, fd, "", start, size, None):
-                    if _sequence_of(line) == compacted_through_sequence:
-                        boundary = line
+                # Only complete records count: a batch torn at the tail is not a boundary.
+                for line, record in self._decode_lines(session_id, directory, fd, start, size, previous, []):
+                    if record.sequence >= compacted_through_sequence:
+                        if record.sequence == compacted_through_sequence:
+                            boundary = line
                         break
                 if boundary is None:
                     raise InvalidArgument(
@@ -775,7 +858,7 @@ class SessionStore:
                 compacted_through_sequence=compacted_through_sequence,
                 boundary_offset=boundary.offset,
                 tail_offset=boundary.end,
-                boundary_record_id=_codec.decode_any(boundary.body)["id"],
+                boundary_record_id=_codec.record_position(boundary.body)[2],
                 plain=plain,
                 compacted_message=msgspec.Raw(payload),
             )
@@ -869,23 +952,13 @@ class SessionStore:
         else:
             raise InvalidArgument(f"record must be a ModelUsage or a mapping, got {type(record).__name__}")
         line = _codec.encode_usage(usage)
-        self._writer(session, None)
-        with session.mutex:
-            if session.usage is None:
-                session.usage = LogWriter(
-                    self._fs,
-                    os.path.join(session.directory, USAGE_NAME),
-                    session.directory,
-                    durable=self._durable,
-                    lock_timeout=self.lock_timeout,
-                    label=f"usage log of session {session_id!r}",
-                )
-            writer = session.usage
+        writer = self._usage_writer(session)
         writer.append(lambda last: (line, Line(0, None, line[: -_codec.SUFFIX_LENGTH - 1] + b"}", len(line))))
 
     def usage(self, session_id: str) -> Iterator[dict[str, Any]]:
         """Every token-usage record of the session, oldest first, as dicts."""
         directory = self._dir(session_id)
+        self._read_meta(session_id, directory)
         return self._usage(directory)
 
     def _usage(self, directory: str) -> Iterator[dict[str, Any]]:
@@ -921,11 +994,14 @@ class SessionStore:
     def checkpoint(self, session_id: str, messages: Sequence[Message], **append_options: Any) -> list[int]:
         """Save a runner's full message list by appending only what is not stored yet.
 
-        Messages are matched by ``id``. Stored messages are never removed or reordered,
-        even when ``messages`` is stale (missing records another writer appended): the new
-        messages go after them. A list that rewrites history (an edit, a compaction done by
-        the caller, a reordering) is stored as a snapshot plus a new tail; the raw log is
-        never rewritten. Returns the sequences appended. Costs O(new messages) of I/O.
+        Messages are matched by ``id`` (stored messages are immutable: give an edited message
+        a new id). Stored messages are never removed or reordered, even when ``messages``
+        is stale (missing records another writer appended): the new messages go after them.
+        A list that rewrites history (a caller's compaction, a message dropped, a new
+        message placed before stored ones, a reordering) is stored as a snapshot plus a new
+        tail, and the raw log is never rewritten; stored messages newer than everything the
+        list knows of are kept after it. Returns the sequences appended. An extending save
+        reads and writes only the new bytes (O(new messages)); a rewrite costs O(tail).
         """
         directory = self._dir(session_id)
         wanted = [m for m in messages if _persisted(m)]
@@ -937,7 +1013,10 @@ class SessionStore:
             ids.append(message_id)
         if len(set(ids)) != len(ids):
             raise InvalidMessage("checkpoint got two messages with the same id")
+        for message in wanted:
+            _codec.encode_message(message)  # refuse bad input before anything is written
         session = self._session(session_id)
+        self._writer(session)  # creates the session (and its lock file) if it is new
         with self._lock(session_id):
             cache = self._checkpoint_state(session, directory)
             known = cache.ids
@@ -948,11 +1027,14 @@ class SessionStore:
             consistent = all(p is not None for p in positions) and all(
                 a < b for a, b in itertools.pairwise(positions)  # type: ignore[operator]
             )
+            new = wanted[split:]
+            if consistent and known and any(_is_compacted(m) for m in new):
+                consistent = False  # a caller's compaction of what is stored
             if consistent:
-                new = wanted[split:]
                 sequences = self.append_many(session_id, new, **append_options) if new else []
             else:
-                sequences = self._rewrite(session_id, session, wanted, cache, append_options)
+                seen = max((p for p in positions if p is not None), default=0)
+                sequences = self._rewrite(session_id, wanted, set(ids), seen, cache, append_options)
             self._checkpoint_state(session, directory)
             return sequences
 
@@ -970,13 +1052,14 @@ class SessionStore:
                 last = snapshot.compacted_through_sequence if snapshot else 0
                 cache = _CheckpointCache(version, start, ids, last)
             if fd is not None and size > cache.log_end:
-                problems: list[Problem] = []
-                for record in self._decode_lines(
-                    session.session_id, directory, fd, cache.log_end, size, cache.last_sequence, problems
+                for line, record in self._decode_lines(
+                    session.session_id, directory, fd, cache.log_end, size, cache.last_sequence, []
                 ):
                     cache.ids.setdefault(_message_id(record.message), record.sequence)
                     cache.last_sequence = record.sequence
-                cache.log_end = size
+                    # Only up to the last complete record: a batch still being written
+                    # (or torn) is read again next time.
+                    cache.log_end = line.end
             session.checkpoint = cache
             return cache
         finally:
@@ -986,11 +1069,13 @@ class SessionStore:
     def _rewrite(
         self,
         session_id: str,
-        session: _Session,
         wanted: list[Message],
+        wanted_ids: set[str],
+        seen: int,
         cache: _CheckpointCache,
         append_options: dict[str, Any],
     ) -> list[int]:
+        """Store ``wanted`` as the new session context: a snapshot, then a new tail."""
         compacted: Message
         if wanted and _is_compacted(wanted[0]):
             compacted, rest = wanted[0], wanted[1:]
@@ -1000,6 +1085,14 @@ class SessionStore:
                 include_in_messages=False,
             )
             rest = wanted
+        # Records newer than anything the caller's list knows of were appended by another
+        # writer after the caller last saw the session: the caller cannot have meant to
+        # drop them, so they stay in the context, after the caller's list.
+        unseen = [
+            record.message
+            for record in self.records(session_id, after=max(seen, cache.boundary))
+            if _message_id(record.message) not in wanted_ids and _includes_in_context(record.message)
+        ]
         # A marker record first: it always advances the boundary (even right after another
         # snapshot) and leaves a trace of the rewrite in the raw log.
         marker = CompactedMessage(
@@ -1007,7 +1100,8 @@ class SessionStore:
         )
         through = self.append(session_id, marker)
         self.snapshot(session_id, compacted, through, cache.snapshot_version)
-        return self.append_many(session_id, rest, **append_options) if rest else []
+        tail = [*rest, *unseen]
+        return self.append_many(session_id, tail, **append_options)[: len(rest)] if tail else []
 
     # -- deleting -------------------------------------------------------------------------
 
@@ -1081,6 +1175,16 @@ class SessionStore:
             return self._check(session_id, directory, fix=True)
 
     def _check(self, session_id: str, directory: str, *, fix: bool) -> list[Problem]:
+        try:
+            return self._check_session(session_id, directory, fix=fix)
+        except UnsupportedFormat as exc:
+            return [Problem(os.path.join(directory, META_NAME), "unsupported-format", str(exc), "none: needs a newer jsonl_store")]
+        except OSError as exc:
+            if fix:
+                raise
+            return [Problem(directory, "unreadable", str(exc), "none: check permissions and the file system")]
+
+    def _check_session(self, session_id: str, directory: str, *, fix: bool) -> list[Problem]:
         fs = self._fs
         problems: list[Problem] = []
         try:
@@ -1088,25 +1192,25 @@ class SessionStore:
         except (FileNotFoundError, NotADirectoryError):
             return []
         # Metadata.
-        try:
-            meta = self._read_meta(session_id, directory, problems)
-        except UnsupportedFormat as exc:
-            return [Problem(os.path.join(directory, META_NAME), "unsupported-format", str(exc), "none: needs a newer jsonl_store")]
+        meta = self._read_meta(session_id, directory, problems)
+        if fix and meta is not None:
+            _meta.check_writable(meta, session_id)
         if meta is None and META_NAME in names and fix:
             self._move_aside(directory, META_NAME)
             summary = self._summary(session_id, directory)
             fresh = SessionMeta(created_at=summary.created_at if summary else _now())
             _meta.write(fs, directory, fresh, durable=self._durable)
-        # Leftover temporary files (only writers holding the session lock make them).
+        # Leftover temporary files: every writer that makes one holds the session lock,
+        # and so does repair, so none of them is still being written.
         for name in names:
             if name.endswith(TMP_SUFFIX):
-                problems.append(Problem(os.path.join(directory, name), "leftover-temp", "unfinished temporary file", "deleted"))
+                problems.append(Problem(os.path.join(directory, name), "leftover-temp", "unfinished temporary file", "delete"))
                 if fix:
                     fs.unlink(os.path.join(directory, name))
-        # Logs: mid-log damage is reported; a damaged tail is cut.
+        # Logs: mid-log damage is reported and left; a damaged tail is cut.
         for name in (LOG_NAME, USAGE_NAME):
             if name in names:
-                problems.extend(self._check_log(directory, name, fix=fix))
+                problems.extend(self._check_log(session_id, directory, name, fix=fix))
         # Snapshots.
         fd, size = self._open_log(directory)
         try:
@@ -1118,7 +1222,7 @@ class SessionStore:
                 except _snapshots.DamagedSnapshot as exc:
                     reason = str(exc)
                 if reason is not None:
-                    problems.append(Problem(path, "bad-snapshot", reason, "moved aside"))
+                    problems.append(Problem(path, "bad-snapshot", reason, "move aside"))
                     if fix:
                         self._move_aside(directory, snapshot_name(version))
         finally:
@@ -1126,40 +1230,36 @@ class SessionStore:
                 fs.close(fd)
         return problems
 
-    def _check_log(self, directory: str, name: str, *, fix: bool) -> list[Problem]:
+    def _check_log(self, session_id: str, directory: str, name: str, *, fix: bool) -> list[Problem]:
         fs = self._fs
         path = os.path.join(directory, name)
+        raw_log = name == LOG_NAME
         problems: list[Problem] = []
         fd = fs.open(path, FLAGS_READ)
         try:
             size = fs.fstat(fd).st_size
-            previous = 0
-            for line in scan(fs, fd, path, 0, size, problems, first_line=1):
-                if name != LOG_NAME:
-                    continue
-                sequence = _sequence_of(line)
-                if sequence != previous + 1:
-                    kind = "gap" if sequence > previous else "out-of-order"
-                    problems.append(Problem(path, kind, f"sequence {sequence} after {previous}", "none: readers skip it", line.offset, line.number))
-                previous = max(previous, sequence)
-            problems = [
-                dataclasses.replace(p, action="none: readers skip it") if p.kind == "damaged-line" else p
-                for p in problems
-            ]
-            good_end, _ = last_good(fs, fd, size)
+            if raw_log:
+                for _ in self._decode_lines(session_id, directory, fd, 0, size, 0, problems):
+                    pass
+            else:
+                for _ in scan(fs, fd, path, 0, size, problems, first_line=1):
+                    pass
+            problems = [dataclasses.replace(p, action="none: readers skip it") for p in problems]
+            good_end, _ = last_good(fs, fd, size, 0, _ends_batch if raw_log else None)
         finally:
             fs.close(fd)
         if good_end < size:
             if fix:
-                writer = LogWriter(fs, path, directory, durable=True, lock_timeout=self.lock_timeout, label=path)
+                writer = LogWriter(
+                    fs, path, directory, durable=True, lock_timeout=self.lock_timeout, label=path,
+                    session_id=session_id, accept=_ends_batch if raw_log else None,
+                )
                 try:
                     writer.append_nothing()
                     problems.extend(writer.cuts)
                 finally:
                     writer.close()
             else:
-                from ._paths import cut_name
-
                 problems.append(
                     Problem(path, "torn-tail", f"{size - good_end} bytes after the last good record",
                             f"cut into {cut_name(name, good_end)}", good_end)
@@ -1181,8 +1281,31 @@ def _sequence_of(line: Line | None) -> int:
     if line is None:
         return 0
     if line.sequence < 0:
-        line.sequence = int(_codec.decode_any(line.body).get("sequence", 0))
+        line.sequence = _body_sequence(line.body)
     return line.sequence
+
+
+def _includes_in_context(message: Message) -> bool:
+    if isinstance(message, dict):
+        return message.get("include_in_messages", True) is not False
+    return message.include_in_messages
+
+
+def _body_sequence(body: bytes) -> int:
+    """The sequence of a checksummed line (0 for one that is not a record)."""
+    try:
+        return _codec.record_position(body)[0]
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return 0
+
+
+def _ends_batch(line: Line) -> bool:
+    """Whether the good part of a log may end after ``line`` (it is not mid-batch)."""
+    try:
+        sequence, batch_end, _ = _codec.record_position(line.body)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return True
+    return batch_end <= sequence
 
 
 def _timing_fields(timing: MessageTiming) -> dict[str, Any]:
