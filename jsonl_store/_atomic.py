@@ -68,15 +68,15 @@ def read_whole(fs: FileSystem, path: str) -> bytes | None:
         return None
     try:
         size = fs.fstat(fd).st_size
-        parts = []
-        offset = 0
-        while True:
-            chunk = fs.pread(fd, max(size - offset, 1 << 16), offset)
-            if not chunk:
-                break
-            parts.append(chunk)
-            offset += len(chunk)
-        return b"".join(parts)
+        data = fs.pread(fd, size, 0) if size else b""
+        if len(data) < size:  # a short read: keep reading until the end
+            parts = [data]
+            offset = len(data)
+            while chunk := fs.pread(fd, size - offset, offset):
+                parts.append(chunk)
+                offset += len(chunk)
+            data = b"".join(parts)
+        return data
     finally:
         fs.close(fd)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from datetime import datetime
 from typing import Any, Final
 
 import msgspec
@@ -308,9 +309,16 @@ class _Head(msgspec.Struct):
     sequence: int = 0
     batch_end: int = 0
     id: str = ""
+    created_at: datetime | None = None
 
 
 _position_decoder = msgspec.json.Decoder(_Head)
+
+
+def record_summary(body: bytes) -> tuple[int, datetime | None]:
+    """A record's sequence and creation time, skipping the message (for session listings)."""
+    head = _position_decoder.decode(body)
+    return head.sequence, head.created_at
 
 
 def record_position(body: bytes) -> tuple[int, int, str]:

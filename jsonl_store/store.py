@@ -102,7 +102,9 @@ def _is_compacted(message: Message) -> bool:
 class _Session:
     """What one store keeps open for one session: its log writers and cached facts."""
 
-    __slots__ = ("checkpoint", "directory", "init", "log", "mutex", "parent", "prepared", "session_id", "usage")
+    __slots__ = (
+        "checkpoint", "directory", "init", "log", "mutex", "parent", "prepared", "seen", "session_id", "usage"
+    )
 
     def __init__(self, session_id: str, directory: str) -> None:
         self.session_id = session_id
@@ -114,6 +116,9 @@ class _Session:
         self.prepared = False
         self.mutex = threading.Lock()
         self.checkpoint: _CheckpointCache | None = None
+        #: The last sequence this store handed to its caller (load or checkpoint): what a
+        #: runner using this store has seen, for `checkpoint`'s rewrite rule.
+        self.seen = 0
         #: What the latest append would initialise the session with, should it have to
         #: (re)create it: (created_at, parent, type, agent name, title).
         self.init: tuple[datetime, str | None, int, str | None, str | None] | None = None
@@ -622,7 +627,7 @@ class SessionStore:
             if fd is not None:
                 self._fs.close(fd)
         self._report(problems)
-        return SessionView(
+        view = SessionView(
             session_id=session_id,
             parent_session_id=meta.parent_session_id if meta else None,
             session_type=meta.session_type if meta else 0,
@@ -632,6 +637,9 @@ class SessionStore:
             raw_tail=tail,
             problems=problems,
         )
+        session = self._session(session_id)
+        session.seen = max(session.seen, view.last_sequence)
+        return view
 
     def _decode_lines(
         self,
@@ -730,23 +738,24 @@ class SessionStore:
         problems: list[Problem] = []
         meta = self._read_meta(session_id, directory, problems)
         fd, size = self._open_log(directory)
+        last_sequence, last_time, first_time = 0, None, None
         try:
-            last = None
-            first_time = None
             if fd is not None and size:
-                _, line = last_good(self._fs, fd, size)
+                # Only the last complete record is read (about 4 KiB), and only its
+                # sequence and time are decoded: listing stays cheap for long logs.
+                _, line = last_good(self._fs, fd, size, 0, _ends_batch)
                 if line is not None:
-                    last = _codec.decode_record(line.body, session_id)
+                    last_sequence, last_time = _record_summary(line.body)
                 if meta is None:
                     first = next(iter(scan(self._fs, fd, "", 0, min(size, 1 << 16), None)), None)
                     if first is not None:
-                        first_time = _codec.decode_record(first.body, session_id).created_at
+                        first_time = _record_summary(first.body)[1]
         finally:
             if fd is not None:
                 self._fs.close(fd)
         if meta is None and fd is None:
             return None
-        created = meta.created_at if meta else (first_time or (last.created_at if last else _EPOCH))
+        created = meta.created_at if meta else (first_time or last_time or _EPOCH)
         meta = meta or SessionMeta(created_at=created)
         return SessionSummary(
             session_id=session_id,
@@ -754,9 +763,9 @@ class SessionStore:
             session_type=meta.session_type,
             title=meta.title,
             agent_name=meta.agent_name,
-            message_count=last.sequence if last else 0,
+            message_count=last_sequence,
             created_at=created,
-            updated_at=last.created_at if last else created,
+            updated_at=last_time or created,
             pinned=meta.pinned,
             metadata=meta.metadata,
             version=meta.version,
@@ -1033,9 +1042,9 @@ class SessionStore:
             if consistent:
                 sequences = self.append_many(session_id, new, **append_options) if new else []
             else:
-                seen = max((p for p in positions if p is not None), default=0)
+                seen = max([session.seen, *(p for p in positions if p is not None)])
                 sequences = self._rewrite(session_id, wanted, set(ids), seen, cache, append_options)
-            self._checkpoint_state(session, directory)
+            session.seen = self._checkpoint_state(session, directory).last_sequence
             return sequences
 
     def _checkpoint_state(self, session: _Session, directory: str) -> _CheckpointCache:
@@ -1085,9 +1094,9 @@ class SessionStore:
                 include_in_messages=False,
             )
             rest = wanted
-        # Records newer than anything the caller's list knows of were appended by another
-        # writer after the caller last saw the session: the caller cannot have meant to
-        # drop them, so they stay in the context, after the caller's list.
+        # Records newer than anything the caller has seen (its list, and what this store
+        # last loaded or saved for it) were appended by another writer meanwhile: the
+        # caller cannot have meant to drop them, so they stay, after the caller's list.
         unseen = [
             record.message
             for record in self.records(session_id, after=max(seen, cache.boundary))
@@ -1289,6 +1298,13 @@ def _includes_in_context(message: Message) -> bool:
     if isinstance(message, dict):
         return message.get("include_in_messages", True) is not False
     return message.include_in_messages
+
+
+def _record_summary(body: bytes) -> tuple[int, datetime | None]:
+    try:
+        return _codec.record_summary(body)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return 0, None
 
 
 def _body_sequence(body: bytes) -> int:
