@@ -191,16 +191,24 @@ def seal(body: bytes) -> bytes:
     return b"%s,\"crc\":\"%08x\"}\n" % (head, zlib.crc32(head))
 
 
-def unseal(line: bytes) -> bytes | None:
-    """Return the JSON object of a line (without its newline) if its checksum holds, else None."""
+def is_sealed(line: bytes) -> bool:
+    """Whether a line (without its newline) ends in a checksum that holds.
+
+    The CRC runs over a memoryview, so checking costs no copy of the line; decoders
+    read the line as it is (to a Struct decoder ``"crc"`` is just an unknown key).
+    """
     if len(line) < SUFFIX_LENGTH + 2 or line[-SUFFIX_LENGTH:-10] != CRC_KEY or line[-2:] != b'"}':
-        return None
-    head = line[:-SUFFIX_LENGTH]
+        return False
     # Compare the text, not a parsed number: only the exact eight lowercase digits a
     # writer produces are accepted.
-    if b"%08x" % zlib.crc32(head) != line[-10:-2]:
+    return b"%08x" % zlib.crc32(memoryview(line)[:-SUFFIX_LENGTH]) == line[-10:-2]
+
+
+def unseal(line: bytes) -> bytes | None:
+    """Return the JSON object of a line without its checksum key, or None if the checksum fails."""
+    if not is_sealed(line):
         return None
-    return head + b"}"
+    return line[:-SUFFIX_LENGTH] + b"}"
 
 
 class _RecordTrailer(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -255,7 +263,8 @@ def record_line(sequence: int, batch_end: int, head: bytes, trailer: bytes) -> t
         body = b'{"sequence":%d,"batch_end":%d,%s%s' % (sequence, batch_end, head, trailer)
     else:
         body = b'{"sequence":%d,%s%s' % (sequence, head, trailer)
-    return b'%s,"crc":"%08x"}\n' % (body, zlib.crc32(body)), body + b"}"
+    line = b'%s,"crc":"%08x"}\n' % (body, zlib.crc32(body))
+    return line, line[:-1]
 
 
 def encode_record(record: RawMessageRecord) -> bytes:
@@ -301,6 +310,13 @@ def encode_usage(record: UsageRecord) -> bytes:
 
 def decode_usage(body: bytes) -> UsageRecord:
     return _usage_decoder.decode(body)
+
+
+def decode_usage_dict(line: bytes) -> dict[str, Any]:
+    """A usage line as the dict it was written as (without the checksum key)."""
+    item: dict[str, Any] = _any_decoder.decode(line)
+    item.pop("crc", None)
+    return item
 
 
 

@@ -33,7 +33,7 @@ RECORD_START = b'{"'
 
 @dataclass(slots=True)
 class Line:
-    """One checksum-valid line: its JSON object (no newline) and where it starts."""
+    """One checksum-valid line: its bytes (checksum key included, no newline) and place."""
 
     offset: int
     number: int | None
@@ -43,17 +43,16 @@ class Line:
     sequence: int = -1
 
 
-def _salvage(raw: bytes) -> tuple[int, bytes] | None:
+def _salvage(raw: bytes) -> int | None:
     """Find a valid record glued behind damage in one line (a torn write, a NUL run).
 
-    Returns the record's position inside ``raw`` and its body. The checksum makes a
-    false match practically impossible, so trying each ``{"`` is safe.
+    Returns the record's position inside ``raw``. The checksum makes a false match
+    practically impossible, so trying each ``{"`` is safe.
     """
     start = raw.find(RECORD_START, 1)
     while start != -1:
-        body = _codec.unseal(raw[start:])
-        if body is not None:
-            return start, body
+        if _codec.is_sealed(raw[start:]):
+            return start
         start = raw.find(RECORD_START, start + 1)
     return None
 
@@ -87,26 +86,36 @@ def scan(
     pending: list[Problem] = []
     number = first_line
     offset = start
-    buffer = b""
+    carry: list[bytes] = []  # pieces of a line that began in an earlier chunk
     position = start
+    is_sealed = _codec.is_sealed
     while position < end:
         chunk = fs.pread(fd, min(CHUNK, end - position), position)
         if not chunk:
             break
         position += len(chunk)
-        buffer += chunk
-        lines = buffer.split(b"\n")
-        buffer = lines.pop()
+        lines = chunk.split(b"\n")
+        if carry:
+            lines[0] = b"".join((*carry, lines[0]))
+            carry.clear()
+        rest = lines.pop()
+        if rest:
+            carry.append(rest)
         for raw in lines:
             line_end = offset + len(raw) + 1
-            body = _codec.unseal(raw)
-            if body is None:
+            if is_sealed(raw):
+                if pending:
+                    if problems is not None:
+                        problems.extend(pending)
+                    pending.clear()
+                yield Line(offset, number, raw, line_end)
+            else:
                 salvaged = _salvage(raw)
                 pending.append(
                     Problem(
                         path=path,
                         kind="damaged-line",
-                        reason=_describe(raw[: salvaged[0]] if salvaged else raw),
+                        reason=_describe(raw[:salvaged] if salvaged else raw),
                         action="skipped; reading resumes at the next line",
                         offset=offset,
                         line=number,
@@ -116,30 +125,21 @@ def scan(
                     if problems is not None:
                         problems.extend(pending)
                     pending.clear()
-                    yield Line(offset + salvaged[0], number, salvaged[1], line_end)
-            else:
-                if pending:
-                    if problems is not None:
-                        problems.extend(pending)
-                    pending.clear()
-                yield Line(offset, number, body, line_end)
+                    yield Line(offset + salvaged, number, raw[salvaged:], line_end)
             offset = line_end
             if number is not None:
                 number += 1
     # Whatever is left (a line without its newline, pending damage) is the tail: silent.
 
 
-def last_good(
-    fs: FileSystem, fd: int, size: int, floor: int = 0, accept: Callable[[Line], bool] | None = None
-) -> tuple[int, Line | None]:
-    """Find the last valid line in ``[floor, size)`` by reading backwards.
+def backward(fs: FileSystem, fd: int, size: int, floor: int = 0) -> Iterator[Line]:
+    """Yield the valid lines in ``[floor, size)`` from the last to the first.
 
-    Returns the offset just past it (where the good part of the file ends) and the line;
-    ``(floor, None)`` when there is none. ``floor`` must be the start of a line. A valid
-    line that ``accept`` refuses (a record in the middle of a batch whose end was torn
-    off) counts as part of the tail. Reads about 4 KiB for a healthy log.
+    ``floor`` must be the start of a line. Bytes after the last newline are not a line.
+    Reads in growing chunks from the end, so finding the last record of a healthy log
+    costs about 4 KiB of reading, whatever its length.
     """
-    low = size  # data holds the bytes [low, low + len(data))
+    low = size  # data holds the unread-by-the-caller bytes [low, low + len(data))
     data = b""
     step = BACK_CHUNK
     while True:
@@ -147,23 +147,19 @@ def last_good(
         if newline == -1:
             # No line end in what we hold: it is all unterminated tail, nothing to keep.
             if low <= floor:
-                return floor, None
+                return
             data = b""
         else:
             previous = data.rfind(b"\n", 0, newline)
             if previous != -1 or low <= floor:
                 begin = previous + 1
                 raw = data[begin:newline]
-                body = _codec.unseal(raw)
-                found = None
-                if body is not None:
-                    found = Line(low + begin, None, body, low + newline + 1)
+                if _codec.is_sealed(raw):
+                    yield Line(low + begin, None, raw, low + newline + 1)
                 else:
                     salvaged = _salvage(raw)
                     if salvaged is not None:
-                        found = Line(low + begin + salvaged[0], None, salvaged[1], low + newline + 1)
-                if found is not None and (accept is None or accept(found)):
-                    return found.end, found
+                        yield Line(low + begin + salvaged, None, raw[salvaged:], low + newline + 1)
                 data = data[:begin]
                 continue
         # Need earlier bytes: the start of the candidate line lies before `low`.
@@ -171,6 +167,21 @@ def last_good(
         data = fs.pread(fd, low - new_low, new_low) + data
         low = new_low
         step = min(step * 2, CHUNK)
+
+
+def last_good(
+    fs: FileSystem, fd: int, size: int, floor: int = 0, accept: Callable[[Line], bool] | None = None
+) -> tuple[int, Line | None]:
+    """Find the last valid line in ``[floor, size)``: where the good part of the file ends.
+
+    Returns the offset just past that line and the line; ``(floor, None)`` when there is
+    none. A valid line that ``accept`` refuses (a record in the middle of a batch whose
+    end was torn off) counts as part of the damaged tail.
+    """
+    for line in backward(fs, fd, size, floor):
+        if accept is None or accept(line):
+            return line.end, line
+    return floor, None
 
 
 class LogWriter:
@@ -313,9 +324,8 @@ class LogWriter:
             window = window[cut + 1 :] if cut != -1 else b""
         highest = self.sequence_of(line.body)
         for raw in window.split(b"\n"):
-            body = _codec.unseal(raw)
-            if body is not None:
-                highest = max(highest, self.sequence_of(body))
+            if _codec.is_sealed(raw):
+                highest = max(highest, self.sequence_of(raw))
         return highest
 
     def _cut(self, good_end: int, size: int) -> None:

@@ -32,7 +32,7 @@ from ._errors import (
 )
 from ._fs import OS_FS, FileSystem
 from ._ids import new_uuid7
-from ._log import FLAGS_READ, Line, LogWriter, last_good, scan
+from ._log import FLAGS_READ, Line, LogWriter, backward, last_good, scan
 from ._meta import Origin, SessionMeta
 from ._paths import (
     DAMAGED_SUFFIX,
@@ -622,7 +622,8 @@ class SessionStore:
             if fd is not None:
                 start = snapshot.tail_offset if snapshot is not None else 0
                 after = snapshot.compacted_through_sequence if snapshot is not None else 0
-                tail = [r for _, r in self._decode_lines(session_id, directory, fd, start, size, after, problems)]
+                end = self._good_end(fd, size, start)
+                tail = [r for _, r in self._decode_lines(session_id, directory, fd, start, end, after, problems)]
         finally:
             if fd is not None:
                 self._fs.close(fd)
@@ -641,6 +642,14 @@ class SessionStore:
         session.seen = max(session.seen, view.last_sequence)
         return view
 
+    def _good_end(self, fd: int, size: int, floor: int) -> int:
+        """Where the complete records end: before a damaged tail or a batch torn short.
+
+        Reading stops there, so a batch cut by a power loss (or still being written) is
+        left out whole, and no reader has to hold records back to find that out.
+        """
+        return last_good(self._fs, fd, size, floor, _ends_batch)[0]
+
     def _decode_lines(
         self,
         session_id: str,
@@ -651,19 +660,18 @@ class SessionStore:
         after: int,
         problems: list[Problem],
     ) -> Iterator[tuple[Line, RawMessageRecord]]:
-        """Decode the records in ``[start, end)``: sequences strictly increasing, batches whole.
+        """Decode the records in ``[start, end)`` with strictly increasing sequences.
 
-        The records of an `append_many` batch are held back until the batch's last record
-        has been read; a batch cut short by the end of the log (a write torn by a power
-        loss, or one still in progress) is left out, as if it had never been written.
+        ``end`` should come from `_good_end`. A batch interrupted by damage in the middle
+        of the log keeps its surviving records (the damage itself is reported).
         """
         path = os.path.join(directory, LOG_NAME)
         previous = after
         expected_gap_free = start == 0 or after > 0
-        held: list[tuple[Line, RawMessageRecord]] = []
+        decode = _codec.decode_record
         for line in scan(self._fs, fd, path, start, end, problems, first_line=1 if start == 0 else None):
             try:
-                record = _codec.decode_record(line.body, session_id)
+                record = decode(line.body, session_id)
             except (msgspec.ValidationError, msgspec.DecodeError) as exc:
                 problems.append(
                     Problem(path, "bad-record", f"checksum holds but record does not fit: {exc}", "skipped",
@@ -671,35 +679,25 @@ class SessionStore:
                 )
                 continue
             sequence = record.sequence
-            if sequence <= previous:
-                if sequence <= after and previous == after:
-                    continue  # before the boundary: `records(after=...)` skips these
-                problems.append(
-                    Problem(path, "out-of-order", f"sequence {sequence} after {previous}", "skipped",
-                            line.offset, line.number)
-                )
-                continue
-            if expected_gap_free and sequence != previous + 1:
-                problems.append(
-                    Problem(path, "gap", f"sequences {previous + 1}..{sequence - 1} are missing",
-                            "reported; later records are kept", line.offset, line.number)
-                )
+            if sequence != previous + 1:
+                if sequence <= previous:
+                    if sequence <= after and previous == after:
+                        continue  # before the boundary: `records(after=...)` skips these
+                    problems.append(
+                        Problem(path, "out-of-order", f"sequence {sequence} after {previous}", "skipped",
+                                line.offset, line.number)
+                    )
+                    continue
+                if expected_gap_free:
+                    problems.append(
+                        Problem(path, "gap", f"sequences {previous + 1}..{sequence - 1} are missing",
+                                "reported; later records are kept", line.offset, line.number)
+                    )
             previous = sequence
             if record.started_at is None:
                 # Instantaneous messages store no timing: it equals the append time.
                 msgspec.structs.force_setattr(record, "started_at", record.created_at)
                 msgspec.structs.force_setattr(record, "completed_at", record.created_at)
-            if held and record.batch_end != held[0][1].batch_end:
-                # A batch interrupted by damage in the middle of the log (not at its end):
-                # its surviving records are kept, the damage was reported above.
-                yield from held
-                held.clear()
-            if record.batch_end > sequence:
-                held.append((line, record))
-                continue
-            if held:
-                yield from held
-                held.clear()
             yield line, record
 
     def records(self, session_id: str, *, after: int = 0) -> Iterator[RawMessageRecord]:
@@ -727,7 +725,8 @@ class SessionStore:
                 snapshot = _snapshots.latest(self._fs, directory, session_id, fd, size, None, at_most=after)
                 if snapshot is not None:
                     start, floor = snapshot.tail_offset, snapshot.compacted_through_sequence
-            for _, record in self._decode_lines(session_id, directory, fd, start, size, floor, problems):
+            end = self._good_end(fd, size, start)
+            for _, record in self._decode_lines(session_id, directory, fd, start, end, floor, problems):
                 if record.sequence > after:
                     yield record
         finally:
@@ -846,10 +845,12 @@ class SessionStore:
                     )
                 boundary = None
                 start = current.tail_offset if current else 0
-                # Only complete records count: a batch torn at the tail is not a boundary.
-                for line, record in self._decode_lines(session_id, directory, fd, start, size, previous, []):
-                    if record.sequence >= compacted_through_sequence:
-                        if record.sequence == compacted_through_sequence:
+                # Search backwards from the end of the complete records: a boundary is
+                # usually recent, so this reads the records after it, not the whole tail.
+                for line in backward(self._fs, fd, self._good_end(fd, size, start), start):
+                    sequence = _sequence_of(line)
+                    if sequence <= compacted_through_sequence:
+                        if sequence == compacted_through_sequence:
                             boundary = line
                         break
                 if boundary is None:
@@ -962,7 +963,7 @@ class SessionStore:
             raise InvalidArgument(f"record must be a ModelUsage or a mapping, got {type(record).__name__}")
         line = _codec.encode_usage(usage)
         writer = self._usage_writer(session)
-        writer.append(lambda last: (line, Line(0, None, line[: -_codec.SUFFIX_LENGTH - 1] + b"}", len(line))))
+        writer.append(lambda last: (line, Line(0, None, line[:-1], len(line))))
 
     def usage(self, session_id: str) -> Iterator[dict[str, Any]]:
         """Every token-usage record of the session, oldest first, as dicts."""
@@ -980,7 +981,7 @@ class SessionStore:
         try:
             size = self._fs.fstat(fd).st_size
             for line in scan(self._fs, fd, path, 0, size, problems, first_line=1):
-                yield _codec.decode_any(line.body)
+                yield _codec.decode_usage_dict(line.body)
         finally:
             self._fs.close(fd)
             self._report(problems)
@@ -1004,12 +1005,14 @@ class SessionStore:
         """Save a runner's full message list by appending only what is not stored yet.
 
         Messages are matched by ``id`` (stored messages are immutable: give an edited message
-        a new id). Stored messages are never removed or reordered, even when ``messages``
-        is stale (missing records another writer appended): the new messages go after them.
-        A list that rewrites history (a caller's compaction, a message dropped, a new
-        message placed before stored ones, a reordering) is stored as a snapshot plus a new
-        tail, and the raw log is never rewritten; stored messages newer than everything the
-        list knows of are kept after it. Returns the sequences appended. An extending save
+        a new id). As in the seed ``004_0b1605c615b13fa7.txt``, a stored message is never
+        removed or reordered by a save, even when ``messages`` lacks it (a stale list, or
+        records another writer appended): the new messages go after the stored ones. A list
+        that rewrites history (a caller's compaction, i.e. a new `CompactedMessage`; a new
+        message placed before stored ones; stored messages in another order) is stored as
+        a snapshot plus a new tail, and the raw log is never rewritten; stored messages the
+        caller has not seen (newer than its list and than what this store last loaded or
+        saved for it) are kept after it. Returns the sequences appended. An extending save
         reads and writes only the new bytes (O(new messages)); a rewrite costs O(tail).
         """
         directory = self._dir(session_id)
@@ -1061,8 +1064,9 @@ class SessionStore:
                 last = snapshot.compacted_through_sequence if snapshot else 0
                 cache = _CheckpointCache(version, start, ids, last)
             if fd is not None and size > cache.log_end:
+                end = self._good_end(fd, size, cache.log_end)
                 for line, record in self._decode_lines(
-                    session.session_id, directory, fd, cache.log_end, size, cache.last_sequence, []
+                    session.session_id, directory, fd, cache.log_end, end, cache.last_sequence, []
                 ):
                     cache.ids.setdefault(_message_id(record.message), record.sequence)
                     cache.last_sequence = record.sequence
@@ -1248,7 +1252,7 @@ class SessionStore:
         try:
             size = fs.fstat(fd).st_size
             if raw_log:
-                for _ in self._decode_lines(session_id, directory, fd, 0, size, 0, problems):
+                for _ in self._decode_lines(session_id, directory, fd, 0, self._good_end(fd, size, 0), 0, problems):
                     pass
             else:
                 for _ in scan(fs, fd, path, 0, size, problems, first_line=1):
