@@ -239,6 +239,17 @@ def encode_trailer(**fields: Any) -> bytes:
     return b"," + data[1:-1] if len(data) > 2 else b""
 
 
+def usage_trailer(usage: Any) -> bytes:
+    """A `ModelUsage` as the last fields of a record (the same bytes `encode_trailer` makes)."""
+    return b',"input_tokens":%d,"output_tokens":%d,"cache_read_tokens":%d,"cache_write_tokens":%d,"reasoning_tokens":%d' % (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+        usage.reasoning_tokens,
+    )
+
+
 def encode_time(moment: Any) -> bytes:
     return _encoder.encode(moment)
 

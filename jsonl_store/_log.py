@@ -227,7 +227,7 @@ class LogWriter:
     # -- descriptor and lock ------------------------------------------------------------
 
     def _open(self) -> None:
-        if self.fd >= 0 and self.pid == os.getpid():
+        if self.fd >= 0 and self.pid == _process.pid:
             return
         # After fork the inherited descriptor shares its flock with the parent, which
         # would let both processes in at once: a child always opens its own.
@@ -244,13 +244,13 @@ class LogWriter:
             if self.on_created is not None:
                 self.on_created()
         self.fd = fd
-        self.pid = os.getpid()
+        self.pid = _process.pid
         self.size = -1  # unknown: the first locked sync reads the tail
         self.last = None
 
     def close(self) -> None:
         with self.mutex:
-            if self.fd >= 0 and self.pid == os.getpid():
+            if self.fd >= 0 and self.pid == _process.pid:
                 self.fs.close(self.fd)
             self.fd = -1
 
@@ -434,6 +434,19 @@ class LogWriter:
             # next open cuts it, so this writer must not append after it.
             self.failed = cause
 
+
+class _Process:
+    """This process's id, kept current across fork without a getpid(2) per append."""
+
+    pid = os.getpid()
+
+    @classmethod
+    def forked(cls) -> None:
+        cls.pid = os.getpid()
+
+
+_process = _Process
+os.register_at_fork(after_in_child=_Process.forked)
 
 _LOCK_EX_NB = 2 | 4  # fcntl.LOCK_EX | fcntl.LOCK_NB
 _LOCK_UN = 8  # fcntl.LOCK_UN

@@ -522,17 +522,21 @@ class SessionStore:
             usage = usages[index]
             timing = timings[index]
             trailer = shared_trailer
-            if usage is not None or timing is not None:
+            if usage is not None:
+                _check_usage(usage)
+            if timing is not None:
+                _check_timing(timing)
+            if timing is None and usage is not None and _is_assistant(message):
+                # The common case of a model response: token counts are the record's last
+                # fields, so they follow the shared part without another encoding pass.
+                trailer = shared_trailer + _codec.usage_trailer(usage)
+            elif usage is not None or timing is not None:
                 extra: dict[str, Any] = {}
                 if usage is not None:
-                    if not isinstance(usage, ModelUsage):
-                        raise InvalidArgument(f"usage must be a ModelUsage, got {type(usage).__name__}")
                     if not _is_assistant(message):
                         raise InvalidArgument("usage belongs only to assistant messages")
                     extra.update(_usage_fields(usage))
                 if timing is not None:
-                    if not isinstance(timing, MessageTiming):
-                        raise InvalidArgument(f"timing must be a MessageTiming, got {type(timing).__name__}")
                     extra.update(_timing_fields(timing))
                 trailer = _codec.encode_trailer(**common, **extra)
             bodies.append((_codec.record_head(new_uuid7(), created, payload, plain), trailer))
@@ -949,6 +953,7 @@ class SessionStore:
         """
         session = self._session(session_id)
         if isinstance(record, ModelUsage):
+            _check_usage(record)
             usage = UsageRecord(recorded_at=_now(), **msgspec.structs.asdict(record))
         elif isinstance(record, Mapping):
             known = {f for f in UsageRecord.__struct_fields__ if f not in ("recorded_at", "extra")}
@@ -1326,6 +1331,29 @@ def _ends_batch(line: Line) -> bool:
     except (msgspec.ValidationError, msgspec.DecodeError):
         return True
     return batch_end <= sequence
+
+
+def _check_usage(usage: object) -> None:
+    # Structs do not check types on construction; a string here would write a record
+    # that no reader can decode, so the counts are checked before anything is written.
+    if not isinstance(usage, ModelUsage):
+        raise InvalidArgument(f"usage must be a ModelUsage, got {type(usage).__name__}")
+    for name in usage.__struct_fields__:
+        value = getattr(usage, name)
+        if type(value) is not int or value < 0:
+            raise InvalidArgument(f"usage.{name} must be a non-negative int, got {value!r}")
+
+
+def _check_timing(timing: object) -> None:
+    if not isinstance(timing, MessageTiming):
+        raise InvalidArgument(f"timing must be a MessageTiming, got {type(timing).__name__}")
+    for name in timing.__struct_fields__:
+        value = getattr(timing, name)
+        expected: type = int if name.endswith("_ns") else datetime
+        if value is None and name not in ("started_at", "completed_at", "duration_ns"):
+            continue
+        if not isinstance(value, expected) or isinstance(value, bool):
+            raise InvalidArgument(f"timing.{name} must be {expected.__name__}, got {value!r}")
 
 
 def _timing_fields(timing: MessageTiming) -> dict[str, Any]:

@@ -1,0 +1,295 @@
+"""The subcommands: each reads its arguments, calls `SessionStore`, prints, returns an exit code.
+
+Exit codes: 0 success (and, for ``verify``/``repair``, no problems); 1 problems found or
+fixed, or a delete that was declined; 2 bad input, an unusable session or store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from .. import Problem, SessionNotFound, SessionStore, SessionSummary
+from ..store import UNUSABLE_KINDS
+from . import _demo, _format
+
+ROOT_ENV = "JSONL_STORE_ROOT"
+DEFAULT_ROOT = "sessions"
+DEMO_DIR = "jsonl-store-demo"
+
+
+class CliError(Exception):
+    """A mistake on the command line that the store never sees (exit code 2)."""
+
+
+def emit(lines: Iterable[str]) -> None:
+    out = sys.stdout
+    for line in lines:
+        out.write(line + "\n")
+
+
+def emit_json(value: Any, *, indent: bool = True) -> None:
+    sys.stdout.write(_format.dumps(value, indent=indent).decode())
+
+
+def warn(problem: Problem) -> None:
+    """The store's ``on_problem``: damage met while reading goes to stderr, once per problem."""
+    sys.stderr.write(f"jsonl-store: warning: {problem}\n")
+
+
+def root_of(args: argparse.Namespace) -> str:
+    root: str | None = getattr(args, "root", None)
+    return root or os.environ.get(ROOT_ENV) or DEFAULT_ROOT
+
+
+def open_store(args: argparse.Namespace) -> SessionStore:
+    """The store at ``--root``; a missing root is an error, not an empty store.
+
+    (`SessionStore` reads a missing root as "no sessions", which would make a mistyped
+    ``--root`` look like a clean, empty store to ``list`` and ``verify``.)
+    """
+    root = root_of(args)
+    if not os.path.isdir(root):
+        state = "does not exist" if not os.path.exists(root) else "is not a directory"
+        raise CliError(f"no session store at {root!r}: it {state} (use --root DIR or set {ROOT_ENV})")
+    return SessionStore(root, on_problem=warn)
+
+
+def existing(store: SessionStore, session_id: str) -> SessionSummary:
+    summary = store.get_session(session_id)
+    if summary is None:
+        raise SessionNotFound(
+            f"session {session_id!r} does not exist in {store.root!r}", session_id=session_id
+        )
+    return summary
+
+
+def problems_exit(problems: Sequence[Problem]) -> int:
+    if any(problem.kind in UNUSABLE_KINDS for problem in problems):
+        return 2
+    return 1 if problems else 0
+
+
+# ---------------------------------------------------------------------------------------
+# Commands
+# ---------------------------------------------------------------------------------------
+
+
+def demo(args: argparse.Namespace) -> int:
+    directory: str = args.directory or DEMO_DIR
+    store = SessionStore(directory, on_problem=warn)
+    with store:
+        ids = _demo.write_demo(store)
+        view = store.load(ids.main)
+        closed = view.model_context(close_last=True)
+        sessions = store.list_sessions()
+        usage = [(sid, list(store.usage(sid)), store.usage_totals(sid)) for sid in (ids.main, ids.child)]
+    snapshot = view.snapshot
+    assert snapshot is not None
+    shown = shlex.quote(directory)
+    lines = [
+        f"Wrote two sessions into {directory}{os.sep} through the public API (jsonl_store.SessionStore):",
+        "a coding agent fixes a bug, compacts its history into a snapshot, hands a question",
+        "to a sub-agent (a child session) and is killed while one of its tool calls runs.",
+        "",
+        f"== Restored context of {ids.main} ==",
+        "   view = store.load(session_id); view.model_context(close_last=True)",
+        (
+            f"   (snapshot {snapshot.version} replaces records #1-#{snapshot.compacted_through_sequence}; "
+            f"{_format.plural(len(view.raw_tail), 'record')} follow it in the tail)"
+        ),
+        "",
+        *_format.render_context(view, closed, added_note="added on restore: the call was interrupted"),
+        "",
+        f"The process was killed while {', '.join(_format.open_calls(view.context, closed))} ran. view.messages",
+        "keeps that last tool batch open; model_context(close_last=True) answers each open call",
+        "with an error result, so a provider accepts the context and the model knows the call",
+        "may have run in part.",
+        "",
+        "== Sessions: store.list_sessions() ==",
+        *_format.render_sessions(sessions),
+        "",
+        "== Token usage: store.usage_totals(session_id) ==",
+        *_format.table(
+            (
+                "SESSION",
+                "CALLS",
+                *(f.replace("_tokens", "").replace("_", " ").upper() for f in _format.USAGE_FIELDS),
+            ),
+            [
+                (sid, str(len(items)), *(_format.count(getattr(totals, f)) for f in _format.USAGE_FIELDS))
+                for sid, items, totals in usage
+            ],
+            right=range(1, 7),
+        ),
+        "",
+        "== Files ==",
+        *_demo.tree(directory),
+        "",
+        "Look closer:",
+        f"  cat {shlex.quote(os.path.join(directory, ids.main, 'messages.jsonl'))} | jq .",
+        f"  jsonl-store --root {shown} show {ids.main}",
+        f"  jsonl-store --root {shown} show {ids.main} --raw",
+        f"  jsonl-store --root {shown} verify",
+    ]
+    emit(lines)
+    return 0
+
+
+def list_(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    sessions = store.list_sessions(parent_session_id=args.parent)
+    if args.json:
+        emit_json(sessions)
+    elif sessions:
+        emit(_format.render_sessions(sessions))
+    else:
+        emit([f"no sessions in {store.root}" + (f" with parent {args.parent}" if args.parent else "")])
+    return 0
+
+
+def show(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    summary = existing(store, args.session_id)
+    view = store.load(args.session_id)
+    snapshot = view.snapshot
+    if args.raw:
+        records = list(store.records(args.session_id))
+        if args.json:
+            emit_json(
+                {"session": summary, "snapshot": snapshot, "records": records, "problems": view.problems}
+            )
+            return 0
+        children = store.list_sessions(parent_session_id=args.session_id)
+        emit(_format.render_summary(summary, view, children))
+        emit(["", f"Raw log ({_format.plural(len(records), 'record')}):", ""])
+        emit(_format.render_records(records, snapshot, full=args.full))
+        return 0
+    closed = view.model_context(close_last=True)
+    messages = closed if args.close else view.messages
+    if args.json:
+        emit_json({"session": summary, "snapshot": snapshot, "messages": messages, "problems": view.problems})
+        return 0
+    children = store.list_sessions(parent_session_id=args.session_id)
+    emit(_format.render_summary(summary, view, children))
+    source = "view.model_context(close_last=True)" if args.close else "view.messages"
+    emit(["", f"Context ({source}, {_format.plural(len(messages), 'message')}):", ""])
+    emit(_format.render_context(view, messages, full=args.full))
+    pending = _format.open_calls(view.context, closed)
+    if pending and not args.close:
+        emit(
+            [
+                "",
+                f"The last tool batch is open: {', '.join(pending)} without a result.",
+                "--close answers each open call with an interruption notice.",
+            ]
+        )
+    return 0
+
+
+def cat(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    existing(store, args.session_id)
+    out = sys.stdout
+    for record in store.records(args.session_id, after=args.after):
+        out.write(_format.dumps(record).decode())
+    return 0
+
+
+def usage(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    existing(store, args.session_id)
+    items = list(store.usage(args.session_id))
+    totals = store.usage_totals(args.session_id)
+    if args.json:
+        emit_json({"records": items, "totals": totals})
+    else:
+        emit(_format.render_usage(items, totals))
+    return 0
+
+
+def verify(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    problems = store.verify(args.session_id)
+    if not problems and args.session_id is not None:
+        existing(store, args.session_id)  # an unknown session has no problems, and is no session
+    where = f"session {args.session_id}" if args.session_id else store.root
+    if args.json:
+        emit_json(problems)
+    elif problems:
+        emit(_format.render_problem(p, done=False) for p in problems)
+        emit(
+            [
+                f"{_format.plural(len(problems), 'problem')} in {where}; `jsonl-store repair ID` fixes what can be fixed"
+            ]
+        )
+    else:
+        emit([f"no problems in {where}"])
+    return problems_exit(problems)
+
+
+def repair(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    problems = store.repair(args.session_id)
+    if not problems:
+        existing(store, args.session_id)
+    if args.json:
+        emit_json(problems)
+    elif problems:
+        emit(_format.render_problem(p, done=True) for p in problems)
+        emit([f"{_format.plural(len(problems), 'problem')} in session {args.session_id}"])
+    else:
+        emit([f"nothing to repair in session {args.session_id}"])
+    return problems_exit(problems)
+
+
+def delete(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    summary = existing(store, args.session_id)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise CliError("not deleting without confirmation: stdin is not a terminal (pass --yes)")
+        title = f" {summary.title!r}" if summary.title else ""
+        answer = input(
+            f"Delete session {args.session_id}{title} ({_format.plural(summary.message_count, 'record')})? [y/N] "
+        )
+        if answer.strip().lower() not in ("y", "yes"):
+            emit(["not deleted"])
+            return 1
+    store.delete_session(args.session_id)
+    emit([f"deleted session {args.session_id}"])
+    children = store.list_sessions(parent_session_id=args.session_id)
+    if children:
+        emit([f"its child sessions are kept: {', '.join(c.session_id for c in children)}"])
+    return 0
+
+
+def rename(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    summary = store.update_session(args.session_id, title=args.title)
+    emit([f"session {summary.session_id} is now titled {summary.title!r}"])
+    return 0
+
+
+Command = Callable[[argparse.Namespace], int]
+
+__all__ = [
+    "DEFAULT_ROOT",
+    "DEMO_DIR",
+    "ROOT_ENV",
+    "CliError",
+    "Command",
+    "cat",
+    "delete",
+    "demo",
+    "list_",
+    "rename",
+    "repair",
+    "show",
+    "usage",
+    "verify",
+]

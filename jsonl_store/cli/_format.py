@@ -1,0 +1,352 @@
+"""Turning what the store returns into text a person reads, or JSON a program reads.
+
+Nothing here touches files: the commands fetch through `SessionStore` and hand the
+results over. Messages are rendered from their plain-dict form, so message class
+instances and dicts appended as dicts print the same way.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import msgspec
+import orjson
+
+from .. import ContextSnapshot, Message, Problem, RawMessageRecord, SessionSummary, SessionView
+
+INDENT = "     "
+#: Without ``--full``, a message body is cut after this many lines or characters.
+MAX_LINES = 12
+MAX_CHARS = 800
+#: Body lines longer than this are wrapped (at spaces; long words stay whole).
+WIDTH = 96
+
+
+# ---------------------------------------------------------------------------------------
+# JSON
+# ---------------------------------------------------------------------------------------
+
+
+def _builtins(value: Any) -> Any:
+    """orjson's fallback for the types it does not know: msgspec Structs (records, messages)."""
+    if isinstance(value, msgspec.Struct):
+        return msgspec.to_builtins(value)
+    raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+
+
+def dumps(value: Any, *, indent: bool = False) -> bytes:
+    """``value`` as JSON with a final newline: orjson, or msgspec for what orjson refuses.
+
+    A message appended as a dict may hold integers beyond 64 bits, which orjson rejects
+    and the store keeps; msgspec writes them exactly.
+    """
+    option = orjson.OPT_UTC_Z | orjson.OPT_APPEND_NEWLINE | (orjson.OPT_INDENT_2 if indent else 0)
+    try:
+        return orjson.dumps(value, default=_builtins, option=option)
+    except TypeError:
+        data = msgspec.json.encode(value)
+        return (msgspec.json.format(data, indent=2) if indent else data) + b"\n"
+
+
+def message_dict(message: Message) -> dict[str, Any]:
+    """A message as a plain dict (``role`` first for message classes)."""
+    if isinstance(message, dict):
+        return message
+    out: dict[str, Any] = msgspec.to_builtins(message)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Small pieces
+# ---------------------------------------------------------------------------------------
+
+
+def when(value: datetime | str | None) -> str:
+    """A UTC time to the second: ``2025-01-31 14:02:11Z``."""
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        try:
+            return when(datetime.fromisoformat(value))
+        except ValueError:
+            return value
+    return value.strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def seconds(duration_ns: int | None) -> str:
+    if not duration_ns:
+        return ""
+    value = duration_ns / 1e9
+    return f"{value:.1f} s" if value >= 0.1 else f"{value * 1000:.0f} ms"
+
+
+def count(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, right: Iterable[int] = ()) -> list[str]:
+    """Columns padded to their widest cell; ``right`` names the right-aligned ones."""
+    rows = [list(header), *(list(row) for row in rows)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    aligned = set(right)
+    lines = []
+    for row in rows:
+        cells = [
+            cell.rjust(w) if i in aligned else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))
+        ]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def _inline(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return dumps(value).decode().rstrip("\n")
+
+
+def _text(content: Any) -> str:
+    """A message's content as text: strings as they are, text parts joined, the rest as JSON."""
+    if content is None:
+        return ""
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            else:
+                parts.append(_inline(part))
+        return "\n".join(parts)
+    return _inline(content)
+
+
+def _wrap(lines: Iterable[str]) -> list[str]:
+    out = []
+    for line in lines:
+        if len(line) <= WIDTH:
+            out.append(INDENT + line)
+        else:
+            parts = textwrap.wrap(line, WIDTH, break_long_words=False, break_on_hyphens=False)
+            out.extend(INDENT + part for part in parts or [line])
+    return out
+
+
+def _body(text: str, *, full: bool) -> list[str]:
+    if not text:
+        return []
+    if not full:
+        lines = text[:MAX_CHARS].split("\n")[:MAX_LINES]
+        shown = "\n".join(lines)
+        if len(shown) < len(text):
+            rest = len(text) - len(shown)
+            return _wrap(lines) + [f"{INDENT}… ({rest:,} more characters; --full shows all)"]
+    return _wrap(text.split("\n"))
+
+
+# ---------------------------------------------------------------------------------------
+# Messages and records
+# ---------------------------------------------------------------------------------------
+
+
+def _call(call: dict[str, Any]) -> tuple[str, str, Any]:
+    """``(id, name, arguments)`` of a tool call, flat or OpenAI-shaped."""
+    function: dict[str, Any] = call["function"] if isinstance(call.get("function"), dict) else {}
+    name = call.get("name") or function.get("name") or "?"
+    arguments = call.get("arguments", function.get("arguments", {}))
+    return str(call.get("id", "?")), str(name), arguments
+
+
+def render_message(
+    message: Message,
+    *,
+    record: RawMessageRecord | None = None,
+    label: str | None = None,
+    note: str | None = None,
+    full: bool = False,
+) -> list[str]:
+    """One message as a header line and an indented body.
+
+    ``label`` stands where the record's sequence goes (``#12``); ``note`` ends the header.
+    """
+    data = message_dict(message)
+    role = str(data.get("role", "?"))
+    head = [(label or (f"#{record.sequence}" if record is not None else "")).rjust(4), role]
+    if role == "tool":
+        if data.get("name"):
+            head.append(str(data["name"]))
+        head.append(f"[{data.get('tool_call_id', '?')}]")
+        if data.get("is_error"):
+            head.append("error")
+    facts = []
+    if record is not None:
+        if record.duration_ns:
+            facts.append(seconds(record.duration_ns))
+        usage = record.usage
+        if usage is not None:
+            tokens = f"{usage.input_tokens:,} in / {usage.output_tokens:,} out tokens"
+            if usage.cache_read_tokens:
+                tokens += f" ({usage.cache_read_tokens:,} cached)"
+            facts.append(tokens)
+    if data.get("include_in_messages") is False:
+        facts.append("not in the model context")
+    if note:
+        facts.append(note)
+    lines = [" ".join(head) + ("  · " + " · ".join(facts) if facts else "")]
+    if isinstance(data.get("reasoning"), str) and data["reasoning"]:
+        lines.extend(_body("(reasoning) " + data["reasoning"], full=full))
+    lines.extend(_body(_text(data.get("content")), full=full))
+    for call in data.get("tool_calls") or ():
+        if isinstance(call, dict):
+            call_id, name, arguments = _call(call)
+            lines.append(f"{INDENT}→ {name}({_inline(arguments)})  [{call_id}]")
+    return lines
+
+
+def render_context(
+    view: SessionView,
+    messages: Sequence[Message],
+    *,
+    full: bool = False,
+    added_note: str = "added on restore",
+) -> list[str]:
+    """A model context taken from ``view``, each message with its record's facts.
+
+    A message that is not in ``view.context`` was made by the repair (an interruption
+    notice) and is marked with ``added_note``.
+    """
+    # The context holds the very objects of the records, so identity finds the record.
+    records = {id(record.message): record for record in view.raw_tail}
+    stored = {id(message) for message in view.context}
+    snapshot = view.snapshot
+    lines: list[str] = []
+    for message in messages:
+        if snapshot is not None and message is snapshot.compacted_message:
+            lines.extend(
+                render_message(
+                    message,
+                    label="--",
+                    note=f"snapshot {snapshot.version}: replaces #1-#{snapshot.compacted_through_sequence}",
+                    full=full,
+                )
+            )
+        elif id(message) not in stored:
+            lines.extend(render_message(message, label="+", note=added_note, full=full))
+        else:
+            lines.extend(render_message(message, record=records.get(id(message)), full=full))
+    return lines
+
+
+def render_records(
+    records: Iterable[RawMessageRecord], snapshot: ContextSnapshot | None, *, full: bool
+) -> list[str]:
+    """Every raw-log record, with a rule where the latest snapshot's boundary is."""
+    lines: list[str] = []
+    for record in records:
+        lines.extend(render_message(record.message, record=record, full=full))
+        if snapshot is not None and record.sequence == snapshot.compacted_through_sequence:
+            lines.append(
+                f"---- snapshot {snapshot.version}: the records above are compacted; the tail starts here ----"
+            )
+    return lines
+
+
+def open_calls(context: Sequence[Message], closed: Sequence[Message]) -> list[str]:
+    """The ids of the calls the repair answered: results in ``closed`` not in ``context``."""
+    present = {id(message) for message in context}
+    out = []
+    for message in closed:
+        if id(message) not in present:
+            data = message_dict(message)
+            out.append(f"{data.get('name') or '?'} [{data.get('tool_call_id', '?')}]")
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Sessions, usage, problems
+# ---------------------------------------------------------------------------------------
+
+
+def render_sessions(sessions: Sequence[SessionSummary]) -> list[str]:
+    rows = [
+        (
+            s.session_id,
+            count(s.message_count),
+            when(s.updated_at),
+            s.agent_name or "-",
+            s.parent_session_id or "-",
+            s.title or "-",
+        )
+        for s in sessions
+    ]
+    return table(("SESSION", "RECORDS", "UPDATED (UTC)", "AGENT", "PARENT", "TITLE"), rows, right=(1,))
+
+
+def render_summary(
+    summary: SessionSummary, view: SessionView, children: Sequence[SessionSummary]
+) -> list[str]:
+    snapshot = view.snapshot
+    facts: list[tuple[str, str]] = [
+        ("session", summary.session_id),
+        ("title", summary.title or "-"),
+        ("agent", summary.agent_name or "-"),
+        ("type", str(summary.session_type)),
+        ("parent", summary.parent_session_id or "-"),
+        ("children", ", ".join(c.session_id for c in children) or "-"),
+        ("records", count(summary.message_count)),
+        ("created", when(summary.created_at)),
+        ("updated", when(summary.updated_at)),
+        (
+            "snapshot",
+            f"version {snapshot.version}, compacts #1-#{snapshot.compacted_through_sequence}; "
+            f"{plural(len(view.raw_tail), 'record')} in the tail"
+            if snapshot is not None
+            else "none",
+        ),
+    ]
+    if summary.pinned:
+        facts.append(("pinned", "yes"))
+    if summary.metadata:
+        facts.append(("metadata", _inline(summary.metadata)))
+    width = max(len(key) for key, _ in facts)
+    return [f"{key + ':':<{width + 1}} {value}" for key, value in facts]
+
+
+USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+)
+
+
+def render_usage(items: Sequence[dict[str, Any]], totals: Any) -> list[str]:
+    rows = [
+        (
+            when(item.get("recorded_at")),
+            str(item.get("model") or "-"),
+            *(count(item.get(field, 0)) for field in USAGE_FIELDS),
+        )
+        for item in items
+    ]
+    rows.append(("total", "", *(count(getattr(totals, field)) for field in USAGE_FIELDS)))
+    header = ("RECORDED (UTC)", "MODEL", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "REASONING")
+    return table(header, rows, right=range(2, 7))
+
+
+def render_problem(problem: Problem, *, done: bool) -> str:
+    """One problem; ``done`` says whether its action was taken (repair) or would be (verify)."""
+    if done:
+        return str(problem)
+    where = problem.path
+    if problem.line is not None:
+        where += f":{problem.line}"
+    if problem.offset is not None:
+        where += f" @{problem.offset}"
+    return f"{where}: {problem.kind}: {problem.reason} (repair: {problem.action})"

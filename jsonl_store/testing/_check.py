@@ -1,0 +1,497 @@
+"""Does a store recover from a crash state? The promises of issue 3, checked one state at a time.
+
+For a crash after trace prefix ``p`` of a workload run on a `SimulatedFileSystem`, a
+fresh `SessionStore` on the crashed disk must show, for every session the workload used:
+
+- every record acknowledged by ``p`` (under ``durability="fsync"``, or after a process
+  crash), with identical content; the raw log read back is a prefix of what was written,
+  sequences 1..n without a gap, and no `append_many` batch is present in part;
+- the snapshot and the metadata as one version that was written (never a mix), not older
+  than the newest acknowledged one; token-usage records as a prefix of those written;
+- no problem reported for what a crash normally leaves (torn or filled tails);
+- a model context (``load(...).model_context(close_last=True)``) a provider accepts;
+- `SessionStore.repair` run twice equals run once: the second finds nothing, changes no
+  byte, and what readers see is the same before and after repair;
+- an append after the crash gets the next sequence and lands after the recovered records;
+- and all of the above again after the recovery itself is crashed at sampled points.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import traceback
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Self
+
+import msgspec
+
+from .._records import Message, ModelUsage, SessionSummary, UserMessage
+from .._repair import provider_violation
+from ._crash import CrashState, crash_points, crash_states
+from ._simfs import SimulatedFileSystem
+from ._workload import Append, AppendMany, Operation, RecordUsage, UpdateSession, WorkloadResult, run_workload
+
+if TYPE_CHECKING:
+    from ..store import SessionStore
+
+Durability = Literal["fsync", "none"]
+_USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+)
+_CRASH_REMAINS = frozenset({"bad-snapshot", "bad-meta"})
+
+
+class RecoveryFailure(AssertionError):
+    """A crash state the store did not recover from: what failed, the state, and its trace."""
+
+    def __init__(self, reason: str, state: CrashState, recovery_state: CrashState | None = None) -> None:
+        self.reason = reason
+        self.state = state
+        self.recovery_state = recovery_state
+        super().__init__(reason)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.reason, self.state, self.recovery_state))
+
+    def __str__(self) -> str:
+        text = f"{self.reason}\n\n{self.state.report()}"
+        if self.recovery_state is not None:
+            text += "\n\nwhile recovering, crashed again: " + self.recovery_state.report()
+        return text
+
+
+class _Failed(Exception):
+    """Internal: one check failed; becomes a RecoveryFailure with the state attached."""
+
+
+@dataclasses.dataclass(slots=True)
+class CheckCounts:
+    """How much `verify_recovery` checked."""
+
+    #: Crash states of the workload checked.
+    states: int = 0
+    #: Crash states of interrupted recoveries checked on top.
+    recovery_states: int = 0
+    #: Trace prefixes (crash points) those states came from.
+    prefixes: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.states + self.recovery_states
+
+    def __iadd__(self, other: CheckCounts) -> Self:
+        self.states += other.states
+        self.recovery_states += other.recovery_states
+        self.prefixes += other.prefixes
+        return self
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Seen:
+    """What readers showed for one session (compared before and after repair)."""
+
+    count: int
+    snapshot_version: int
+    meta_version: int | None
+    usage_count: int
+
+
+def _store(fs: SimulatedFileSystem, root: str, durability: Durability) -> SessionStore:
+    from ..store import SessionStore
+
+    return SessionStore(root, durability=durability, fs=fs, on_problem=lambda problem: None)
+
+
+def _fail(condition: bool, reason: str) -> None:
+    if not condition:
+        raise _Failed(reason)
+
+
+def _usage_row_matches(row: dict[str, Any], written: ModelUsage | dict[str, Any]) -> bool:
+    fields = msgspec.structs.asdict(written) if isinstance(written, ModelUsage) else written
+    return all(row.get(k, 0) == fields.get(k, 0) for k in _USAGE_FIELDS) and row.get("model") == fields.get(
+        "model"
+    )
+
+
+def _summary_fields(summary: SessionSummary) -> tuple[Any, ...]:
+    return (summary.title, summary.pinned, summary.metadata)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Expect:
+    """What one crash state must show: the workload, the crash point, which promises apply."""
+
+    result: WorkloadResult
+    prefix: int
+    #: Acknowledged operations must be present (fsync durability, or a process crash).
+    acked: bool
+    #: An append_many batch must be present whole or not at all.
+    atomic_batches: bool
+
+
+def _check_session(store: SessionStore, sid: str, expect: _Expect) -> _Seen:
+    result, prefix, expect_acked = expect.result, expect.prefix, expect.acked
+    started = result.started(sid, prefix)
+    acked = result.acknowledged(sid, prefix) if expect_acked else []
+    written = result.written(sid)
+    most = sum(len(a.records) for a in started if a.ok)
+    least = sum(len(a.records) for a in acked)
+
+    # The raw log: a gap-free prefix of what was written, holding everything acknowledged.
+    records = list(store.records(sid))
+    n = len(records)
+    sequences = [r.sequence for r in records]
+    _fail(sequences == list(range(1, n + 1)), f"{sid}: raw log sequences are {sequences}, not 1..{n}")
+    _fail(n >= least, f"{sid}: acknowledged records lost: {n} records read back, {least} were acknowledged")
+    _fail(n <= most, f"{sid}: {n} records read back, but only {most} had been written at this point")
+    for record, (sequence, message) in zip(records, written, strict=False):
+        _fail(
+            record.message == message,
+            f"{sid}: record {sequence} reads back as {record.message!r}, was written as {message!r}",
+        )
+    for ack in started:
+        if expect.atomic_batches and isinstance(ack.op, AppendMany) and len(ack.records) > 1:
+            first, last = ack.records[0][0], ack.records[-1][0]
+            _fail(
+                not first <= n < last,
+                f"{sid}: append_many of sequences {first}..{last} is partly present (up to {n})",
+            )
+        if isinstance(ack.op, Append) and ack.records and ack.records[0][0] <= n:
+            record = records[ack.records[0][0] - 1]
+            _fail(
+                record.request_id == ack.op.request_id, f"{sid}: record {record.sequence} lost its request_id"
+            )
+
+    # The session context: one written snapshot (never older than acknowledged) plus the tail.
+    view = store.load(sid)
+    unexpected = [p for p in view.problems if not (not expect_acked and p.kind in _CRASH_REMAINS)]
+    _fail(not unexpected, f"{sid}: load() reports crash remains as damage: {[str(p) for p in unexpected]}")
+    snapshots = {a.snapshot.version: a.snapshot for a in started if a.ok and a.snapshot is not None}
+    least_version = max((a.snapshot.version for a in acked if a.snapshot is not None), default=0)
+    boundary = 0
+    if view.snapshot is None:
+        _fail(least_version == 0, f"{sid}: acknowledged snapshot {least_version} lost (load() shows none)")
+    else:
+        got = view.snapshot
+        made = snapshots.get(got.version)
+        _fail(made is not None, f"{sid}: load() shows snapshot {got.version}, which was never written")
+        assert made is not None
+        _fail(
+            got.version >= least_version,
+            f"{sid}: snapshot {got.version} shown, {least_version} was acknowledged",
+        )
+        _fail(
+            (got.id, got.compacted_through_sequence, got.compacted_message)
+            == (made.id, made.compacted_through_sequence, made.compacted_message),
+            f"{sid}: snapshot {got.version} reads back as {got!r}, was written as {made!r}",
+        )
+        boundary = got.compacted_through_sequence
+    tail = [r.sequence for r in view.raw_tail]
+    _fail(tail == list(range(boundary + 1, n + 1)), f"{sid}: load() tail is {tail}, records() has 1..{n}")
+    _fail(
+        [r.message for r in view.raw_tail] == [r.message for r in records[boundary:]],
+        f"{sid}: load() tail messages differ from records()",
+    )
+    for policy in ("drop", "close"):
+        context = view.model_context(mid_history=policy, close_last=True)
+        violation = provider_violation(context)
+        _fail(violation is None, f"{sid}: restored context (mid_history={policy!r}) is invalid: {violation}")
+
+    # Metadata: one version that was written, not older than the newest acknowledged.
+    summary = store.get_session(sid)
+    meta_version: int | None = None
+    if summary is None:
+        _fail(not acked, f"{sid}: get_session() is None after acknowledged operations")
+    else:
+        meta_version = summary.version
+        _fail(
+            summary.message_count == n, f"{sid}: message_count {summary.message_count}, {n} records read back"
+        )
+        updates = [a.summary for a in started if a.ok and a.summary is not None]
+        least_meta = max((a.summary.version for a in acked if a.summary is not None), default=0)
+        _fail(
+            summary.version >= least_meta,
+            f"{sid}: metadata version {summary.version}, {least_meta} was acknowledged",
+        )
+        versions = {u.version: _summary_fields(u) for u in updates}
+        if summary.version in versions:
+            _fail(
+                _summary_fields(summary) == versions[summary.version],
+                f"{sid}: metadata version {summary.version} reads back as {_summary_fields(summary)}, "
+                f"was written as {versions[summary.version]}",
+            )
+        else:
+            _fail(summary.version == 0, f"{sid}: metadata version {summary.version} was never written")
+
+    # Token usage: a prefix of what was recorded, holding everything acknowledged.
+    rows = list(store.usage(sid))
+    recorded = [
+        a.usage for a in result.for_session(sid) if isinstance(a.op, RecordUsage) and a.ok and a.usage
+    ]
+    most_usage = sum(isinstance(a.op, RecordUsage) for a in started if a.ok)
+    least_usage = sum(isinstance(a.op, RecordUsage) for a in acked)
+    _fail(
+        least_usage <= len(rows) <= most_usage,
+        f"{sid}: {len(rows)} usage records, {least_usage}..{most_usage} expected",
+    )
+    for index, (row, usage) in enumerate(zip(rows, recorded, strict=False)):
+        _fail(_usage_row_matches(row, usage), f"{sid}: usage record {index} reads back as {row}, was {usage}")
+    return _Seen(n, view.snapshot.version if view.snapshot else 0, meta_version, len(rows))
+
+
+def _check_all(store: SessionStore, expect: _Expect) -> dict[str, _Seen]:
+    result = expect.result
+    seen = {sid: _check_session(store, sid, expect) for sid in result.session_ids}
+    listed = {s.session_id for s in store.list_sessions()}
+    for sid in result.session_ids:
+        if expect.acked and result.acknowledged(sid, expect.prefix):
+            _fail(sid in listed, f"{sid}: missing from list_sessions()")
+    store.verify()
+    return seen
+
+
+def _check_repair(fs: SimulatedFileSystem, root: str, durability: Durability, expect: _Expect) -> None:
+    store = _store(fs, root, durability)
+    before = _check_all(store, expect)
+    for sid in expect.result.session_ids:
+        store.repair(sid)
+    once = fs.tree()
+    for sid in expect.result.session_ids:
+        again = store.repair(sid)
+        _fail(not again, f"{sid}: a second repair still finds {[str(p) for p in again]}")
+    twice = fs.tree()
+    if once != twice:
+        changed = sorted(
+            set(once) ^ set(twice) | {p for p in once.keys() & twice.keys() if once[p] != twice[p]}
+        )
+        raise _Failed(f"a second repair changed files: {changed}")
+    left = store.verify()
+    _fail(not left, f"verify() after repair reports {[str(p) for p in left]}")
+    store.close()
+    after = _check_all(_store(fs, root, durability), expect)
+    for sid, seen in before.items():
+        if seen.meta_version is None:
+            # Unreadable metadata is rebuilt with defaults: the documented repair.
+            seen = dataclasses.replace(seen, meta_version=after[sid].meta_version)
+        _fail(seen == after[sid], f"{sid}: repair changed what readers see: {before[sid]} -> {after[sid]}")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Appended:
+    """One session's append after the crash: what was there, what was added, when acknowledged."""
+
+    before: list[Message]
+    message: Message
+    acknowledged_at: int
+
+
+def _check_append_after(
+    fs: SimulatedFileSystem, root: str, durability: Durability, result: WorkloadResult
+) -> dict[str, _Appended]:
+    store = _store(fs, root, durability)
+    appended = {}
+    for sid in result.session_ids:
+        before = [r.message for r in store.records(sid)]
+        message: Message = UserMessage(content="appended after the crash")
+        sequence = store.append(sid, message)
+        _fail(
+            sequence == len(before) + 1,
+            f"{sid}: append after the crash got {sequence}, expected {len(before) + 1}",
+        )
+        after = [r.message for r in store.records(sid)]
+        _fail(
+            after == [*before, message],
+            f"{sid}: append after the crash did not land after the recovered records",
+        )
+        appended[sid] = _Appended(before, message, len(fs.trace))
+    store.close()
+    return appended
+
+
+def _check_append_crashed(
+    state: CrashState, root: str, durability: Durability, appended: dict[str, _Appended]
+) -> None:
+    """A crash during the first append after a crash (which cuts the damaged tail) loses nothing."""
+    fs = state.filesystem()
+    store = _store(fs, root, durability)
+    expect_new = durability == "fsync" or state.kind == "process"
+    for sid, append in appended.items():
+        records = list(store.records(sid))
+        sequences = [r.sequence for r in records]
+        _fail(sequences == list(range(1, len(records) + 1)), f"{sid}: raw log sequences are {sequences}")
+        messages = [r.message for r in records]
+        whole = [*append.before, append.message]
+        _fail(
+            messages in (append.before, whole),
+            f"{sid}: records recovered before the append were changed or lost",
+        )
+        if expect_new and state.prefix >= append.acknowledged_at:
+            _fail(messages == whole, f"{sid}: the acknowledged append after the crash was lost")
+        store.repair(sid)
+        again = store.repair(sid)
+        _fail(not again, f"{sid}: a second repair still finds {[str(p) for p in again]}")
+        _fail([r.message for r in store.records(sid)] == messages, f"{sid}: repair changed the records")
+    store.close()
+
+
+def check_crash_state(
+    state: CrashState,
+    result: WorkloadResult,
+    *,
+    root: str = "/store",
+    durability: Durability = "fsync",
+    recovery_states: int = 3,
+    atomic_batches: bool = True,
+    seed: int = 0,
+) -> int:
+    """Check that a fresh store recovers from ``state``; return how many states were checked.
+
+    ``result`` is what `run_workload` returned for the run ``state`` was made from.
+    Acknowledged records are required when ``durability="fsync"`` or the crash was a
+    process crash; the other checks hold for every state. Then the recovery is itself
+    crashed at up to ``recovery_states`` sampled points, twice over: a `repair` run
+    (each such state checked the same way), and the first append after the crash, which
+    cuts a damaged tail (records recovered before it must stay, the new one be whole). ``atomic_batches=False`` tolerates an
+    `append_many` batch present in part (``True`` holds the store to "all or nothing").
+
+    Raises `RecoveryFailure` saying what failed, with the state and its trace.
+    """
+    expect = _Expect(result, state.prefix, durability == "fsync" or state.kind == "process", atomic_batches)
+    current: CrashState | None = None
+    try:
+        recovery = state.filesystem()
+        _check_repair(recovery, root, durability, expect)
+        resumed = state.filesystem()
+        appended = _check_append_after(resumed, root, durability, result)
+        checked = 1
+        for current in _sample(recovery, recovery_states, seed):
+            _check_repair(current.filesystem(), root, durability, expect)
+            checked += 1
+        for current in _sample(resumed, recovery_states, seed + 1):
+            _check_append_crashed(current, root, durability, appended)
+            checked += 1
+    except _Failed as exc:
+        raise RecoveryFailure(str(exc), state, current) from None
+    except Exception as exc:
+        detail = "".join(traceback.format_exception(exc)[-6:])
+        raise RecoveryFailure(f"the store raised {exc!r}\n{detail}", state, current) from exc
+    return checked
+
+
+def _sample(fs: SimulatedFileSystem, k: int, seed: int) -> list[CrashState]:
+    """Crash states at ``k`` crash points of ``fs.trace`` chosen at random, one state each."""
+    points = crash_points(fs)[1:]  # prefix 0 is the state itself, already checked
+    if k <= 0 or not points:
+        return []
+    rng = random.Random(seed)
+    chosen = set(rng.sample(points, min(k, len(points))))
+    by_prefix: dict[int, list[CrashState]] = {}
+    for state in crash_states(fs, prefixes=chosen, max_states_per_prefix=3, seed=seed):
+        by_prefix.setdefault(state.prefix, []).append(state)
+    return [rng.choice(by_prefix[p]) for p in sorted(by_prefix)]
+
+
+def verify_recovery(
+    fs: SimulatedFileSystem,
+    result: WorkloadResult,
+    *,
+    root: str = "/store",
+    durability: Durability = "fsync",
+    start: int = 0,
+    max_states_per_prefix: int = 8,
+    max_tear_points: int = 3,
+    recovery_states: int = 2,
+    power: bool = True,
+    atomic_batches: bool = True,
+    seed: int = 0,
+    on_state: Callable[[CrashState], None] | None = None,
+) -> CheckCounts:
+    """Check every crash state of ``fs.trace`` from prefix ``start`` with `check_crash_state`.
+
+    ``fs`` is the simulated file system ``result``'s workload ran on. The bounds are
+    `crash_states`'s; ``recovery_states`` is how many crashes of each recovery are
+    checked on top. Returns the counts; raises `RecoveryFailure` at the first failure.
+    """
+    counts = CheckCounts()
+    last_prefix = -1
+    states = crash_states(
+        fs,
+        start=start,
+        max_states_per_prefix=max_states_per_prefix,
+        max_tear_points=max_tear_points,
+        power=power,
+        seed=seed,
+    )
+    for index, state in enumerate(states):
+        if on_state is not None:
+            on_state(state)
+        checked = check_crash_state(
+            state,
+            result,
+            root=root,
+            durability=durability,
+            recovery_states=recovery_states,
+            atomic_batches=atomic_batches,
+            seed=seed * 1_000_003 + index,
+        )
+        counts.states += 1
+        counts.recovery_states += checked - 1
+        if state.prefix != last_prefix:
+            counts.prefixes += 1
+            last_prefix = state.prefix
+    return counts
+
+
+def check_workload(
+    workload: Sequence[Operation],
+    *,
+    root: str = "/store",
+    durability: Durability = "fsync",
+    max_states_per_prefix: int = 8,
+    max_tear_points: int = 3,
+    recovery_states: int = 2,
+    power: bool | None = None,
+    atomic_batches: bool = True,
+    seed: int = 0,
+) -> CheckCounts:
+    """Run ``workload`` on a fresh simulated disk, then check every crash state of the run.
+
+    The store root is created (and made durable) first; crashes are taken from the
+    store's first call on. ``power`` defaults to checking power losses only under
+    ``durability="fsync"`` (``"none"`` promises to survive process crashes only).
+    Raises `RecoveryFailure` for a state the store does not recover from, and
+    ``AssertionError`` when an operation fails that should not (only `update_session`
+    of a session never written may).
+    """
+    from .._errors import SessionNotFound
+
+    fs = SimulatedFileSystem()
+    fs.makedirs(root)
+    start = len(fs.trace)
+    store = _store(fs, root, durability)
+    result = run_workload(store, workload, fs=fs)
+    store.close()
+    for ack in result.acks:
+        if ack.error is not None and not (
+            isinstance(ack.op, UpdateSession) and isinstance(ack.error, SessionNotFound)
+        ):
+            raise AssertionError(f"operation {ack.index} {ack.op!r} failed without a crash: {ack.error!r}")
+    return verify_recovery(
+        fs,
+        result,
+        root=root,
+        durability=durability,
+        start=start,
+        max_states_per_prefix=max_states_per_prefix,
+        max_tear_points=max_tear_points,
+        recovery_states=recovery_states,
+        power=durability == "fsync" if power is None else power,
+        atomic_batches=atomic_batches,
+        seed=seed,
+    )

@@ -1,0 +1,224 @@
+"""Workloads: sequences of store operations, run against a store with every result kept.
+
+A workload is a list of `Operation` values (`Append`, `AppendMany`, `Snapshot`,
+`UpdateSession`, `RecordUsage`). `run_workload` runs them in order on one store and
+returns a `WorkloadResult`: for each operation, what the store acknowledged (the
+sequences and records it returned, the snapshot, the metadata version) and, when the
+store runs on a `SimulatedFileSystem`, which stretch of the trace the call spans, so a
+crash after any trace prefix knows what had been acknowledged by then.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import msgspec
+
+from .._records import CompactedMessage, ContextSnapshot, Message, ModelUsage, SessionSummary
+from ._simfs import SimulatedFileSystem
+
+if TYPE_CHECKING:
+    from ..store import SessionStore
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Append:
+    """``store.append(session_id, message, ...)``."""
+
+    session_id: str
+    message: Message
+    request_id: str | None = None
+    usage: ModelUsage | None = None
+    title: str | None = None
+    metadata: dict[str, Any] | None = None
+    tags: dict[str, Any] | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AppendMany:
+    """``store.append_many(session_id, messages, ...)``: all or nothing."""
+
+    session_id: str
+    messages: tuple[Message, ...]
+    request_id: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Snapshot:
+    """``store.snapshot(...)`` compacting a share of the records after the last boundary.
+
+    ``through`` in (0, 1] picks the boundary: the previous boundary plus that share
+    (at least one record) of the records after it. Skipped when there are none.
+    """
+
+    session_id: str
+    summary: str
+    through: float = 1.0
+    plain: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class UpdateSession:
+    """``store.update_session(session_id, ...)`` with only the fields that are not None."""
+
+    session_id: str
+    title: str | None = None
+    pinned: bool | None = None
+    metadata: dict[str, Any] | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RecordUsage:
+    """``store.record_usage(session_id, ...)``: one model call's token counts (and model name)."""
+
+    session_id: str
+    usage: ModelUsage
+    model: str | None = None
+
+
+Operation: TypeAlias = Append | AppendMany | Snapshot | UpdateSession | RecordUsage
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Ack:
+    """What one operation got back, and where in the file-system trace it ran.
+
+    ``started``/``finished`` are trace lengths before and after the call (0 without a
+    simulated file system). A crash after prefix ``p`` with ``finished <= p`` happened
+    after the store acknowledged the operation; with ``started < p < finished``, during it.
+    """
+
+    index: int
+    op: Operation
+    started: int
+    finished: int
+    #: Sequences returned by append/append_many, with the messages they hold.
+    records: tuple[tuple[int, Message], ...] = ()
+    snapshot: ContextSnapshot | None = None
+    summary: SessionSummary | None = None
+    #: What record_usage was given (a ModelUsage, or a dict when a model is named).
+    usage: ModelUsage | dict[str, Any] | None = None
+    #: The operation was skipped (a snapshot with nothing to compact).
+    skipped: bool = False
+    error: BaseException | None = None
+
+    @property
+    def session_id(self) -> str:
+        return self.op.session_id
+
+    @property
+    def ok(self) -> bool:
+        """True when the store acknowledged the operation."""
+        return self.error is None and not self.skipped
+
+
+@dataclasses.dataclass(slots=True)
+class WorkloadResult:
+    """Every operation's `Ack`, in order; queries by session and trace prefix."""
+
+    acks: list[Ack] = dataclasses.field(default_factory=list)
+
+    @property
+    def session_ids(self) -> list[str]:
+        """Sessions the workload touched, in first-use order."""
+        return list(dict.fromkeys(ack.session_id for ack in self.acks))
+
+    def for_session(self, session_id: str) -> list[Ack]:
+        return [ack for ack in self.acks if ack.session_id == session_id]
+
+    def acknowledged(self, session_id: str, prefix: int) -> list[Ack]:
+        """Operations of the session the store had acknowledged when the trace reached ``prefix``."""
+        return [a for a in self.for_session(session_id) if a.ok and a.finished <= prefix]
+
+    def started(self, session_id: str, prefix: int) -> list[Ack]:
+        """Operations of the session that had begun changing the disk by ``prefix``."""
+        return [a for a in self.for_session(session_id) if a.started < prefix]
+
+    def written(self, session_id: str) -> list[tuple[int, Message]]:
+        """Every (sequence, message) the store assigned in this session, in order."""
+        return [record for a in self.for_session(session_id) if a.ok for record in a.records]
+
+
+def run_workload(
+    store: SessionStore,
+    workload: Iterable[Operation],
+    *,
+    fs: SimulatedFileSystem | None = None,
+    stop_on_error: bool = False,
+) -> WorkloadResult:
+    """Run ``workload`` on ``store`` in order and return what each operation got back.
+
+    ``fs`` (the store's simulated file system) lets each `Ack` say which trace prefix
+    it spans. An operation that raises a `jsonl_store.JsonlStoreError` or ``OSError``
+    is recorded with its error (and stops the run if ``stop_on_error``); any other
+    exception propagates.
+    """
+    result = WorkloadResult()
+    last: dict[str, int] = {}
+    boundary: dict[str, int] = {}
+    version: dict[str, int] = {}
+    from .._errors import JsonlStoreError
+
+    for index, op in enumerate(workload):
+        started = len(fs.trace) if fs is not None else 0
+        fields: dict[str, Any] = {}
+        sid = op.session_id
+        try:
+            if isinstance(op, Append):
+                seq = store.append(
+                    sid,
+                    op.message,
+                    request_id=op.request_id,
+                    usage=op.usage,
+                    title=op.title,
+                    metadata=op.metadata,
+                    tags=op.tags,
+                )
+                fields["records"] = ((seq, op.message),)
+            elif isinstance(op, AppendMany):
+                seqs = store.append_many(sid, list(op.messages), request_id=op.request_id)
+                fields["records"] = tuple(zip(seqs, op.messages, strict=True))
+            elif isinstance(op, Snapshot):
+                low, high = boundary.get(sid, 0), last.get(sid, 0)
+                if high <= low:
+                    fields["skipped"] = True
+                else:
+                    through = low + max(1, min(high - low, math.ceil(op.through * (high - low))))
+                    message: Message = (
+                        {"role": "compacted", "content": op.summary}
+                        if op.plain
+                        else CompactedMessage(content=op.summary)
+                    )
+                    fields["snapshot"] = store.snapshot(sid, message, through, version.get(sid, 0))
+            elif isinstance(op, UpdateSession):
+                kwargs: dict[str, Any] = {}
+                if op.title is not None:
+                    kwargs["title"] = op.title
+                if op.pinned is not None:
+                    kwargs["pinned"] = op.pinned
+                if op.metadata is not None:
+                    kwargs["metadata"] = op.metadata
+                fields["summary"] = store.update_session(sid, **kwargs)
+            else:
+                record: ModelUsage | dict[str, Any] = op.usage
+                if op.model is not None:
+                    record = {**msgspec.structs.asdict(op.usage), "model": op.model}
+                store.record_usage(sid, record)
+                fields["usage"] = record
+        except (JsonlStoreError, OSError) as exc:
+            fields = {"error": exc}
+        finished = len(fs.trace) if fs is not None else 0
+        ack = Ack(index, op, started, finished, **fields)
+        result.acks.append(ack)
+        if ack.ok:
+            if ack.records:
+                last[sid] = ack.records[-1][0]
+            if ack.snapshot is not None:
+                boundary[sid] = ack.snapshot.compacted_through_sequence
+                version[sid] = ack.snapshot.version
+        elif stop_on_error and ack.error is not None:
+            break
+    return result
