@@ -1,0 +1,144 @@
+"""README.md is executed: its Python and console examples run, and every CLI command is documented.
+
+The ```python blocks and the ``$ jsonl-store ...`` lines of the ```console blocks run in
+document order, in one namespace, in one temporary folder, so each example may build on
+the ones above it (as a reader would run them). A console command must exit 0, or the
+code its ``# exits N`` comment names, and print what the README shows below it, where
+``...`` stands for any text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from jsonl_store.cli import build_parser, main
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+_FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Block:
+    language: str
+    code: str
+    line: int
+
+
+def blocks() -> list[Block]:
+    text = README.read_text(encoding="utf-8")
+    return [Block(m.group(1), m.group(2), text.count("\n", 0, m.start()) + 2) for m in _FENCE.finditer(text)]
+
+
+@dataclass(frozen=True)
+class Command:
+    argv: list[str]
+    exit_code: int
+    expected: str
+    line: int
+
+
+def commands(block: Block) -> list[Command]:
+    """The ``$ jsonl-store`` lines of a console block, each with the output shown after it."""
+    out: list[Command] = []
+    lines = block.code.splitlines()
+    for index, line in enumerate(lines):
+        if not line.startswith("$ "):
+            continue
+        words = shlex.split(line[2:], comments=True)
+        if not words or words[0] != "jsonl-store":
+            continue
+        exits = re.search(r"#\s*exits (\d+)", line)
+        expected = []
+        for following in lines[index + 1 :]:
+            if following.startswith("$ "):
+                break
+            expected.append(following)
+        out.append(
+            Command(words[1:], int(exits.group(1)) if exits else 0, "\n".join(expected), block.line + index)
+        )
+    return out
+
+
+def matches(expected: str, actual: str) -> bool:
+    """True when ``actual`` is ``expected`` with each ``...`` standing for any text."""
+    pattern = ".*?".join(re.escape(part) for part in expected.strip().split("..."))
+    return re.fullmatch(pattern, actual.strip(), re.DOTALL) is not None
+
+
+def subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    raise AssertionError("the parser has no subcommands")
+
+
+def test_readme_examples_run_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every Python block and console command in README.md runs and does what it shows."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("JSONL_STORE_ROOT", raising=False)
+    namespace: dict[str, object] = {"__name__": "readme"}
+    ran_python = ran_console = 0
+    for block in blocks():
+        if block.language == "python":
+            exec(compile(block.code, f"README.md:{block.line}", "exec"), namespace)  # noqa: S102 (the point)
+            ran_python += 1
+        elif block.language == "console":
+            for command in commands(block):
+                capsys.readouterr()
+                code = main(command.argv)
+                captured = capsys.readouterr()
+                output = captured.out + captured.err
+                where = f"README.md:{command.line}: jsonl-store {shlex.join(command.argv)}"
+                assert code == command.exit_code, f"{where} exited {code}\n{output}"
+                if command.expected.strip():
+                    assert matches(command.expected, output), f"{where} printed:\n{output}"
+                ran_console += 1
+    assert ran_python >= 10 and ran_console >= 10
+
+
+def test_readme_first_example_is_about_ten_lines() -> None:
+    """The first-screen example stays short: append, snapshot, load in about ten lines."""
+    first = next(b for b in blocks() if b.language == "python")
+    code_lines = [line for line in first.code.splitlines() if line.strip()]
+    assert len(code_lines) <= 12
+    for call in ("append(", "snapshot(", "load("):
+        assert call in first.code
+
+
+def test_quickstart_has_exactly_two_commands() -> None:
+    """Quickstart shows one command that runs the demo and one that runs the tests, nothing else."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    found = [m.group(2).strip() for m in _FENCE.finditer(section)]
+    assert len(found) == 2
+    assert found[0].endswith("jsonl-store demo") and "pip install -e ." in found[0]
+    assert found[1].endswith("python -m pytest") and "pip install -e '.[test]'" in found[1]
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    """.ci/run runs the same test command as the README's Quickstart."""
+    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
+    assert "python -m pytest" in ci and "pip install -e '.[test]'" in ci
+
+
+@pytest.mark.parametrize("name", sorted(subcommands()))
+def test_every_cli_command_is_documented(name: str) -> None:
+    """Each subcommand has a README heading and every one of its options is mentioned."""
+    text = README.read_text(encoding="utf-8")
+    heading = re.search(rf"^### `jsonl-store {name}\b[^`]*`", text, re.MULTILINE)
+    assert heading is not None, f"README.md has no '### `jsonl-store {name} ...`' section"
+    section = text[heading.start() :].split("\n### ", 1)[0]
+    for action in subcommands()[name]._actions:
+        for option in action.option_strings:
+            if option.startswith("--") and option not in ("--help", "--root"):
+                assert option in section, f"README's section on {name} does not mention {option}"
+    assert "--root" in text
