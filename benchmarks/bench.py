@@ -1,0 +1,154 @@
+"""Benchmarks of jsonl_store side by side with the floor and the stores users pick instead.
+
+    python benchmarks/bench.py --quick                 # CI: well under 2 minutes
+    python benchmarks/bench.py --plot bench.png --json bench.json   # full: 5-10 minutes
+
+Measures, in one run and on the same records (0.8 KB assistant messages with a tool call
+and usage; 10 KB tool results): the floor (bare encode+write, +fdatasync, atomic file
+replace, msgspec decoding), jsonl_store, SQLite (WAL, autocommit, synchronous FULL and
+NORMAL), whole-file rewrite, pydantic-ai-harness FileStepStore when installed, and
+appends under contention. Prints absolute medians, ratios to the floor and to SQLite, and
+the targets of issue 5 with whether each is met. Ratios are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# The helpers package sits beside this script, and the store under test is the checkout
+# this script belongs to (not whatever version happens to be installed).
+sys.path[:0] = [p for p in (_HERE, os.path.dirname(_HERE)) if p not in sys.path]
+
+import orjson
+from jsonl_bench import appends, harness, jsonl, procs, report, sqlite_baseline, wholefile, workload
+from jsonl_bench.config import FULL, QUICK, TINY, Context, Sizes
+from jsonl_bench.timing import Results
+
+SECTIONS: dict[str, Callable[[Context], None]] = {
+    "appends": appends.run,
+    "sqlite": sqlite_baseline.run,
+    "wholefile": wholefile.run,
+    "harness": harness.run,
+    "jsonl": jsonl.run,
+    "contention": procs.contention,
+}
+NEEDS_STORE = {"jsonl", "contention"}
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="CI sizes: well under 2 minutes")
+    parser.add_argument("--tiny", action="store_true", help="smoke-test sizes: every measure in seconds")
+    parser.add_argument("--plot", metavar="PATH", help="write a PNG (needs matplotlib, the 'bench' extra)")
+    parser.add_argument("--json", metavar="PATH", help="write every number as JSON")
+    parser.add_argument(
+        "--only", metavar="SECTIONS", help=f"comma-separated subset of: {', '.join(SECTIONS)}"
+    )
+    parser.add_argument(
+        "--workdir", metavar="DIR", help="where the scratch directory is made (default: the system's temp)"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the scratch files")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    args = parser.parse_args(argv)
+    if args.only:
+        unknown = set(args.only.split(",")) - set(SECTIONS)
+        if unknown:
+            parser.error(f"unknown section(s): {', '.join(sorted(unknown))}")
+    return args
+
+
+def choose_sizes(args: argparse.Namespace) -> Sizes:
+    return TINY if args.tiny else QUICK if args.quick else FULL
+
+
+def record_sizes(results: Results) -> str:
+    """The line sizes actually compared, so a reader can see the workloads match."""
+    floor_sizes = [
+        len(orjson.dumps(workload.record_dict(workload.turn(kind, 0), 1))) + 1
+        for kind in (workload.ASSISTANT, workload.TOOL)
+    ]
+    text = f"record sizes: baselines {floor_sizes[0]:,} B and {floor_sizes[1]:,} B per line"
+    store_sizes = [
+        results.rows[key].extra.get("bytes_per_record")
+        for key in ("jsonl.append.fsync", "jsonl.append.fsync.tool")
+        if key in results.rows
+    ]
+    if all(store_sizes) and len(store_sizes) == 2:
+        text += f"; jsonl_store {store_sizes[0]:,.0f} B and {store_sizes[1]:,.0f} B per line"
+    return text
+
+
+def run_sections(ctx: Context, names: list[str]) -> None:
+    missing = jsonl.missing()
+    for name in names:
+        print(f"== {name}", flush=True)
+        if name in NEEDS_STORE and missing:
+            ctx.results.skipped[name] = missing
+            print(f"  {missing}")
+            continue
+        began = time.perf_counter()
+        ctx.settle()
+        SECTIONS[name](ctx)
+        ctx.log(f"{name}: {time.perf_counter() - began:,.1f} s")
+
+
+def print_report(ctx: Context, args: argparse.Namespace, elapsed: float) -> None:
+    results = ctx.results
+    print()
+    print(
+        f"jsonl_store benchmarks, {ctx.sizes.name} mode, {elapsed:,.0f} s; each figure the median of n repeats"
+    )
+    print(record_sizes(results))
+    print("÷ floor / ÷ SQLite: cost ratios (below 1: cheaper than the reference)")
+    print()
+    print(report.table(results))
+    print()
+    print(report.curve_tables(results))
+    print()
+    items = report.targets(results, ctx.sizes)
+    if ctx.sizes is not FULL:
+        print(f"targets of issue 5 ({ctx.sizes.name} sizes; the full run measures at the issue's sizes):")
+    else:
+        print("targets of issue 5:")
+    print(report.targets_table(items))
+    for name, reason in results.skipped.items():
+        print(f"{name}: {reason}")
+    for note in results.notes:
+        print(f"note: {note}")
+    if args.plot:
+        problem = report.plot(args.plot, results)
+        print(problem or f"plot written to {args.plot}")
+    if args.json:
+        report.dump_json(args.json, results, ctx.sizes, items, elapsed)
+        print(f"numbers written to {args.json}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    sizes = choose_sizes(args)
+    names = args.only.split(",") if args.only else list(SECTIONS)
+    if args.workdir:
+        os.makedirs(args.workdir, exist_ok=True)
+    # Always a new directory of our own, even inside --workdir: only it is removed after.
+    workdir = tempfile.mkdtemp(prefix="jsonl-store-bench-", dir=args.workdir)
+    ctx = Context(sizes=sizes, workdir=workdir, results=Results(), verbose=not args.quiet)
+    began = time.perf_counter()
+    try:
+        run_sections(ctx, names)
+    finally:
+        if not args.keep:
+            # The big logs are gigabytes in the full run: never leave them behind.
+            shutil.rmtree(workdir, ignore_errors=True)
+    print_report(ctx, args, time.perf_counter() - began)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,257 @@
+"""Head-to-head appends: each store raced against its floor and SQLite, turn by turn.
+
+The targets of issue 5 are ratios between these rows, so the rows of one comparison are
+measured interleaved (see `timing.race`) rather than section after section.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any
+
+from . import floor, jsonl, sqlite_baseline, workload
+from .config import Context
+from .timing import Contender, Row, race
+
+KINDS = ((workload.ASSISTANT, "", "0.8 KB"), (workload.TOOL, ".tool", "10 KB"))
+GROUP = floor.GROUP
+
+
+def run(ctx: Context) -> None:
+    missing = jsonl.missing()
+    if missing:
+        ctx.results.skipped["jsonl_store appends"] = missing
+        print(f"  jsonl_store: {missing}")
+    d = ctx.scratch("appends")
+    with contextlib.ExitStack() as stack:
+        stores: dict[str, Any] = {}
+        if not missing:
+            for durability in ("fsync", "none"):
+                stores[durability] = stack.enter_context(
+                    jsonl.open_store(os.path.join(d, "jsonl"), durability)
+                )
+        cons = {}
+        for mode in sqlite_baseline.MODES:
+            cons[mode] = sqlite_baseline.connect(os.path.join(d, f"{mode.lower()}.db"), mode)
+            stack.callback(cons[mode].close)
+        for kind, suffix, what in KINDS:
+            _run_race(
+                ctx,
+                f"durable appends, {what}",
+                _durable(ctx, kind, suffix, what, cons["FULL"], stores.get("fsync")),
+            )
+            _run_race(
+                ctx,
+                f"buffered appends, {what}",
+                _buffered(ctx, kind, suffix, what, cons["NORMAL"], stores.get("none")),
+            )
+        _run_race(ctx, "group commit", _group(ctx, stores.get("fsync")))
+        _run_race(ctx, "metadata update", _metadata(ctx, stores.get("fsync")))
+    _note_line_sizes(ctx, os.path.join(d, "jsonl"))
+
+
+def _run_race(ctx: Context, title: str, contenders: list[Contender]) -> None:
+    ctx.log(f"race: {title} ({', '.join(c.row.key for c in contenders)})")
+    ctx.settle()
+    race(contenders, ctx.sizes.race_repeats)
+    for contender in contenders:
+        ctx.results.add(contender.row)
+
+
+def _total(ctx: Context, ops: int) -> int:
+    """Records a block needs: every repeat, the warm-up, and one spare repeat."""
+    return ops * (ctx.sizes.race_repeats + 2) + 1
+
+
+def _durable(ctx: Context, kind: str, suffix: str, what: str, con: Any, store: Any) -> list[Contender]:
+    ops, d = ctx.sizes.sync_ops, ctx.scratch("appends")
+    total = _total(ctx, ops)
+    floor_key = f"floor.fdatasync{suffix}"
+    contenders = [
+        Contender(
+            Row(floor_key, "floor", f"encode + write + fdatasync, {what}", [], op="append"),
+            floor.appender(os.path.join(d, f"sync{suffix}.jsonl"), kind, total, sync=True),
+            ops,
+        ),
+        Contender(
+            Row(
+                f"sqlite.full{suffix}",
+                "SQLite",
+                f"INSERT autocommit, synchronous=FULL, {what}",
+                [],
+                floor=floor_key,
+                op="append",
+            ),
+            sqlite_baseline.Appender(con, f"full{suffix}", 0, kind, total),
+            ops,
+        ),
+    ]
+    if store is not None:
+        contenders.append(
+            Contender(
+                Row(
+                    f"jsonl.append.fsync{suffix}",
+                    "jsonl_store",
+                    f'append, durability="fsync", {what}',
+                    [],
+                    floor=floor_key,
+                    sqlite=f"sqlite.full{suffix}",
+                    op="append",
+                ),
+                jsonl.appender(store, f"fsync{suffix}", kind, total),
+                ops,
+            )
+        )
+    return contenders
+
+
+def _buffered(ctx: Context, kind: str, suffix: str, what: str, con: Any, store: Any) -> list[Contender]:
+    ops, d = ctx.sizes.fast_ops, ctx.scratch("appends")
+    total = _total(ctx, ops)
+    floor_key = f"floor.write{suffix}"
+    contenders = [
+        Contender(
+            Row(floor_key, "floor", f"encode + write, {what}", [], op="append"),
+            floor.appender(os.path.join(d, f"write{suffix}.jsonl"), kind, total, sync=False),
+            ops,
+        ),
+        Contender(
+            Row(
+                f"floor.locked_write{suffix}",
+                "floor",
+                f"encode + flock + fstat + write + unlock, {what}",
+                [],
+                floor=floor_key,
+                op="append",
+            ),
+            floor.locked_appender(os.path.join(d, f"locked{suffix}.jsonl"), kind, total),
+            ops,
+        ),
+        Contender(
+            Row(
+                f"sqlite.normal{suffix}",
+                "SQLite",
+                f"INSERT autocommit, synchronous=NORMAL, {what}",
+                [],
+                floor=floor_key,
+                op="append",
+            ),
+            sqlite_baseline.Appender(con, f"normal{suffix}", 0, kind, total),
+            ops,
+        ),
+    ]
+    if store is not None:
+        contenders.append(
+            Contender(
+                Row(
+                    f"jsonl.append.none{suffix}",
+                    "jsonl_store",
+                    f'append, durability="none", {what}',
+                    [],
+                    floor=floor_key,
+                    sqlite=f"sqlite.normal{suffix}",
+                    op="append",
+                ),
+                jsonl.appender(store, f"none{suffix}", kind, total),
+                ops,
+            )
+        )
+        if kind == workload.ASSISTANT:
+            groups = max(1, ops // GROUP)
+            contenders.append(
+                Contender(
+                    Row(
+                        "jsonl.append_many64.none",
+                        "jsonl_store",
+                        f'append_many({GROUP}), durability="none", per record',
+                        [],
+                        floor=floor_key,
+                        sqlite="sqlite.normal",
+                        op="record",
+                    ),
+                    jsonl.many_appender(store, "many-none", _total(ctx, groups)),
+                    groups,
+                    per=GROUP,
+                )
+            )
+    return contenders
+
+
+def _group(ctx: Context, store: Any) -> list[Contender]:
+    groups = max(1, ctx.sizes.sync_ops // 8)
+    total = _total(ctx, groups)
+    contenders = [
+        Contender(
+            Row(
+                "floor.group64",
+                "floor",
+                f"{GROUP} × (encode + write) + 1 fdatasync, per record",
+                [],
+                op="record",
+            ),
+            floor.group_appender(os.path.join(ctx.scratch("appends"), "group.jsonl"), total),
+            groups,
+            per=GROUP,
+        )
+    ]
+    if store is not None:
+        contenders.append(
+            Contender(
+                Row(
+                    "jsonl.append_many64.fsync",
+                    "jsonl_store",
+                    f'append_many({GROUP}), durability="fsync", per record',
+                    [],
+                    floor="floor.group64",
+                    sqlite="sqlite.full",
+                    op="record",
+                ),
+                jsonl.many_appender(store, "many-fsync", total),
+                groups,
+                per=GROUP,
+            )
+        )
+    return contenders
+
+
+def _metadata(ctx: Context, store: Any) -> list[Contender]:
+    ops = ctx.sizes.sync_ops
+    contenders = [
+        Contender(
+            Row(
+                "floor.replace",
+                "floor",
+                f"tmp file + fsync + rename + dir fsync ({len(floor.META_LIKE)} B)",
+                [],
+                op="save",
+            ),
+            floor.replacer(os.path.join(ctx.scratch("appends-meta"), "meta.json")),
+            ops,
+        )
+    ]
+    if store is not None:
+        jsonl.build(store, "meta", 0, 3, 3)
+        contenders.append(
+            Contender(
+                Row(
+                    "jsonl.update_session",
+                    "jsonl_store",
+                    'update_session(title=...), durability="fsync"',
+                    [],
+                    floor="floor.replace",
+                    op="update",
+                ),
+                jsonl.title_updater(store, "meta"),
+                ops,
+            )
+        )
+    return contenders
+
+
+def _note_line_sizes(ctx: Context, root: str) -> None:
+    """Record the store's real bytes per line, to set beside the baselines' line sizes."""
+    for key, sid in (("jsonl.append.fsync", "fsync"), ("jsonl.append.fsync.tool", "fsync.tool")):
+        row = ctx.results.rows.get(key)
+        if row is not None:
+            row.extra["bytes_per_record"] = jsonl.bytes_per_line(jsonl.log_path(root, sid))

@@ -1,0 +1,273 @@
+"""Turning results into the printed tables, the issue-5 targets, a JSON dump and a plot."""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .config import Sizes
+from .timing import Results, Row
+
+
+def fmt_time(seconds: float) -> str:
+    if math.isnan(seconds):
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return (
+                f"{seconds / scale:,.3g} {unit}"
+                if seconds < 1000 * scale
+                else f"{seconds / scale:,.0f} {unit}"
+            )
+    return f"{seconds / 1e-9:,.3g} ns"
+
+
+def _rate(seconds: float) -> str:
+    if not seconds or math.isnan(seconds):
+        return "-"
+    rate = 1 / seconds
+    return f"{rate:,.0f}/s" if rate >= 10 else f"{rate:,.2f}/s"
+
+
+def ratio(results: Results, key: str | None, of: str | None) -> float | None:
+    """median(key) / median(of), or None when either is missing."""
+    if key is None or of is None:
+        return None
+    a, b = results.median(key), results.median(of)
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def _fmt_ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.2f}×"
+
+
+def table(results: Results) -> str:
+    """The main table: absolute medians, ops per second, and cost ratios (lower is cheaper)."""
+    header = ("group", "measure", "median", "rate", "÷ floor", "÷ SQLite", "n")
+    lines = [header]
+    for row in results.rows.values():
+        if row.unit == "text":
+            value, rate = row.text, ""
+        elif row.unit == "MB":
+            value, rate = f"{row.median:,.1f} MB", ""
+        else:
+            value, rate = fmt_time(row.median) + f"/{row.op}", _rate(row.median)
+        lines.append(
+            (
+                row.group,
+                row.label,
+                value,
+                rate,
+                _fmt_ratio(ratio(results, row.key, row.floor)),
+                _fmt_ratio(ratio(results, row.key, row.sqlite)),
+                str(len(row.samples)) if row.samples else "",
+            )
+        )
+    return _align(lines, right={2, 3, 4, 5, 6})
+
+
+def curve_tables(results: Results) -> str:
+    """One table per chart: a row per store, a column per session (or log) length."""
+    titles = {"append": "append cost vs. session length", "resume": "resume time vs. log length"}
+    out = []
+    for chart, series in results.curves.items():
+        lengths = sorted({length for points in series.values() for length, _ in points})
+        lines: list[tuple[str, ...]] = [(titles.get(chart, chart), *(f"{n:,}" for n in lengths))]
+        for name, points in series.items():
+            by_length = dict(points)
+            lines.append((name, *(fmt_time(by_length[n]) if n in by_length else "" for n in lengths)))
+        out.append(_align(lines, right=set(range(1, len(lengths) + 1))))
+    return "\n\n".join(out)
+
+
+def _align(lines: Sequence[Sequence[str]], right: set[int]) -> str:
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    text = []
+    for n, line in enumerate(lines):
+        cells = [
+            cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(line, widths))
+        ]
+        text.append("  ".join(cells).rstrip())
+        if n == 0:
+            text.append("  ".join("-" * w for w in widths))
+    return "\n".join(text)
+
+
+# ---------------------------------------------------------------------------------------
+# Targets of issue 5 (printed, never asserted: timings are not tests)
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    measure: str
+    requirement: str
+    measured: str
+    #: None when a figure it needs was not measured (a skipped section).
+    met: bool | None
+
+
+def _check(
+    measure: str, requirement: str, parts: list[tuple[str, float | None, Callable[[float], bool]]]
+) -> Target:
+    """A target made of one or more ratios, met when every ratio passes its test."""
+    if any(value is None for _, value, _ in parts):
+        return Target(measure, requirement, "not measured", None)
+    measured = ", ".join(f"{name} {value:,.2f}" for name, value, _ in parts)
+    return Target(
+        measure, requirement, measured, all(test(value) for _, value, test in parts if value is not None)
+    )
+
+
+def _inverse(value: float | None) -> float | None:
+    return None if value is None or value == 0 else 1 / value
+
+
+def targets(results: Results, sizes: Sizes) -> list[Target]:
+    r = results
+    small, big = sizes.resume_lengths[0], sizes.resume_lengths[-1]
+    memory = r.median("jsonl.scan_memory")
+    scan = r.rows.get("jsonl.records")
+    scanned = f"a {scan.extra['bytes'] / 2**20:,.0f} MiB" if scan else "a"
+    return [
+        _check(
+            "durable append (fsync per record)",
+            "throughput ≥ 0.9× write+fdatasync floor and ≥ 1.2× SQLite FULL",
+            [
+                ("× floor", _inverse(ratio(r, "jsonl.append.fsync", "floor.fdatasync")), lambda x: x >= 0.9),
+                (
+                    "× SQLite FULL",
+                    _inverse(ratio(r, "jsonl.append.fsync", "sqlite.full")),
+                    lambda x: x >= 1.2,
+                ),
+            ],
+        ),
+        _check(
+            "group commit, 64 records per fsync",
+            "per-record cost ≤ 2× (64 × encode+write, 1 fdatasync) / 64",
+            [("cost ÷ floor", ratio(r, "jsonl.append_many64.fsync", "floor.group64"), lambda x: x <= 2)],
+        ),
+        _check(
+            'buffered append (durability="none")',
+            "cost ≤ 4× encode+write floor and ≥ 4× faster than SQLite NORMAL",
+            [
+                ("cost ÷ floor", ratio(r, "jsonl.append.none", "floor.write"), lambda x: x <= 4),
+                (
+                    "× SQLite NORMAL speed",
+                    _inverse(ratio(r, "jsonl.append.none", "sqlite.normal")),
+                    lambda x: x >= 4,
+                ),
+            ],
+        ),
+        _check(
+            f"load() at {big:,} vs {small:,} records, 100-record tail",
+            "ratio ≤ 1.5",
+            # Against the reference load raced with it (same length as the small point).
+            [("ratio", ratio(r, f"jsonl.load.{big}", "jsonl.load.reference"), lambda x: x <= 1.5)],
+        ),
+        _check(
+            "records() full scan",
+            "throughput ≥ 0.6× msgspec decoding the same lines",
+            [("× msgspec", _inverse(ratio(r, "jsonl.records", "floor.decode")), lambda x: x >= 0.6)],
+        ),
+        _check(
+            f"list_sessions() over {sizes.sessions:,} sessions",
+            "≤ 2× reading each meta file + last 4 KiB of log",
+            [("cost ÷ floor", ratio(r, "jsonl.list_sessions", "floor.list"), lambda x: x <= 2)],
+        ),
+        _check(
+            f"peak memory scanning {scanned} log",
+            "RSS grows by ≤ 50 MB",
+            [("MB", memory, lambda x: x <= 50)],
+        ),
+        _check(
+            "update_session",
+            "≤ 1.5× tmp + fsync + rename + dir fsync floor",
+            [("cost ÷ floor", ratio(r, "jsonl.update_session", "floor.replace"), lambda x: x <= 1.5)],
+        ),
+    ]
+
+
+def targets_table(items: list[Target]) -> str:
+    lines = [("target", "requirement", "measured", "verdict")]
+    for t in items:
+        verdict = "not measured" if t.met is None else ("MET" if t.met else "MISSED")
+        lines.append((t.measure, t.requirement, t.measured, verdict))
+    return _align(lines, right=set())
+
+
+# ---------------------------------------------------------------------------------------
+# JSON and plot
+# ---------------------------------------------------------------------------------------
+
+
+def _row_json(results: Results, row: Row) -> dict[str, Any]:
+    data = asdict(row)
+    data["median"] = row.median if row.samples else None
+    data["ratio_to_floor"] = ratio(results, row.key, row.floor)
+    data["ratio_to_sqlite"] = ratio(results, row.key, row.sqlite)
+    return data
+
+
+def dump_json(path: str, results: Results, sizes: Sizes, items: list[Target], seconds: float) -> None:
+    data = {
+        "mode": sizes.name,
+        "sizes": asdict(sizes),
+        "python": sys.version,
+        "platform": platform.platform(),
+        "elapsed_seconds": seconds,
+        "rows": [_row_json(results, row) for row in results.rows.values()],
+        "curves": {
+            chart: {name: points for name, points in series.items()}
+            for chart, series in results.curves.items()
+        },
+        "targets": [asdict(t) for t in items],
+        "notes": results.notes,
+        "skipped": results.skipped,
+    }
+    with open(path, "w") as f:
+        json.dump(data, f, indent=2, default=str)
+        f.write("\n")
+
+
+def plot(path: str, results: Results) -> str | None:
+    """Write the PNG; return None, or a note when matplotlib (the ``bench`` extra) is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # no display needed, and none in CI
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "plot skipped: matplotlib not installed (pip install 'jsonl_store[bench]')"
+    fig, axes = plt.subplots(1, 2, figsize=(13, 6.5))
+    titles = {
+        "append": ("append cost vs. session length", "records already in the session"),
+        "resume": ("resume time vs. log length", "records in the raw log"),
+    }
+    for ax, chart in zip(axes, ("append", "resume")):
+        for name, points in results.curves.get(chart, {}).items():
+            xs, ys = zip(*sorted(points))
+            ax.plot(xs, [y * 1e3 for y in ys], marker="o", label=name)
+        title, xlabel = titles[chart]
+        ax.set_title(title)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("milliseconds (median)")
+        ax.set_xscale("symlog", linthresh=10)
+        ax.set_yscale("log")
+        ax.grid(True, which="both", alpha=0.3)
+        # Below the axes: inside, the legend hides the curves it names.
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+    if chart_floor := results.median("floor.fdatasync"):
+        axes[0].axhline(chart_floor * 1e3, color="grey", linestyle="--", linewidth=1)
+        axes[0].annotate("write + fdatasync floor", (0, chart_floor * 1e3), fontsize=7, color="grey")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return None
