@@ -966,7 +966,13 @@ class SessionStore:
                 raise InvalidArgument(f"bad usage record: {exc}") from None
         else:
             raise InvalidArgument(f"record must be a ModelUsage or a mapping, got {type(record).__name__}")
+        for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"):
+            if getattr(usage, name) < 0:
+                raise InvalidArgument(f"{name} must not be negative, got {getattr(usage, name)}")
         line = _codec.encode_usage(usage)
+        # If the session has to be made (anew) for this record, it starts with defaults,
+        # not with what an earlier append of this store would have given it.
+        session.init = None
         writer = self._usage_writer(session)
         writer.append(lambda last: (line, Line(0, None, line[:-1], len(line))))
 
@@ -1032,6 +1038,8 @@ class SessionStore:
             raise InvalidMessage("checkpoint got two messages with the same id")
         for message in wanted:
             _codec.encode_message(message)  # refuse bad input before anything is written
+        if not wanted:
+            return []  # nothing to store, and a save never removes anything
         session = self._session(session_id)
         self._writer(session)  # creates the session (and its lock file) if it is new
         with self._lock(session_id):

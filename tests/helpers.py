@@ -1,0 +1,157 @@
+"""Small helpers the test suites share: byte damage, directory snapshots, log lines.
+
+The damage functions are pure (bytes in, bytes out) so crash tests can apply them to a
+simulated disk image and vector tests to a file; `damage` applies one to a file on disk.
+Offsets may be negative, counting from the end as in slicing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+import orjson
+from hypothesis import settings
+
+from jsonl_store._paths import LOCK_NAME, LOG_NAME, META_NAME, USAGE_NAME, snapshot_name
+
+#: Bytes that are no record: invalid UTF-8, no newline, a stray brace.
+GARBAGE = b"\xff\xfe}{garbage\x8f"
+
+
+def _index(data: bytes, offset: int) -> int:
+    """Turn a possibly negative offset into an index in ``[0, len(data)]``."""
+    index = offset + len(data) if offset < 0 else offset
+    assert 0 <= index <= len(data), (offset, len(data))
+    return index
+
+
+def cut(data: bytes, at: int) -> bytes:
+    """Keep ``data[:at]``: a write torn at ``at`` (negative: that many bytes lost at the end)."""
+    return data[: _index(data, at)]
+
+
+def flip(data: bytes, offset: int, mask: int = 0x01) -> bytes:
+    """XOR the byte at ``offset`` with ``mask``: a bit rot the checksum must catch."""
+    assert mask & 0xFF
+    index = _index(data, offset)
+    assert index < len(data)
+    return data[:index] + bytes([data[index] ^ mask]) + data[index + 1 :]
+
+
+def zero_fill(data: bytes, offset: int, length: int) -> bytes:
+    """Overwrite ``length`` bytes at ``offset`` with NULs, growing the data if needed.
+
+    The state a file system that extended the size before the data landed leaves behind.
+    """
+    index = _index(data, offset)
+    end = index + length
+    return data[:index] + b"\x00" * length + data[end:]
+
+
+def garbage(data: bytes, offset: int | None = None, junk: bytes = GARBAGE) -> bytes:
+    """Write ``junk`` over the bytes at ``offset`` (``None``: append it at the end)."""
+    if offset is None:
+        return data + junk
+    index = _index(data, offset)
+    return data[:index] + junk + data[index + len(junk) :]
+
+
+def damage(path: str | os.PathLike[str], how: Callable[..., bytes], *args: Any) -> bytes:
+    """Apply one damage function to the file at ``path`` in place; return the new bytes."""
+    target = Path(path)
+    data = how(target.read_bytes(), *args)
+    target.write_bytes(data)
+    return data
+
+
+def read_tree(root: str | os.PathLike[str]) -> dict[str, bytes | None]:
+    """Every entry below ``root`` by relative path: file bytes, or None for a directory."""
+    base = Path(root)
+    tree: dict[str, bytes | None] = {}
+    if not base.exists():
+        return tree
+    for directory, dirs, files in os.walk(base):
+        for name in dirs:
+            tree[os.path.relpath(os.path.join(directory, name), base)] = None
+        for name in files:
+            full = os.path.join(directory, name)
+            tree[os.path.relpath(full, base)] = Path(full).read_bytes()
+    return tree
+
+
+def tree_without_locks(root: str | os.PathLike[str]) -> dict[str, bytes | None]:
+    """`read_tree` without lock files: what a failed call may leave (locks are git-ignored state)."""
+    return {path: data for path, data in read_tree(root).items() if os.path.basename(path) != LOCK_NAME}
+
+
+def line_starts(data: bytes) -> list[int]:
+    """Byte offset of the start of each ``\\n``-terminated line in ``data``."""
+    starts = [0]
+    for index, byte in enumerate(data):
+        if byte == 0x0A and index + 1 < len(data):
+            starts.append(index + 1)
+    return starts if data else []
+
+
+def json_lines(data: bytes) -> list[Any]:
+    """Parse each ``\\n``-terminated line of a log as JSON (splitting on ``\\n`` only)."""
+    assert data.endswith(b"\n") or not data
+    return [orjson.loads(line) for line in data.split(b"\n")[:-1]]
+
+
+def log_path(root: str | os.PathLike[str], session_id: str) -> Path:
+    """The session's raw log."""
+    return Path(root, session_id, LOG_NAME)
+
+
+def meta_path(root: str | os.PathLike[str], session_id: str) -> Path:
+    """The session's metadata file."""
+    return Path(root, session_id, META_NAME)
+
+
+def usage_path(root: str | os.PathLike[str], session_id: str) -> Path:
+    """The session's token-usage log."""
+    return Path(root, session_id, USAGE_NAME)
+
+
+def snapshot_path(root: str | os.PathLike[str], session_id: str, version: int) -> Path:
+    """The session's snapshot file of ``version``."""
+    return Path(root, session_id, snapshot_name(version))
+
+
+def gitignored(patterns: Iterable[str], path: str) -> bool:
+    """Whether a ``.gitignore`` at the root ignores ``path`` (relative, '/'-separated).
+
+    The subset of git's rules the store uses: comments, ``!`` negation, patterns with a
+    '/' anchored at the root and matched segment by segment (``*`` never crosses '/'),
+    patterns without one matched against every segment; a matched directory ignores
+    everything below it. The last matching pattern wins.
+    """
+    parts = path.split("/")
+    ignored = False
+    for line in patterns:
+        pattern = line.rstrip("\n")
+        if not pattern.strip() or pattern.startswith("#"):
+            continue
+        negate = pattern.startswith("!")
+        pattern = pattern[1:] if negate else pattern
+        pattern = pattern.rstrip("/")
+        if "/" in pattern:
+            segments = pattern.lstrip("/").split("/")
+            hit = len(segments) <= len(parts) and all(
+                fnmatchcase(part, segment) for part, segment in zip(parts, segments)
+            )
+        else:
+            hit = any(fnmatchcase(part, pattern) for part in parts)
+        if hit:
+            ignored = not negate
+    return ignored
+
+
+def examples(n: int) -> int:
+    """``n`` hypothesis examples, scaled up when the ``long`` profile is loaded (``--long``)."""
+    return max(1, n * settings.default.max_examples // 100)

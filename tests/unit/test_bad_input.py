@@ -1,0 +1,300 @@
+"""Bad input: typed errors that are also the fitting built-in error, and nothing written."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import read_tree
+
+from jsonl_store import (
+    AssistantMessage,
+    AsyncSessionStore,
+    CompactedMessage,
+    InvalidMessage,
+    InvalidSessionId,
+    JsonlStoreError,
+    ModelUsage,
+    SessionStore,
+    ToolCall,
+    ToolMessage,
+    UnsupportedValue,
+    UserMessage,
+)
+
+NAN = float("nan")
+INF = float("inf")
+
+
+class Custom:
+    """An object JSON cannot carry."""
+
+
+def nested_list(depth: int) -> Any:
+    """A list nested ``depth`` levels deep."""
+    value: Any = 0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+# (message, the error class it must raise)
+BAD_MESSAGES: list[tuple[str, object, type[JsonlStoreError]]] = [
+    ("nan", {"role": "user", "content": NAN}, InvalidMessage),
+    ("inf", {"role": "user", "content": "x", "v": INF}, InvalidMessage),
+    ("minus-inf-deep", {"role": "user", "content": "x", "v": [{"a": -INF}]}, InvalidMessage),
+    ("tuple", {"role": "user", "content": "x", "v": (1, 2)}, UnsupportedValue),
+    ("bytes", {"role": "user", "content": b"raw"}, UnsupportedValue),
+    ("bytearray", {"role": "user", "content": "x", "v": bytearray(b"x")}, UnsupportedValue),
+    ("set", {"role": "user", "content": "x", "v": {1, 2}}, UnsupportedValue),
+    ("custom-object", {"role": "user", "content": "x", "v": Custom()}, UnsupportedValue),
+    ("int-key", {"role": "user", "content": "x", "v": {1: "one"}}, UnsupportedValue),
+    ("none-key", {"role": "user", "content": "x", None: 1}, UnsupportedValue),
+    ("lone-surrogate-value", {"role": "user", "content": "a\ud800b"}, InvalidMessage),
+    ("lone-surrogate-key", {"role": "user", "content": "x", "k\udfff": 1}, InvalidMessage),
+    ("wrong-role", {"role": "robot", "content": "x"}, InvalidMessage),
+    ("missing-role", {"content": "x"}, InvalidMessage),
+    ("role-not-str", {"role": 1, "content": "x"}, InvalidMessage),
+    ("str", "hello", UnsupportedValue),
+    ("int", 42, UnsupportedValue),
+    ("list", [{"role": "user", "content": "x"}], UnsupportedValue),
+    ("none", None, UnsupportedValue),
+    ("class-lone-surrogate", UserMessage(content="\udc80"), InvalidMessage),
+    ("class-nan-part", UserMessage(content=[{"type": "x", "v": NAN}]), InvalidMessage),
+    (
+        "class-tuple-args",
+        AssistantMessage(tool_calls=[ToolCall(id="c", name="f", arguments=(1,))]),
+        UnsupportedValue,
+    ),
+    ("class-bytes-tool-content", ToolMessage(tool_call_id="c", content=b"x"), UnsupportedValue),
+    ("class-wrong-field-type", UserMessage(content=5), InvalidMessage),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize(
+    ("message", "error"), [c[1:] for c in BAD_MESSAGES], ids=[c[0] for c in BAD_MESSAGES]
+)
+def test_unencodable_message_raises_a_typed_error_and_writes_nothing(
+    store: SessionStore, root: Path, message: object, error: type[JsonlStoreError]
+) -> None:
+    """A message that cannot come back unchanged raises its typed error; the files stay byte-identical."""
+    store.append("s", UserMessage(content="first"))
+    before = read_tree(root)
+    with pytest.raises(error) as info:
+        store.append("s", message)  # type: ignore[arg-type]
+    assert isinstance(info.value, JsonlStoreError)
+    assert isinstance(info.value, (ValueError, TypeError))
+    assert read_tree(root) == before
+    with pytest.raises(error):
+        store.append_many("s", [UserMessage(content="ok"), message])  # type: ignore[list-item]
+    assert read_tree(root) == before
+    assert store.append("s", UserMessage(content="next")) == 2
+
+
+@pytest.mark.parametrize(
+    ("message", "error"), [c[1:] for c in BAD_MESSAGES], ids=[c[0] for c in BAD_MESSAGES]
+)
+def test_unencodable_first_message_creates_no_session(
+    store: SessionStore, root: Path, message: object, error: type[JsonlStoreError]
+) -> None:
+    """A bad first message creates neither the root nor the session."""
+    with pytest.raises(error):
+        store.append("s", message)  # type: ignore[arg-type]
+    assert not root.exists()
+
+
+def test_error_message_says_where_the_bad_value_is(store: SessionStore) -> None:
+    """The error names the path of the offending value inside the message."""
+    with pytest.raises(InvalidMessage, match=r"\$\.v\[1\]\.a"):
+        store.append("s", {"role": "user", "content": "x", "v": [0, {"a": NAN}]})
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "error"),
+    [
+        ("metadata", {"v": NAN}, InvalidMessage),
+        ("metadata", {"v": (1,)}, UnsupportedValue),
+        ("metadata", {1: "x"}, UnsupportedValue),
+        ("tags", {"t": "\ud800"}, InvalidMessage),
+        ("tags", {"t": b"x"}, UnsupportedValue),
+    ],
+)
+def test_unencodable_metadata_or_tags_raise_and_write_nothing(
+    store: SessionStore, root: Path, option: str, value: object, error: type[JsonlStoreError]
+) -> None:
+    """Request metadata and tags have the same round-trip promise as messages."""
+    store.append("s", UserMessage(content="first"))
+    before = read_tree(root)
+    with pytest.raises(error):
+        store.append("s", UserMessage(content="x"), **{option: value})  # type: ignore[arg-type]
+    assert read_tree(root) == before
+
+
+def test_huge_integer_beyond_the_digit_limit_raises_a_typed_error(store: SessionStore, root: Path) -> None:
+    """An integer too long to read back (Python's int digit limit) is refused, not written."""
+    with pytest.raises(JsonlStoreError) as info:
+        store.append("s", {"role": "user", "content": "x", "v": 10**5000})
+    assert isinstance(info.value, (ValueError, TypeError))
+    assert not root.exists()
+
+
+@pytest.mark.parametrize("depth", [1_500, 5_000])
+def test_too_deeply_nested_message_raises_a_typed_error(store: SessionStore, root: Path, depth: int) -> None:
+    """A message nested past the supported depth raises InvalidMessage (a ValueError), writing nothing."""
+    with pytest.raises(JsonlStoreError) as info:
+        store.append("s", {"role": "user", "content": "x", "v": nested_list(depth)})
+    assert isinstance(info.value, ValueError)
+    assert not root.exists()
+
+
+def test_nesting_near_the_limit_either_round_trips_or_raises_a_typed_error(store: SessionStore) -> None:
+    """Whatever depth an append accepts, the record reads back; what it refuses is a typed error."""
+    accepted = 0
+    for depth in range(900, 1010, 3):
+        session = f"d{depth}"
+        value = nested_list(depth)
+        try:
+            store.append(session, {"role": "user", "content": "x", "v": value})
+        except JsonlStoreError:
+            continue
+        except RecursionError:
+            continue  # covered (as a bug) by test_too_deeply_nested_message_raises_a_typed_error
+        accepted += 1
+        (record,) = store.records(session)
+        assert record.message["v"] == value  # type: ignore[index]
+    assert accepted > 0
+
+
+# ---------------------------------------------------------------------------------------
+# Invalid session ids, from every method that takes one
+# ---------------------------------------------------------------------------------------
+
+BAD_IDS: list[object] = [
+    "",
+    ".",
+    "..",
+    "/",
+    "a/b",
+    "../escape",
+    "\\",
+    "a\\b",
+    "\x00",
+    "a\x00b",
+    "\n",
+    "a\nb",
+    "x" * 129,
+    "-rf",
+    ".hidden",
+    "sp ace",
+    "é",
+    None,
+    7,
+    b"bytes",
+    Path("p"),
+]
+BAD_ID_NAMES = [repr(i)[:20] for i in BAD_IDS]
+
+SYNC_CALLS: dict[str, Callable[[SessionStore, Any], object]] = {
+    "append": lambda s, i: s.append(i, UserMessage(content="x")),
+    "append-parent": lambda s, i: s.append("ok", UserMessage(content="x"), parent_session_id=i),
+    "append_many": lambda s, i: s.append_many(i, [UserMessage(content="x")]),
+    "append_many-empty": lambda s, i: s.append_many(i, []),
+    "append-persist-false": lambda s, i: s.append(i, UserMessage(content="x", persist=False)),
+    "checkpoint": lambda s, i: s.checkpoint(i, [UserMessage(content="x")]),
+    "load": lambda s, i: s.load(i),
+    "snapshot": lambda s, i: s.snapshot(i, CompactedMessage(content="c"), 1, 0),
+    "records": lambda s, i: list(s.records(i)),
+    "records-unconsumed": lambda s, i: s.records(i),
+    "list_sessions-parent": lambda s, i: s.list_sessions(parent_session_id=i),
+    "get_session": lambda s, i: s.get_session(i),
+    "update_session": lambda s, i: s.update_session(i, title="t"),
+    "record_usage": lambda s, i: s.record_usage(i, ModelUsage(input_tokens=1)),
+    "usage": lambda s, i: list(s.usage(i)),
+    "usage-unconsumed": lambda s, i: s.usage(i),
+    "usage_totals": lambda s, i: s.usage_totals(i),
+    "delete_session": lambda s, i: s.delete_session(i),
+    "verify": lambda s, i: s.verify(i),
+    "repair": lambda s, i: s.repair(i),
+}
+
+
+#: Methods whose session id is optional: None is a valid value for them.
+OPTIONAL_ID = {"append-parent", "list_sessions-parent", "verify", "list_sessions"}
+
+
+CASES = [
+    pytest.param(method, bad_id, id=f"{method}-{name}")
+    for method in sorted(SYNC_CALLS)
+    for bad_id, name in zip(BAD_IDS, BAD_ID_NAMES)
+    if not (bad_id is None and method in OPTIONAL_ID)
+]
+
+
+@pytest.mark.parametrize(("method", "bad_id"), CASES)
+def test_invalid_session_id_raises_from_every_method_and_creates_nothing(
+    tmp_path: Path, method: str, bad_id: object
+) -> None:
+    """Every method that takes a session id refuses an unsafe one and touches no file anywhere."""
+    root = tmp_path / "store"
+    store = SessionStore(root, durability="none")
+    store.append("ok", UserMessage(content="x"))
+    before = read_tree(tmp_path)
+    with pytest.raises(InvalidSessionId) as info:
+        SYNC_CALLS[method](store, bad_id)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, JsonlStoreError)
+    assert read_tree(tmp_path) == before
+    store.close()
+
+
+@pytest.mark.parametrize("method", sorted(SYNC_CALLS))
+def test_invalid_session_id_creates_nothing_on_a_fresh_root(tmp_path: Path, method: str) -> None:
+    """On a store whose root does not exist yet, a bad id does not even create the root."""
+    store = SessionStore(tmp_path / "store", durability="none")
+    for bad_id in ("..", "a/b", "", "x" * 129):
+        with pytest.raises(InvalidSessionId):
+            SYNC_CALLS[method](store, bad_id)
+    assert os.listdir(tmp_path) == []
+
+
+ASYNC_CALLS: dict[str, Callable[[AsyncSessionStore, Any], Any]] = {
+    "append": lambda s, i: s.append(i, UserMessage(content="x")),
+    "append_many": lambda s, i: s.append_many(i, [UserMessage(content="x")]),
+    "checkpoint": lambda s, i: s.checkpoint(i, [UserMessage(content="x")]),
+    "load": lambda s, i: s.load(i),
+    "snapshot": lambda s, i: s.snapshot(i, CompactedMessage(content="c"), 1, 0),
+    "list_sessions": lambda s, i: s.list_sessions(parent_session_id=i),
+    "get_session": lambda s, i: s.get_session(i),
+    "update_session": lambda s, i: s.update_session(i, title="t"),
+    "record_usage": lambda s, i: s.record_usage(i, ModelUsage(input_tokens=1)),
+    "usage_totals": lambda s, i: s.usage_totals(i),
+    "delete_session": lambda s, i: s.delete_session(i),
+    "verify": lambda s, i: s.verify(i),
+    "repair": lambda s, i: s.repair(i),
+}
+
+
+async def _collect(iterator: Any) -> list[Any]:
+    return [item async for item in iterator]
+
+
+@pytest.mark.parametrize("method", [*sorted(ASYNC_CALLS), "records", "usage"])
+def test_invalid_session_id_raises_from_every_async_method_and_creates_nothing(
+    tmp_path: Path, method: str
+) -> None:
+    """The async store refuses an unsafe id from every method (iterators on first iteration)."""
+    store = AsyncSessionStore(tmp_path / "store", durability="none")
+
+    async def attempt(bad_id: object) -> None:
+        if method in ("records", "usage"):
+            await _collect(getattr(store, method)(bad_id))
+        else:
+            await ASYNC_CALLS[method](store, bad_id)
+
+    for bad_id in ("..", "a/b", "", "\x00", *([] if method in OPTIONAL_ID else [None])):
+        with pytest.raises(InvalidSessionId):
+            asyncio.run(attempt(bad_id))
+    assert os.listdir(tmp_path) == []

@@ -1,0 +1,274 @@
+"""Scenario tests for `SessionStore.checkpoint`: saving a runner's whole message list."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import log_path, read_tree
+
+from jsonl_store import (
+    AssistantMessage,
+    CompactedMessage,
+    InvalidMessage,
+    Message,
+    SessionStore,
+    SnapshotConflict,
+    UserMessage,
+)
+
+
+def user(text: str, **kw: object) -> UserMessage:
+    """A user turn."""
+    return UserMessage(content=text, **kw)  # type: ignore[arg-type]
+
+
+def stored(store: SessionStore, session_id: str) -> list[Message]:
+    """Every message of the raw log, in order."""
+    return [r.message for r in store.records(session_id)]
+
+
+def test_first_checkpoint_appends_every_message(store: SessionStore) -> None:
+    """A checkpoint of a new session appends the whole list."""
+    messages = [user("a"), AssistantMessage(content="b"), user("c")]
+    assert store.checkpoint("s", messages) == [1, 2, 3]
+    assert stored(store, "s") == messages
+    assert store.load("s").messages == messages
+
+
+def test_checkpoint_appends_only_unknown_ids(store: SessionStore) -> None:
+    """A checkpoint of a grown list appends only the messages not stored yet."""
+    messages = [user("a"), user("b")]
+    store.checkpoint("s", messages)
+    messages += [AssistantMessage(content="c"), user("d")]
+    assert store.checkpoint("s", messages) == [3, 4]
+    assert stored(store, "s") == messages
+
+
+def test_checkpoint_of_the_same_list_appends_nothing(store: SessionStore, root: Path) -> None:
+    """Checkpointing an unchanged list is a no-op, even from another store object."""
+    messages = [user("a"), user("b")]
+    store.checkpoint("s", messages)
+    before = log_path(root, "s").read_bytes()
+    assert store.checkpoint("s", messages) == []
+    assert SessionStore(root, durability="none").checkpoint("s", messages) == []
+    assert log_path(root, "s").read_bytes() == before
+
+
+def test_checkpoint_sees_messages_appended_directly(store: SessionStore) -> None:
+    """Messages appended with append() count as stored for a later checkpoint."""
+    a, b = user("a"), user("b")
+    store.append("s", a)
+    assert store.checkpoint("s", [a, b]) == [2]
+    assert stored(store, "s") == [a, b]
+
+
+def test_stale_list_never_removes_or_reorders_a_durable_message(store: SessionStore, root: Path) -> None:
+    """Durable [1,2,3,X] and a runner's stale [1,2,3,4] give [1,2,3,X,4]: X stays where it is."""
+    runner = [user("1"), user("2"), user("3")]
+    store.checkpoint("s", runner)
+    other_writer = SessionStore(root, durability="none")
+    x = user("X from another writer")
+    other_writer.append("s", x)
+    four = user("4")
+    assert store.checkpoint("s", [*runner, four]) == [5]
+    assert stored(store, "s") == [*runner, x, four]
+    view = store.load("s")
+    assert view.snapshot is None
+    assert view.messages == [*runner, x, four]
+
+
+def test_stale_list_from_a_second_store_keeps_the_first_stores_messages(root: Path) -> None:
+    """Two runners checkpointing their own lists interleave; neither removes the other's messages."""
+    a = SessionStore(root, durability="none")
+    b = SessionStore(root, durability="none")
+    shared = [user("shared")]
+    a.checkpoint("s", shared)
+    a_msg, b_msg = user("from a"), user("from b")
+    a.checkpoint("s", [*shared, a_msg])
+    b.checkpoint("s", [*shared, b_msg])
+    assert stored(a, "s") == [*shared, a_msg, b_msg]
+    assert a.load("s").snapshot is None
+
+
+def test_persist_false_messages_are_skipped(store: SessionStore) -> None:
+    """Messages with persist=False are left out of a checkpoint."""
+    a, hidden, b = user("a"), user("scratch", persist=False), user("b")
+    assert store.checkpoint("s", [a, hidden, b]) == [1, 2]
+    assert stored(store, "s") == [a, b]
+    assert store.checkpoint("s", [a, hidden, b]) == []
+
+
+def test_checkpoint_needs_an_id_on_every_message(store: SessionStore, root: Path) -> None:
+    """A dict without an id cannot be matched: refused, nothing written."""
+    with pytest.raises(InvalidMessage):
+        store.checkpoint("s", [user("a"), {"role": "user", "content": "no id"}])
+    with pytest.raises(InvalidMessage):
+        store.checkpoint("s", [{"role": "user", "content": "x", "id": ""}])
+    assert store.get_session("s") is None
+    assert not log_path(root, "s").exists()
+
+
+def test_checkpoint_refuses_duplicate_ids(store: SessionStore) -> None:
+    """Two messages with one id in a list are ambiguous: refused."""
+    a = user("a")
+    with pytest.raises(InvalidMessage):
+        store.checkpoint("s", [a, a])
+
+
+def test_dict_messages_with_ids_checkpoint_like_classes(store: SessionStore) -> None:
+    """Plain-dict messages are matched by their 'id' key."""
+    messages: list[Message] = [
+        {"role": "user", "content": "a", "id": "m1"},
+        {"role": "user", "content": "b", "id": "m2"},
+    ]
+    assert store.checkpoint("s", messages) == [1, 2]
+    messages.append({"role": "assistant", "content": "c", "id": "m3"})
+    assert store.checkpoint("s", messages) == [3]
+    assert stored(store, "s") == messages
+
+
+def _assert_rewritten(store: SessionStore, root: Path, before: bytes, runner: list[Message]) -> None:
+    """The raw log only grew, a snapshot was made, and the context is the runner's list."""
+    after = log_path(root, "s").read_bytes()
+    assert after.startswith(before) and len(after) > len(before)
+    view = store.load("s")
+    assert view.snapshot is not None
+    assert view.messages == runner
+
+
+def test_caller_compaction_becomes_a_snapshot_and_a_new_tail(store: SessionStore, root: Path) -> None:
+    """A list starting with a CompactedMessage is stored as a snapshot plus the messages after it."""
+    history = [user("1"), AssistantMessage(content="2"), user("3"), AssistantMessage(content="4")]
+    store.checkpoint("s", history)
+    before = log_path(root, "s").read_bytes()
+    summary = CompactedMessage(content="1 and 2 happened")
+    runner: list[Message] = [summary, history[2], history[3], user("5")]
+    store.checkpoint("s", runner)
+    _assert_rewritten(store, root, before, runner)
+    snapshot = store.load("s").snapshot
+    assert snapshot is not None and snapshot.compacted_message == summary
+    # The old records are all still in the raw log.
+    assert stored(store, "s")[:4] == history
+
+
+def test_checkpoint_after_a_rewrite_of_the_same_list_appends_nothing(store: SessionStore, root: Path) -> None:
+    """Once a rewrite is stored, checkpointing the same list again is a no-op."""
+    history = [user("1"), user("2")]
+    store.checkpoint("s", history)
+    runner: list[Message] = [CompactedMessage(content="c"), history[1], user("3")]
+    store.checkpoint("s", runner)
+    before = read_tree(root)
+    assert store.checkpoint("s", runner) == []
+    assert SessionStore(root, durability="none").checkpoint("s", runner) == []
+    assert read_tree(root) == before
+    runner.append(user("4"))
+    assert len(store.checkpoint("s", runner)) == 1
+    assert store.load("s").messages == runner
+
+
+def test_edit_with_a_new_message_becomes_a_snapshot_and_a_new_tail(store: SessionStore, root: Path) -> None:
+    """Replacing a middle message by a new one rewrites the context, never the raw log."""
+    history = [user("1"), user("2"), user("3")]
+    store.checkpoint("s", history)
+    before = log_path(root, "s").read_bytes()
+    runner: list[Message] = [history[0], user("2, edited"), history[2]]
+    store.checkpoint("s", runner)
+    _assert_rewritten(store, root, before, runner)
+
+
+def test_reorder_becomes_a_snapshot_and_a_new_tail(store: SessionStore, root: Path) -> None:
+    """A reordered list rewrites the context; the raw log keeps the original order."""
+    history = [user("1"), user("2"), user("3")]
+    store.checkpoint("s", history)
+    before = log_path(root, "s").read_bytes()
+    runner: list[Message] = [history[1], history[0], history[2], user("4")]
+    store.checkpoint("s", runner)
+    _assert_rewritten(store, root, before, runner)
+    assert stored(store, "s")[:3] == history
+
+
+def test_two_rewrites_in_a_row_each_make_a_snapshot(store: SessionStore, root: Path) -> None:
+    """A rewrite right after another still advances the boundary and makes the next version."""
+    history = [user("1"), user("2")]
+    store.checkpoint("s", history)
+    first: list[Message] = [history[1], history[0]]
+    store.checkpoint("s", first)
+    second: list[Message] = [CompactedMessage(content="all of it"), history[0], user("3")]
+    store.checkpoint("s", second)
+    view = store.load("s")
+    assert view.snapshot is not None and view.snapshot.version == 2
+    assert view.messages == second
+
+
+def test_compaction_of_the_whole_history_becomes_a_snapshot(store: SessionStore, root: Path) -> None:
+    """[CompactedMessage(all of it), new] after a stored history is a snapshot, not two more records."""
+    history = [user("1"), AssistantMessage(content="2"), user("3")]
+    store.checkpoint("s", history)
+    before = log_path(root, "s").read_bytes()
+    runner: list[Message] = [CompactedMessage(content="1, 2 and 3 happened"), user("4")]
+    store.checkpoint("s", runner)
+    _assert_rewritten(store, root, before, runner)
+
+
+def test_rewrite_after_a_foreign_snapshot_uses_the_current_version(store: SessionStore, root: Path) -> None:
+    """A rewrite builds on the latest snapshot even when another store made it."""
+    history = [user("1"), user("2"), user("3"), user("4")]
+    store.checkpoint("s", history)
+    other = SessionStore(root, durability="none")
+    other.snapshot("s", CompactedMessage(content="first one"), 1, 0)
+    runner: list[Message] = [history[3], history[2]]
+    store.checkpoint("s", runner)
+    view = store.load("s")
+    assert view.snapshot is not None and view.snapshot.version == 2
+    assert view.messages == runner
+    with pytest.raises(SnapshotConflict):
+        other.snapshot("s", CompactedMessage(content="stale"), 3, 1)
+
+
+def test_new_message_placed_before_stored_ones_is_a_rewrite(store: SessionStore, root: Path) -> None:
+    """A list with a new message in front of stored ones rewrites the context to exactly that list."""
+    history = [user("1"), user("2")]
+    store.checkpoint("s", history)
+    before = log_path(root, "s").read_bytes()
+    runner: list[Message] = [user("new first"), *history]
+    store.checkpoint("s", runner)
+    _assert_rewritten(store, root, before, runner)
+
+
+def test_list_lacking_a_stored_middle_message_never_removes_it(store: SessionStore, root: Path) -> None:
+    """A save never removes a stored message: [1, 3] after stored [1, 2, 3] changes nothing."""
+    history = [user("1"), user("2"), user("3")]
+    store.checkpoint("s", history)
+    before = read_tree(root)
+    assert store.checkpoint("s", [history[0], history[2]]) == []
+    assert read_tree(root) == before
+    four = user("4")
+    assert store.checkpoint("s", [history[0], history[2], four]) == [4]
+    assert store.load("s").messages == [*history, four]
+
+
+def test_rewrite_keeps_messages_another_writer_appended_after_the_list(
+    store: SessionStore, root: Path
+) -> None:
+    """A reordering list that missed another writer's message keeps that message, after the list."""
+    history = [user("1"), user("2"), user("3")]
+    store.checkpoint("s", history)
+    x = user("X from another writer")
+    SessionStore(root, durability="none").append("s", x)
+    runner: list[Message] = [history[1], history[0], history[2], user("4")]
+    store.checkpoint("s", runner)
+    assert store.load("s").messages == [*runner, x]
+
+
+def test_compaction_keeps_messages_another_writer_appended_after_the_list(
+    store: SessionStore, root: Path
+) -> None:
+    """A caller's compaction that missed another writer's message keeps it, after the new tail."""
+    history = [user("1"), user("2"), user("3")]
+    store.checkpoint("s", history)
+    x = user("X from another writer")
+    SessionStore(root, durability="none").append("s", x)
+    runner: list[Message] = [CompactedMessage(content="1 and 2"), history[2], user("4")]
+    store.checkpoint("s", runner)
+    assert store.load("s").messages == [*runner, x]
