@@ -211,26 +211,23 @@ def unseal(line: bytes) -> bytes | None:
     return line[:-SUFFIX_LENGTH] + b"}"
 
 
-class _RecordTrailer(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """The fields a record carries after its message, in `RawMessageRecord`'s order."""
+def _trailer_struct() -> type[msgspec.Struct]:
+    """The fields a record carries after its message, derived from `RawMessageRecord`.
 
-    request_id: str | None = None
-    metadata: Any = None
-    tags: Any = None
-    started_at: Any = None
-    completed_at: Any = None
-    duration_ns: int = 0
-    reasoning_started_at: Any = None
-    reasoning_completed_at: Any = None
-    reasoning_duration_ns: int | None = None
-    content_started_at: Any = None
-    content_completed_at: Any = None
-    content_duration_ns: int | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_tokens: int | None = None
-    cache_write_tokens: int | None = None
-    reasoning_tokens: int | None = None
+    Deriving (rather than restating) them keeps the key order of lines written from parts
+    identical to the order the record type declares.
+    """
+    fields = msgspec.structs.fields(RawMessageRecord)
+    names = [f.name for f in fields]
+    spec = []
+    for field in fields[names.index("message") + 1 : names.index("session_id")]:
+        # A factory default (metadata, tags) becomes None: callers pass encoded JSON or nothing.
+        default = None if field.default is msgspec.NODEFAULT else field.default
+        spec.append((field.name, Any, default))
+    return msgspec.defstruct("_RecordTrailer", spec, kw_only=True, omit_defaults=True)
+
+
+_RecordTrailer = _trailer_struct()
 
 
 def encode_trailer(**fields: Any) -> bytes:
@@ -282,19 +279,27 @@ def encode_record(record: RawMessageRecord) -> bytes:
     return seal(_encoder.encode(record))
 
 
-def decode_record(body: bytes, session_id: str) -> RawMessageRecord:
-    """Decode a checksummed record body; raise msgspec errors if it does not fit the schema."""
-    record: RawMessageRecord
-    if _is_plain(body, b'"message":'):
-        record = _plain_record_decoder.decode(body)
+def _decode_with_message(
+    body: bytes, key: bytes, plain: msgspec.json.Decoder[Any], typed: msgspec.json.Decoder[Any], session_id: str
+) -> Any:
+    if _is_plain(body, key):
+        decoded = plain.decode(body)
     else:
         try:
-            record = _typed_record_decoder.decode(body)
+            decoded = typed.decode(body)
         except msgspec.ValidationError:
             # A role this version does not know (written by a newer writer): give the
             # message back as a plain dict rather than refusing the whole record.
-            record = _plain_record_decoder.decode(body)
-    msgspec.structs.force_setattr(record, "session_id", session_id)
+            decoded = plain.decode(body)
+    msgspec.structs.force_setattr(decoded, "session_id", session_id)
+    return decoded
+
+
+def decode_record(body: bytes, session_id: str) -> RawMessageRecord:
+    """Decode a checksummed record line; raise msgspec errors if it does not fit the schema."""
+    record: RawMessageRecord = _decode_with_message(
+        body, b'"message":', _plain_record_decoder, _typed_record_decoder, session_id
+    )
     return record
 
 
@@ -303,15 +308,9 @@ def encode_snapshot(snapshot: ContextSnapshot) -> bytes:
 
 
 def decode_snapshot(body: bytes, session_id: str) -> ContextSnapshot:
-    snapshot: ContextSnapshot
-    if _is_plain(body, b'"compacted_message":'):
-        snapshot = _plain_snapshot_decoder.decode(body)
-    else:
-        try:
-            snapshot = _typed_snapshot_decoder.decode(body)
-        except msgspec.ValidationError:
-            snapshot = _plain_snapshot_decoder.decode(body)
-    msgspec.structs.force_setattr(snapshot, "session_id", session_id)
+    snapshot: ContextSnapshot = _decode_with_message(
+        body, b'"compacted_message":', _plain_snapshot_decoder, _typed_snapshot_decoder, session_id
+    )
     return snapshot
 
 

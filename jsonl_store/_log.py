@@ -184,6 +184,19 @@ def last_good(
     return floor, None
 
 
+def free_sidecar(fs: FileSystem, directory: str, name: str) -> str:
+    """The path of the first of ``name``, ``name.2``, ``name.3`` ... that does not exist."""
+    candidate, attempt = name, 1
+    while True:
+        path = os.path.join(directory, candidate)
+        try:
+            fs.stat(path)
+        except FileNotFoundError:
+            return path
+        attempt += 1
+        candidate = f"{name}.{attempt}"
+
+
 class LogWriter:
     """Appends checksummed lines to one log file; one instance per store and file.
 
@@ -202,7 +215,7 @@ class LogWriter:
         lock_timeout: float,
         label: str,
         session_id: str | None = None,
-        on_created: Callable[[], None] | None = None,
+        on_new_file: Callable[[], None] | None = None,
         accept: Callable[[Line], bool] | None = None,
         sequence_of: Callable[[bytes], int] | None = None,
     ) -> None:
@@ -213,7 +226,7 @@ class LogWriter:
         self.lock_timeout = lock_timeout
         self.label = label
         self.session_id = session_id
-        self.on_created = on_created
+        self.on_new_file = on_new_file
         self.accept = accept
         self.sequence_of = sequence_of
         self.mutex = threading.Lock()
@@ -226,7 +239,8 @@ class LogWriter:
 
     # -- descriptor and lock ------------------------------------------------------------
 
-    def _open(self) -> None:
+    def _open(self, replaced: bool = False) -> None:
+        """Open the file (creating it); ``replaced``: it was deleted under an open descriptor."""
         if self.fd >= 0 and self.pid == _process.pid:
             return
         # After fork the inherited descriptor shares its flock with the parent, which
@@ -238,11 +252,12 @@ class LogWriter:
         except FileExistsError:
             fd = self.fs.open(self.path, FLAGS_APPEND, 0o644)
             created = False
-        if created:
-            if self.durable:
-                self.fs.fsync_dir(self.directory)
-            if self.on_created is not None:
-                self.on_created()
+        if created and self.durable:
+            self.fs.fsync_dir(self.directory)
+        if (created or replaced) and self.on_new_file is not None:
+            # A file new to this writer (made now, or made by another process after the
+            # one we had was deleted): what the owner cached about it must be read again.
+            self.on_new_file()
         self.fd = fd
         self.pid = _process.pid
         self.size = -1  # unknown: the first locked sync reads the tail
@@ -292,7 +307,7 @@ class LogWriter:
             self.fs.flock(self.fd, _LOCK_UN)
             self.fs.close(self.fd)
             self.fd = -1
-            self._open()
+            self._open(replaced=True)
             self._lock()
             st = self.fs.fstat(self.fd)
         size = st.st_size
@@ -335,15 +350,13 @@ class LogWriter:
         data = fs.pread(self.fd, size - good_end, good_end)
         # Never overwrite an earlier sidecar (two crashes can tear the log at one offset):
         # every cut keeps its bytes in a file of its own.
-        sidecar = os.path.join(directory, cut_name(name, good_end))
-        attempt = 1
         while True:
+            sidecar = free_sidecar(fs, directory, cut_name(name, good_end))
             try:
                 fd = fs.open(sidecar, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
                 break
-            except FileExistsError:
-                attempt += 1
-                sidecar = os.path.join(directory, f"{cut_name(name, good_end)}.{attempt}")
+            except FileExistsError:  # taken between the look and the create: look again
+                continue
         try:
             view = memoryview(data)
             while view:

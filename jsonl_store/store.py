@@ -32,7 +32,7 @@ from ._errors import (
 )
 from ._fs import OS_FS, FileSystem
 from ._ids import new_uuid7
-from ._log import FLAGS_READ, Line, LogWriter, backward, last_good, scan
+from ._log import FLAGS_READ, Line, LogWriter, backward, free_sidecar, last_good, scan
 from ._meta import Origin, SessionMeta
 from ._paths import (
     DAMAGED_SUFFIX,
@@ -144,9 +144,14 @@ class _Session:
 class _CheckpointCache:
     """Ids of the session context as of a log offset, so a checkpoint reads only new bytes."""
 
-    __slots__ = ("boundary", "ids", "last_sequence", "log_end", "snapshot_version")
+    __slots__ = ("boundary", "ids", "last_id", "last_offset", "last_sequence", "log_end", "snapshot_version")
 
     def __init__(self, snapshot_version: int, log_end: int, ids: dict[Any, int], last_sequence: int) -> None:
+        #: Where the last record read starts, and its id: the log is still the one this
+        #: cache was read from only if that record is still there (a deleted and re-made
+        #: session has a new log that may be just as long).
+        self.last_offset = log_end
+        self.last_id = ""
         self.boundary = last_sequence
         self.snapshot_version = snapshot_version
         self.log_end = log_end
@@ -304,6 +309,10 @@ class SessionStore:
                     if problems:
                         self._move_aside(session.directory, META_NAME)
                     meta = session.initial_meta()
+                    first = self._first_record_time(session.directory)
+                    if first is not None:
+                        # The log is older than this metadata: the session began with it.
+                        meta.created_at = first
                     if not _meta.create(self._fs, session.directory, meta, durable=self._durable):
                         meta = self._read_meta(session.session_id, session.directory)
                         if meta is None:
@@ -315,6 +324,16 @@ class SessionStore:
         session.parent = meta.parent_session_id
         session.prepared = True
 
+    def _first_record_time(self, directory: str) -> datetime | None:
+        fd, size = self._open_log(directory)
+        if fd is None:
+            return None
+        try:
+            first = next(iter(scan(self._fs, fd, "", 0, min(size, 1 << 16), None)), None)
+            return _record_summary(first.body)[1] if first is not None else None
+        finally:
+            self._fs.close(fd)
+
     def _read_meta(self, session_id: str, directory: str, problems: list[Problem] | None = None) -> SessionMeta | None:
         try:
             meta = _meta.read(self._fs, directory)
@@ -323,7 +342,7 @@ class SessionStore:
                 path=os.path.join(directory, META_NAME),
                 kind="bad-meta",
                 reason=f"unreadable metadata: {exc}",
-                action="moved aside; metadata rebuilt with defaults",
+                action="move aside",
             )
             if problems is None:
                 self._report([problem])
@@ -344,41 +363,36 @@ class SessionStore:
         return meta
 
     def _writer(self, session: _Session) -> LogWriter:
+        """The session's raw-log writer, preparing the session on first use."""
         with session.mutex:
             if not session.prepared:
                 self._prepare(session)
             if session.log is None:
-                session.log = LogWriter(
-                    self._fs,
-                    os.path.join(session.directory, LOG_NAME),
-                    session.directory,
-                    durable=self._durable,
-                    lock_timeout=self.lock_timeout,
-                    label=f"session {session.session_id!r}",
-                    session_id=session.session_id,
-                    # The log was (re)created: after a delete_session by someone else the
-                    # metadata must be made again, from this append's arguments.
-                    on_created=lambda: self._prepare(session),
-                    accept=_ends_batch,
-                    sequence_of=_body_sequence,
-                )
+                session.log = self._new_writer(session, LOG_NAME, f"session {session.session_id!r}")
+                session.log.accept = _ends_batch
+                session.log.sequence_of = _body_sequence
             return session.log
 
     def _usage_writer(self, session: _Session) -> LogWriter:
         self._writer(session)
         with session.mutex:
             if session.usage is None:
-                session.usage = LogWriter(
-                    self._fs,
-                    os.path.join(session.directory, USAGE_NAME),
-                    session.directory,
-                    durable=self._durable,
-                    lock_timeout=self.lock_timeout,
-                    label=f"usage log of session {session.session_id!r}",
-                    session_id=session.session_id,
-                    on_created=lambda: self._prepare(session),
-                )
+                session.usage = self._new_writer(session, USAGE_NAME, f"usage log of session {session.session_id!r}")
             return session.usage
+
+    def _new_writer(self, session: _Session, name: str, label: str) -> LogWriter:
+        return LogWriter(
+            self._fs,
+            os.path.join(session.directory, name),
+            session.directory,
+            durable=self._durable,
+            lock_timeout=self.lock_timeout,
+            label=label,
+            session_id=session.session_id,
+            # The file was (re)created: after a delete_session by someone else the
+            # metadata must be made again, from this call's arguments.
+            on_new_file=lambda: self._prepare(session),
+        )
 
     # -- appending ----------------------------------------------------------------------
 
@@ -750,9 +764,7 @@ class SessionStore:
                 if line is not None:
                     last_sequence, last_time = _record_summary(line.body)
                 if meta is None:
-                    first = next(iter(scan(self._fs, fd, "", 0, min(size, 1 << 16), None)), None)
-                    if first is not None:
-                        first_time = _record_summary(first.body)[1]
+                    first_time = self._first_record_time(directory)
         finally:
             if fd is not None:
                 self._fs.close(fd)
@@ -1069,7 +1081,12 @@ class SessionStore:
             cache = session.checkpoint
             snapshot = _snapshots.latest(self._fs, directory, session.session_id, fd, size, None)
             version = snapshot.version if snapshot else 0
-            if cache is None or cache.snapshot_version != version or cache.log_end > size:
+            if (
+                cache is None
+                or cache.snapshot_version != version
+                or cache.log_end > size
+                or (fd is not None and not self._still_holds(fd, cache))
+            ):
                 ids: dict[Any, int] = {}
                 if snapshot is not None:
                     ids[_message_id(snapshot.compacted_message)] = 0
@@ -1083,6 +1100,7 @@ class SessionStore:
                 ):
                     cache.ids.setdefault(_message_id(record.message), record.sequence)
                     cache.last_sequence = record.sequence
+                    cache.last_offset, cache.last_id = line.offset, record.id
                     # Only up to the last complete record: a batch still being written
                     # (or torn) is read again next time.
                     cache.log_end = line.end
@@ -1091,6 +1109,12 @@ class SessionStore:
         finally:
             if fd is not None:
                 self._fs.close(fd)
+
+    def _still_holds(self, fd: int, cache: _CheckpointCache) -> bool:
+        if not cache.last_id:
+            return True
+        raw = self._fs.pread(fd, cache.log_end - cache.last_offset, cache.last_offset)[:-1]
+        return _codec.is_sealed(raw) and _codec.record_position(raw)[2] == cache.last_id
 
     def _rewrite(
         self,
@@ -1223,8 +1247,7 @@ class SessionStore:
             _meta.check_writable(meta, session_id)
         if meta is None and META_NAME in names and fix:
             self._move_aside(directory, META_NAME)
-            summary = self._summary(session_id, directory)
-            fresh = SessionMeta(created_at=summary.created_at if summary else _now())
+            fresh = SessionMeta(created_at=self._first_record_time(directory) or _now())
             _meta.write(fs, directory, fresh, durable=self._durable)
         # Leftover temporary files: every writer that makes one holds the session lock,
         # and so does repair, so none of them is still being written.
@@ -1286,9 +1309,10 @@ class SessionStore:
                 finally:
                     writer.close()
             else:
+                sidecar = os.path.basename(free_sidecar(fs, directory, cut_name(name, good_end)))
                 problems.append(
                     Problem(path, "torn-tail", f"{size - good_end} bytes after the last good record",
-                            f"cut into {cut_name(name, good_end)}", good_end)
+                            f"cut into {sidecar}", good_end)
                 )
         return problems
 

@@ -10,7 +10,7 @@ hypothesis are in `jsonl_store.testing.strategies` (re-exported here).
 
 from ._check import CheckCounts, RecoveryFailure, check_crash_state, check_workload, verify_recovery
 from ._crash import CrashKind, CrashState, crash_points, crash_states
-from ._simfs import SimStat, SimulatedFileSystem, TraceEntry, format_trace, load_directory
+from ._simfs import Fault, SimStat, SimulatedFileSystem, TraceEntry, format_trace, load_directory
 from ._workload import (
     Ack,
     Append,
@@ -22,7 +22,7 @@ from ._workload import (
     WorkloadResult,
     run_workload,
 )
-from .strategies import json_values, messages, session_ids, texts, tool_batches, usages, workloads
+from .strategies import faults, json_values, messages, session_ids, texts, tool_batches, usages, workloads
 
 __all__ = [
     "Ack",
@@ -31,6 +31,7 @@ __all__ = [
     "CheckCounts",
     "CrashKind",
     "CrashState",
+    "Fault",
     "Operation",
     "RecordUsage",
     "RecoveryFailure",
@@ -44,6 +45,7 @@ __all__ = [
     "check_workload",
     "crash_points",
     "crash_states",
+    "faults",
     "format_trace",
     "json_values",
     "load_directory",

@@ -29,8 +29,17 @@ import msgspec
 from .._records import Message, ModelUsage, SessionSummary, UserMessage
 from .._repair import provider_violation
 from ._crash import CrashState, crash_points, crash_states
-from ._simfs import SimulatedFileSystem
-from ._workload import Append, AppendMany, Operation, RecordUsage, UpdateSession, WorkloadResult, run_workload
+from ._simfs import Fault, SimulatedFileSystem
+from ._workload import (
+    Append,
+    AppendMany,
+    Operation,
+    RecordUsage,
+    Snapshot,
+    UpdateSession,
+    WorkloadResult,
+    run_workload,
+)
 
 if TYPE_CHECKING:
     from ..store import SessionStore
@@ -140,7 +149,9 @@ def _check_session(store: SessionStore, sid: str, expect: _Expect) -> _Seen:
     started = result.started(sid, prefix)
     acked = result.acknowledged(sid, prefix) if expect_acked else []
     written = result.written(sid)
-    most = sum(len(a.records) for a in started if a.ok)
+    # A failed operation may have reached the disk anyway (a write whose fsync failed).
+    failed = [a for a in started if a.error is not None]
+    most = sum(len(a.records) for a in started)
     least = sum(len(a.records) for a in acked)
 
     # The raw log: a gap-free prefix of what was written, holding everything acknowledged.
@@ -180,17 +191,22 @@ def _check_session(store: SessionStore, sid: str, expect: _Expect) -> _Seen:
     else:
         got = view.snapshot
         made = snapshots.get(got.version)
-        _fail(made is not None, f"{sid}: load() shows snapshot {got.version}, which was never written")
-        assert made is not None
         _fail(
             got.version >= least_version,
             f"{sid}: snapshot {got.version} shown, {least_version} was acknowledged",
         )
-        _fail(
-            (got.id, got.compacted_through_sequence, got.compacted_message)
-            == (made.id, made.compacted_through_sequence, made.compacted_message),
-            f"{sid}: snapshot {got.version} reads back as {got!r}, was written as {made!r}",
-        )
+        if made is None:
+            tried = sum(isinstance(a.op, Snapshot) for a in failed)
+            _fail(
+                got.version <= max(snapshots, default=0) + tried,
+                f"{sid}: load() shows snapshot {got.version}, which was never written",
+            )
+        else:
+            _fail(
+                (got.id, got.compacted_through_sequence, got.compacted_message)
+                == (made.id, made.compacted_through_sequence, made.compacted_message),
+                f"{sid}: snapshot {got.version} reads back as {got!r}, was written as {made!r}",
+            )
         boundary = got.compacted_through_sequence
     tail = [r.sequence for r in view.raw_tail]
     _fail(tail == list(range(boundary + 1, n + 1)), f"{sid}: load() tail is {tail}, records() has 1..{n}")
@@ -227,14 +243,16 @@ def _check_session(store: SessionStore, sid: str, expect: _Expect) -> _Seen:
                 f"was written as {versions[summary.version]}",
             )
         else:
-            _fail(summary.version == 0, f"{sid}: metadata version {summary.version} was never written")
+            tried = sum(isinstance(a.op, UpdateSession) for a in failed)
+            _fail(
+                summary.version == 0 or summary.version <= max(versions, default=0) + tried,
+                f"{sid}: metadata version {summary.version} was never written",
+            )
 
     # Token usage: a prefix of what was recorded, holding everything acknowledged.
     rows = list(store.usage(sid))
-    recorded = [
-        a.usage for a in result.for_session(sid) if isinstance(a.op, RecordUsage) and a.ok and a.usage
-    ]
-    most_usage = sum(isinstance(a.op, RecordUsage) for a in started if a.ok)
+    recorded = [a.usage for a in result.for_session(sid) if isinstance(a.op, RecordUsage) and a.usage]
+    most_usage = sum(isinstance(a.op, RecordUsage) for a in started)
     least_usage = sum(isinstance(a.op, RecordUsage) for a in acked)
     _fail(
         least_usage <= len(rows) <= most_usage,
@@ -458,6 +476,8 @@ def check_workload(
     recovery_states: int = 2,
     power: bool | None = None,
     atomic_batches: bool = True,
+    fault: Fault | None = None,
+    continue_after_fault: bool = False,
     seed: int = 0,
 ) -> CheckCounts:
     """Run ``workload`` on a fresh simulated disk, then check every crash state of the run.
@@ -465,9 +485,15 @@ def check_workload(
     The store root is created (and made durable) first; crashes are taken from the
     store's first call on. ``power`` defaults to checking power losses only under
     ``durability="fsync"`` (``"none"`` promises to survive process crashes only).
+    With ``fault``, that I/O error is injected into the run, which stops at the first
+    operation that fails (an agent that dies on an error); what the failed operation
+    wrote may or may not be on disk, everything acknowledged before it must be. With
+    ``continue_after_fault`` the run instead reopens the store and goes on, and what is
+    acknowledged after the failure must be durable too.
+
     Raises `RecoveryFailure` for a state the store does not recover from, and
     ``AssertionError`` when an operation fails that should not (only `update_session`
-    of a session never written may).
+    of a session never written may, and any operation once the fault fired).
     """
     from .._errors import SessionNotFound
 
@@ -475,13 +501,26 @@ def check_workload(
     fs.makedirs(root)
     start = len(fs.trace)
     store = _store(fs, root, durability)
-    result = run_workload(store, workload, fs=fs)
+    if fault is not None:
+        fs.inject(fault)
+    result = run_workload(
+        store,
+        workload,
+        fs=fs,
+        stop_on_error=fault is not None and not continue_after_fault,
+        reopen_on_error=continue_after_fault,
+    )
     store.close()
+    blamed = False
     for ack in result.acks:
-        if ack.error is not None and not (
+        if ack.error is None or (
             isinstance(ack.op, UpdateSession) and isinstance(ack.error, SessionNotFound)
         ):
-            raise AssertionError(f"operation {ack.index} {ack.op!r} failed without a crash: {ack.error!r}")
+            continue
+        if fs.faults_fired and not blamed:
+            blamed = True  # the first failure is the injected fault's
+            continue
+        raise AssertionError(f"operation {ack.index} {ack.op!r} failed without a crash: {ack.error!r}")
     return verify_recovery(
         fs,
         result,

@@ -163,6 +163,21 @@ class _Open:
     pos: int = 0
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Fault:
+    """An I/O error to inject: call ``after + 1`` of method ``op`` fails with ``error``.
+
+    ``short_write=n`` (``op="write"`` only) makes that write store ``n`` bytes and
+    return ``n`` instead, the way ``write(2)`` reports a disk that filled up part-way.
+    """
+
+    op: str
+    error: int = errno.EIO
+    after: int = 0
+    short_write: int | None = None
+    path: str | None = None
+
+
 @dataclasses.dataclass(slots=True)
 class _Fault:
     op: str
@@ -170,6 +185,7 @@ class _Fault:
     path: str | None
     short_write: int | None
     count: int
+    skip: int
 
 
 def _oserror(code: int, path: str | None = None, path2: str | None = None) -> OSError:
@@ -237,6 +253,8 @@ class SimulatedFileSystem:
         self._trace: list[TraceEntry] = []
         self._clock = 0
         self._faults: list[_Fault] = []
+        #: How many calls an injected fault (`fail_next`) has made fail.
+        self.faults_fired = 0
         # flock: ino -> fds holding it and whether the hold is exclusive.
         self._locks: dict[int, tuple[bool, set[int]]] = {}
         self._mutex = threading.RLock()
@@ -338,18 +356,26 @@ class SimulatedFileSystem:
         path: str | None = None,
         short_write: int | None = None,
         count: int = 1,
+        after: int = 0,
     ) -> None:
-        """Make the next ``count`` calls of method ``op`` (on ``path``, if given) fail.
+        """Make ``count`` calls of method ``op`` (on ``path``, if given) fail, after ``after`` succeed.
 
         They raise ``OSError(error)`` and change nothing. For ``op="write"``,
         ``short_write=n`` instead writes only the first ``n`` bytes and returns ``n``, the
-        way ``write(2)`` reports a disk that filled up part-way.
+        way ``write(2)`` reports a disk that filled up part-way. `faults_fired` counts
+        the calls that failed so far.
         """
         if short_write is not None and op != "write":
             raise ValueError("short_write only applies to write")
         with self._mutex:
             norm = _normalize(path) if path is not None else None
-            self._faults.append(_Fault(op, error, norm, short_write, count))
+            self._faults.append(_Fault(op, error, norm, short_write, count, after))
+
+    def inject(self, fault: Fault) -> None:
+        """Arm ``fault`` (see `fail_next`)."""
+        self.fail_next(
+            fault.op, fault.error, path=fault.path, short_write=fault.short_write, after=fault.after
+        )
 
     # -----------------------------------------------------------------------------------
     # The FileSystem protocol
@@ -638,6 +664,10 @@ class SimulatedFileSystem:
     def _fault(self, op: str, path: str) -> _Fault | None:
         for fault in self._faults:
             if fault.op == op and (fault.path is None or fault.path == path):
+                if fault.skip > 0:
+                    fault.skip -= 1
+                    return None
+                self.faults_fired += 1
                 fault.count -= 1
                 if fault.count <= 0:
                     self._faults.remove(fault)

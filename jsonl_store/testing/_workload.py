@@ -95,11 +95,13 @@ class Ack:
     op: Operation
     started: int
     finished: int
-    #: Sequences returned by append/append_many, with the messages they hold.
+    #: Sequences returned by append/append_many, with the messages they hold (for a
+    #: failed append, the sequences it would have taken: its records may be on disk).
     records: tuple[tuple[int, Message], ...] = ()
     snapshot: ContextSnapshot | None = None
     summary: SessionSummary | None = None
-    #: What record_usage was given (a ModelUsage, or a dict when a model is named).
+    #: What record_usage was given (a ModelUsage, or a dict when a model is named), also
+    #: when it failed (the record may be on disk).
     usage: ModelUsage | dict[str, Any] | None = None
     #: The operation was skipped (a snapshot with nothing to compact).
     skipped: bool = False
@@ -138,8 +140,12 @@ class WorkloadResult:
         return [a for a in self.for_session(session_id) if a.started < prefix]
 
     def written(self, session_id: str) -> list[tuple[int, Message]]:
-        """Every (sequence, message) the store assigned in this session, in order."""
-        return [record for a in self.for_session(session_id) if a.ok for record in a.records]
+        """Every (sequence, message) the store assigned or may have written, in order.
+
+        A failed append's records count (they may be on disk); this is exact when the run
+        stopped at the failure (``run_workload(stop_on_error=True)``).
+        """
+        return [record for a in self.for_session(session_id) for record in a.records]
 
 
 def run_workload(
@@ -148,13 +154,17 @@ def run_workload(
     *,
     fs: SimulatedFileSystem | None = None,
     stop_on_error: bool = False,
+    reopen_on_error: bool = False,
 ) -> WorkloadResult:
     """Run ``workload`` on ``store`` in order and return what each operation got back.
 
     ``fs`` (the store's simulated file system) lets each `Ack` say which trace prefix
     it spans. An operation that raises a `jsonl_store.JsonlStoreError` or ``OSError``
-    is recorded with its error (and stops the run if ``stop_on_error``); any other
-    exception propagates.
+    is recorded with its error (and stops the run if ``stop_on_error``, which keeps the
+    sequences a failed append would have taken exact); any other exception propagates.
+    ``reopen_on_error`` instead closes the store after a failure (as an application
+    recovering from an I/O error would), records which of a failed append's records
+    the log holds now, and goes on.
     """
     result = WorkloadResult()
     last: dict[str, int] = {}
@@ -203,13 +213,25 @@ def run_workload(
                     kwargs["metadata"] = op.metadata
                 fields["summary"] = store.update_session(sid, **kwargs)
             else:
-                record: ModelUsage | dict[str, Any] = op.usage
-                if op.model is not None:
-                    record = {**msgspec.structs.asdict(op.usage), "model": op.model}
-                store.record_usage(sid, record)
-                fields["usage"] = record
+                store.record_usage(sid, _usage_payload(op))
+                fields["usage"] = _usage_payload(op)
         except (JsonlStoreError, OSError) as exc:
             fields = {"error": exc}
+            if isinstance(op, Append | AppendMany):
+                # What a failed append may still have left in the log (a write whose
+                # fsync failed is in the file): the sequences it would have taken.
+                messages = (op.message,) if isinstance(op, Append) else op.messages
+                first = last.get(sid, 0) + 1
+                fields["records"] = tuple(enumerate(messages, start=first))
+                if reopen_on_error:
+                    store.close()
+                    held = [r.sequence for r in store.records(sid) if r.sequence >= first]
+                    fields["records"] = tuple(zip(held, messages, strict=False))
+                    last[sid] = held[-1] if held else first - 1
+            elif isinstance(op, RecordUsage):
+                fields["usage"] = _usage_payload(op)
+            if reopen_on_error and "records" not in fields:
+                store.close()
         finished = len(fs.trace) if fs is not None else 0
         ack = Ack(index, op, started, finished, **fields)
         result.acks.append(ack)
@@ -222,3 +244,9 @@ def run_workload(
         elif stop_on_error and ack.error is not None:
             break
     return result
+
+
+def _usage_payload(op: RecordUsage) -> ModelUsage | dict[str, Any]:
+    if op.model is None:
+        return op.usage
+    return {**msgspec.structs.asdict(op.usage), "model": op.model}

@@ -22,6 +22,7 @@ Example::
 
 from __future__ import annotations
 
+import errno
 import json
 from typing import Any
 
@@ -36,6 +37,7 @@ from .._records import (
     ToolMessage,
     UserMessage,
 )
+from ._simfs import Fault
 from ._workload import Append, AppendMany, Operation, RecordUsage, Snapshot, UpdateSession
 
 # Characters a JSON-lines format must survive: a line end inside a string, the Unicode
@@ -234,3 +236,28 @@ def workloads(
     ids = draw(st.lists(session_ids(), min_size=1, max_size=sessions, unique=True))
     steps = draw(st.lists(st.sampled_from(ids).flatmap(_operations), min_size=min_steps, max_size=max_steps))
     return [op for step in steps for op in step]
+
+
+#: The calls an injected fault can hit: every call through which the store changes the disk.
+FAULT_OPS = (
+    "write",
+    "fdatasync",
+    "fsync",
+    "fsync_dir",
+    "rename",
+    "link",
+    "unlink",
+    "ftruncate",
+    "mkdir",
+    "open",
+)
+
+
+@st.composite
+def faults(draw: st.DrawFn, *, max_after: int = 12) -> Fault:
+    """An I/O error for one of the store's calls: EIO or ENOSPC, or a short write."""
+    op = draw(st.sampled_from(FAULT_OPS))
+    after = draw(st.integers(0, max_after))
+    if op == "write" and draw(st.booleans()):
+        return Fault(op, errno.ENOSPC, after=after, short_write=draw(st.integers(1, 64)))
+    return Fault(op, draw(st.sampled_from([errno.EIO, errno.ENOSPC])), after=after)
