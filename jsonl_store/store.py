@@ -751,9 +751,11 @@ class SessionStore:
             self._fs.close(fd)
             self._report(problems)
 
-    def _summary(self, session_id: str, directory: str) -> SessionSummary | None:
+    def _summary(self, session_id: str, directory: str, meta: SessionMeta | None = _UNSET) -> SessionSummary | None:
+        """The session's summary; ``meta`` when the caller has just read or written it."""
         problems: list[Problem] = []
-        meta = self._read_meta(session_id, directory, problems)
+        if meta is _UNSET:
+            meta = self._read_meta(session_id, directory, problems)
         fd, size = self._open_log(directory)
         last_sequence, last_time, first_time = 0, None, None
         try:
@@ -931,13 +933,16 @@ class SessionStore:
             merged_metadata = dict(metadata)
             _codec.encode_json(merged_metadata, "metadata")
         removed = tuple(remove_metadata)
-        if not self._exists(directory) or self.get_session(session_id) is None:
-            raise SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
+        missing = SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
+        if not self._exists(directory):
+            raise missing
         with self._lock(session_id):
             meta = self._read_meta(session_id, directory)
             if meta is None:
-                summary = self._summary(session_id, directory)
-                meta = SessionMeta(created_at=summary.created_at if summary else _now())
+                # No (readable) metadata: a session exists only if its log does.
+                if not self._exists(os.path.join(directory, LOG_NAME)):
+                    raise missing
+                meta = SessionMeta(created_at=self._first_record_time(directory) or _now())
             _meta.check_writable(meta, session_id)
             changed = _meta.merge(
                 meta,
@@ -951,7 +956,7 @@ class SessionStore:
             )
             if changed:
                 _meta.write(self._fs, directory, meta, durable=self._durable)
-        summary = self._summary(session_id, directory)
+        summary = self._summary(session_id, directory, meta)
         assert summary is not None
         return summary
 
