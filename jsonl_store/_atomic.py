@@ -20,7 +20,9 @@ def write_temp(fs: FileSystem, directory: str, final_name: str, data: bytes, *, 
         while view:
             view = view[fs.write(fd, view) :]  # type: ignore[arg-type]
         if durable:
-            fs.fsync(fd)
+            # fdatasync is enough: it flushes the data and the size needed to read it back;
+            # the name is made durable by the directory fsync after the rename or link.
+            fs.fdatasync(fd)
     except BaseException:
         fs.close(fd)
         _unlink_quietly(fs, path)
