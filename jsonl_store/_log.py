@@ -252,12 +252,19 @@ class LogWriter:
         except FileExistsError:
             fd = self.fs.open(self.path, FLAGS_APPEND, 0o644)
             created = False
-        if created and self.durable:
-            self.fs.fsync_dir(self.directory)
-        if (created or replaced) and self.on_new_file is not None:
-            # A file new to this writer (made now, or made by another process after the
-            # one we had was deleted): what the owner cached about it must be read again.
-            self.on_new_file()
+        try:
+            if self.durable:
+                # Every open, not only a create: a process that crashed (or whose fsync
+                # failed) right after creating the file left its name volatile, and
+                # records acknowledged later would vanish with it on a power loss.
+                self.fs.fsync_dir(self.directory)
+            if (created or replaced) and self.on_new_file is not None:
+                # A file new to this writer (made now, or made by another process after the
+                # one we had was deleted): what the owner cached about it must be read again.
+                self.on_new_file()
+        except BaseException:
+            self.fs.close(fd)
+            raise
         self.fd = fd
         self.pid = _process.pid
         self.size = -1  # unknown: the first locked sync reads the tail

@@ -253,11 +253,18 @@ class SessionStore:
         return session
 
     def _makedirs(self, path: str) -> None:
-        missing = []
+        """Make ``path`` and its missing parents; with fsync, make each name durable.
+
+        The directory holding ``path`` is fsynced even when ``path`` already existed: the
+        process that made it may have crashed (or failed its fsync) before doing so.
+        """
+        missing: list[str] = []
         while True:
             try:
                 self._fs.mkdir(path, 0o777)
             except FileExistsError:
+                if self._durable and not missing:
+                    self._fs.fsync_dir(os.path.dirname(path) or ".")
                 break
             except FileNotFoundError:
                 parent = os.path.dirname(path)
@@ -847,6 +854,11 @@ class SessionStore:
             if fd is None:
                 raise SessionNotFound(f"session {session_id!r} has no records to compact", session_id=session_id)
             try:
+                if self._durable:
+                    # The snapshot must never be on disk without its boundary record: records
+                    # written under durability="none", or before a failed fsync, may still be
+                    # only in the page cache.
+                    self._fs.fdatasync(fd)
                 problems: list[Problem] = []
                 current = _snapshots.latest(self._fs, directory, session_id, fd, size, problems)
                 self._report(problems)

@@ -12,8 +12,13 @@ fresh `SessionStore` on the crashed disk must show, for every session the worklo
 - a model context (``load(...).model_context(close_last=True)``) a provider accepts;
 - `SessionStore.repair` run twice equals run once: the second finds nothing, changes no
   byte, and what readers see is the same before and after repair;
-- an append after the crash gets the next sequence and lands after the recovered records;
-- and all of the above again after the recovery itself is crashed at sampled points.
+- a resumed session (a snapshot of what was recovered, then an append) works: the append
+  gets the next sequence, after the recovered records;
+- and all of the above again after the recovery itself (a repair, or the resumed session)
+  is crashed at sampled points. After a process crash, what the dead process wrote but
+  never synced is still volatile when the next one starts, so a power loss during the
+  recovery can still lose it (`CrashState.filesystem`): the store must not build anything
+  it acknowledges on top of it without syncing it first.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 import msgspec
 
-from .._records import Message, ModelUsage, SessionSummary, UserMessage
+from .._records import CompactedMessage, Message, ModelUsage, SessionSummary, UserMessage
 from .._repair import provider_violation
 from ._crash import CrashState, crash_points, crash_states
 from ._simfs import Fault, SimulatedFileSystem
@@ -52,6 +57,8 @@ _USAGE_FIELDS = (
     "cache_write_tokens",
     "reasoning_tokens",
 )
+#: Problems load() may report when a state may lose acknowledged data (a power loss under
+#: durability="none"): a snapshot that outlived its records, metadata that was never synced.
 _CRASH_REMAINS = frozenset({"bad-snapshot", "bad-meta"})
 
 
@@ -301,21 +308,38 @@ def _check_repair(fs: SimulatedFileSystem, root: str, durability: Durability, ex
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class _Appended:
-    """One session's append after the crash: what was there, what was added, when acknowledged."""
+class _Resumed:
+    """One session resumed after the crash: an append and a snapshot, and when each was acknowledged."""
 
     before: list[Message]
+    #: How many of ``before`` the original run had acknowledged (they must stay).
+    least: int
     message: Message
-    acknowledged_at: int
+    appended_at: int
+    old_version: int
+    new_version: int
+    snapshot_at: int
 
 
-def _check_append_after(
-    fs: SimulatedFileSystem, root: str, durability: Durability, result: WorkloadResult
-) -> dict[str, _Appended]:
+def _check_resume(
+    fs: SimulatedFileSystem, root: str, durability: Durability, expect: _Expect
+) -> dict[str, _Resumed]:
+    """Resume each session after the crash: compact what was recovered, then append."""
     store = _store(fs, root, durability)
-    appended = {}
-    for sid in result.session_ids:
+    resumed = {}
+    for sid in expect.result.session_ids:
         before = [r.message for r in store.records(sid)]
+        least = (
+            sum(len(a.records) for a in expect.result.acknowledged(sid, expect.prefix)) if expect.acked else 0
+        )
+        # A snapshot first: it must not outlive the records it stands for, even when they
+        # were only in the page cache when the process died.
+        current = store.load(sid).snapshot
+        old_version = new_version = current.version if current else 0
+        if len(before) > (current.compacted_through_sequence if current else 0):
+            summary = CompactedMessage(content="compacted after the crash")
+            new_version = store.snapshot(sid, summary, len(before), old_version).version
+        snapshot_at = len(fs.trace)
         message: Message = UserMessage(content="appended after the crash")
         sequence = store.append(sid, message)
         _fail(
@@ -327,30 +351,38 @@ def _check_append_after(
             after == [*before, message],
             f"{sid}: append after the crash did not land after the recovered records",
         )
-        appended[sid] = _Appended(before, message, len(fs.trace))
+        resumed[sid] = _Resumed(before, least, message, len(fs.trace), old_version, new_version, snapshot_at)
     store.close()
-    return appended
+    return resumed
 
 
-def _check_append_crashed(
-    state: CrashState, root: str, durability: Durability, appended: dict[str, _Appended]
+def _check_resume_crashed(
+    state: CrashState, root: str, durability: Durability, resumed: dict[str, _Resumed], volatile: bool
 ) -> None:
-    """A crash during the first append after a crash (which cuts the damaged tail) loses nothing."""
-    fs = state.filesystem()
+    """A crash while resuming (a snapshot, then an append that cuts a damaged tail) loses nothing."""
+    fs = state.filesystem(volatile=volatile)
     store = _store(fs, root, durability)
     expect_new = durability == "fsync" or state.kind == "process"
-    for sid, append in appended.items():
+    for sid, resume in resumed.items():
         records = list(store.records(sid))
         sequences = [r.sequence for r in records]
         _fail(sequences == list(range(1, len(records) + 1)), f"{sid}: raw log sequences are {sequences}")
         messages = [r.message for r in records]
-        whole = [*append.before, append.message]
+        whole = [*resume.before, resume.message]
         _fail(
-            messages in (append.before, whole),
+            messages == whole[: len(messages)] and len(messages) >= (resume.least if expect_new else 0),
             f"{sid}: records recovered before the append were changed or lost",
         )
-        if expect_new and state.prefix >= append.acknowledged_at:
+        if expect_new and state.prefix >= resume.appended_at:
             _fail(messages == whole, f"{sid}: the acknowledged append after the crash was lost")
+        view = store.load(sid)
+        version = view.snapshot.version if view.snapshot else 0
+        if expect_new and state.prefix >= resume.snapshot_at:
+            _fail(
+                version == resume.new_version,
+                f"{sid}: snapshot {resume.new_version}, acknowledged after the crash, was lost "
+                f"(load() shows {version or 'none'}; problems: {[str(p) for p in view.problems]})",
+            )
         store.repair(sid)
         again = store.repair(sid)
         _fail(not again, f"{sid}: a second repair still finds {[str(p) for p in again]}")
@@ -366,6 +398,7 @@ def check_crash_state(
     durability: Durability = "fsync",
     recovery_states: int = 3,
     atomic_batches: bool = True,
+    volatile_restart: bool = True,
     seed: int = 0,
 ) -> int:
     """Check that a fresh store recovers from ``state``; return how many states were checked.
@@ -374,25 +407,34 @@ def check_crash_state(
     Acknowledged records are required when ``durability="fsync"`` or the crash was a
     process crash; the other checks hold for every state. Then the recovery is itself
     crashed at up to ``recovery_states`` sampled points, twice over: a `repair` run
-    (each such state checked the same way), and the first append after the crash, which
-    cuts a damaged tail (records recovered before it must stay, the new one be whole). ``atomic_batches=False`` tolerates an
-    `append_many` batch present in part (``True`` holds the store to "all or nothing").
+    (each such state checked the same way), and a resumed session (an append, which cuts
+    a damaged tail, after a snapshot of what was recovered): records recovered before must stay, and
+    what the resumed run had acknowledged must be there. After a process crash, what was
+    not yet synced stays volatile through the restart (`CrashState.filesystem`).
+    ``volatile_restart=False`` makes a process crash's state all durable at the restart
+    (a weaker model); ``atomic_batches=False`` tolerates an `append_many` batch present
+    in part.
 
     Raises `RecoveryFailure` saying what failed, with the state and its trace.
     """
-    expect = _Expect(result, state.prefix, durability == "fsync" or state.kind == "process", atomic_batches)
+    acked = durability == "fsync" or state.kind == "process"
+    expect = _Expect(result, state.prefix, acked, atomic_batches)
     current: CrashState | None = None
     try:
-        recovery = state.filesystem()
+        recovery = state.filesystem(volatile=volatile_restart)
         _check_repair(recovery, root, durability, expect)
-        resumed = state.filesystem()
-        appended = _check_append_after(resumed, root, durability, result)
+        resumed = state.filesystem(volatile=volatile_restart)
+        sessions = _check_resume(resumed, root, durability, expect)
         checked = 1
         for current in _sample(recovery, recovery_states, seed):
-            _check_repair(current.filesystem(), root, durability, expect)
+            # Under durability="none" a power loss after the restart may lose what the
+            # process crash had kept.
+            again = expect.acked and (durability == "fsync" or current.kind == "process")
+            nested = current.filesystem(volatile=volatile_restart)
+            _check_repair(nested, root, durability, dataclasses.replace(expect, acked=again))
             checked += 1
         for current in _sample(resumed, recovery_states, seed + 1):
-            _check_append_crashed(current, root, durability, appended)
+            _check_resume_crashed(current, root, durability, sessions, volatile_restart)
             checked += 1
     except _Failed as exc:
         raise RecoveryFailure(str(exc), state, current) from None
@@ -427,6 +469,7 @@ def verify_recovery(
     recovery_states: int = 2,
     power: bool = True,
     atomic_batches: bool = True,
+    volatile_restart: bool = True,
     seed: int = 0,
     on_state: Callable[[CrashState], None] | None = None,
 ) -> CheckCounts:
@@ -456,6 +499,7 @@ def verify_recovery(
             durability=durability,
             recovery_states=recovery_states,
             atomic_batches=atomic_batches,
+            volatile_restart=volatile_restart,
             seed=seed * 1_000_003 + index,
         )
         counts.states += 1
@@ -478,6 +522,7 @@ def check_workload(
     atomic_batches: bool = True,
     fault: Fault | None = None,
     continue_after_fault: bool = False,
+    volatile_restart: bool = True,
     seed: int = 0,
 ) -> CheckCounts:
     """Run ``workload`` on a fresh simulated disk, then check every crash state of the run.
@@ -532,5 +577,6 @@ def check_workload(
         recovery_states=recovery_states,
         power=durability == "fsync" if power is None else power,
         atomic_batches=atomic_batches,
+        volatile_restart=volatile_restart,
         seed=seed,
     )

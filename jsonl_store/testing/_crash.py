@@ -30,22 +30,19 @@ import random
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from typing import Literal, TypeAlias
 
-from ._simfs import (
-    ROOT_INO,
+from ._image import ROOT_INO, Image, image_tree, materialize_image
+from ._simfs import SimulatedFileSystem
+from ._trace import (
     DataOp,
     DirOp,
-    Image,
     NewInode,
     SetEntry,
-    SimulatedFileSystem,
     SyncDir,
     SyncFile,
     TraceEntry,
     Truncate,
     WriteData,
     format_trace,
-    image_tree,
-    materialize_image,
 )
 
 CrashKind: TypeAlias = Literal["process", "power"]
@@ -65,14 +62,24 @@ class CrashState:
     description: str
     image: Image
     trace: Sequence[TraceEntry]
+    #: For a process crash: what is durable, and the changes still only in the page cache.
+    durable: Image | None = None
+    volatile: tuple[TraceEntry, ...] = ()
 
     @property
     def last_op(self) -> TraceEntry | None:
         """The last call that ran before the crash, or None for the starting image."""
         return self.trace[self.prefix - 1] if self.prefix else None
 
-    def filesystem(self) -> SimulatedFileSystem:
-        """A fresh `SimulatedFileSystem` holding this state (durable, with an empty trace)."""
+    def filesystem(self, *, volatile: bool = True) -> SimulatedFileSystem:
+        """A fresh `SimulatedFileSystem` holding this state, as a restarted process finds it.
+
+        After a power loss everything on it is durable. After a process crash, what was
+        not yet synced is still volatile (it opens the new trace), so a power loss after
+        the restart can still lose it; ``volatile=False`` makes it all durable instead.
+        """
+        if volatile and self.durable is not None:
+            return SimulatedFileSystem(self.durable, volatile=self.volatile)
         return SimulatedFileSystem(self.image)
 
     def materialize(self, path: str | os.PathLike[str]) -> None:
@@ -152,6 +159,28 @@ class _Disk:
             else:
                 assert isinstance(effect, SyncDir)
                 self._sync_dir(effect.ino)
+
+    def durable_image(self) -> Image:
+        """Every inode's durable content, reachable or not (a restarted process's base)."""
+        image: dict[int, bytes | dict[str, int]] = dict(self.files)
+        image.update((ino, dict(entries)) for ino, entries in self.dirs.items())
+        return image
+
+    def volatile_entries(self) -> tuple[TraceEntry, ...]:
+        """The changes not yet durable, as trace entries to replay on `durable_image`."""
+        out: list[TraceEntry] = []
+        for op in self.pending_dirs:
+            detail = f"#{op.index}, still volatile"
+            out.append(TraceEntry(len(out), op.op, detail, (DirOp(tuple(op.entries)),)))
+        for ino, ops in sorted(self.pending_data.items()):
+            for data_op in ops:
+                if isinstance(data_op, WriteData):
+                    detail = f"inode {ino}, {len(data_op.data)} bytes @ {data_op.offset}, still volatile"
+                    out.append(TraceEntry(len(out), "write", detail, (data_op,)))
+                else:
+                    detail = f"inode {ino}, {data_op.length}, still volatile"
+                    out.append(TraceEntry(len(out), "ftruncate", detail, (data_op,)))
+        return tuple(out)
 
     def _sync_dir(self, ino: int) -> None:
         entries = self.dirs[ino]
@@ -352,7 +381,7 @@ def _names(disk: _Disk) -> dict[int, str]:
 def crash_states(
     fs: SimulatedFileSystem,
     *,
-    start: int = 0,
+    start: int | None = None,
     stop: int | None = None,
     max_states_per_prefix: int = 16,
     max_tear_points: int = 4,
@@ -363,7 +392,8 @@ def crash_states(
 ) -> Iterator[CrashState]:
     """Yield the states a crash can leave after each prefix of ``fs.trace``.
 
-    Prefixes run from ``start`` to ``stop`` (default: the whole trace) calls, or only
+    Prefixes run from ``start`` (default: after the entries ``fs`` inherited as volatile
+    from an earlier crash) to ``stop`` (default: the whole trace) calls, or only
     those in ``prefixes`` when given; a prefix whose last call changed nothing on disk is
     skipped (see `crash_points`). For each, the process-crash state
     comes first (if ``process``), then at most ``max_states_per_prefix`` distinct
@@ -376,6 +406,7 @@ def crash_states(
     Raises ``ValueError`` when ``start``/``stop`` are out of range.
     """
     trace = list(fs.trace)
+    start = fs.inherited if start is None else start
     end = len(trace) if stop is None else stop
     if not 0 <= start <= end <= len(trace):
         raise ValueError(f"prefixes {start}..{end} are outside 0..{len(trace)}")
@@ -399,8 +430,9 @@ def crash_states(
         )
 
 
-def crash_points(fs: SimulatedFileSystem, *, start: int = 0) -> list[int]:
+def crash_points(fs: SimulatedFileSystem, *, start: int | None = None) -> list[int]:
     """The prefixes `crash_states` crashes at: ``start`` and each later call that changed the disk."""
+    start = fs.inherited if start is None else start
     return [start] + [e.index + 1 for e in fs.trace[start:] if e.effects]
 
 
@@ -427,9 +459,15 @@ def _states_at(
 
     everything = disk.build(_kept, disk.pending_dirs)
     if process:
-        state = emit("process", "everything written kept (page cache survived)", everything)
-        if state is not None:
-            yield state
+        yield CrashState(
+            prefix,
+            "process",
+            "everything written kept (page cache survived)",
+            everything,
+            trace,
+            disk.durable_image(),
+            disk.volatile_entries(),
+        )
     if not power or budget <= 0:
         return
     if not disk.pending_data and not disk.pending_dirs:

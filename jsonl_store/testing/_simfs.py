@@ -24,98 +24,26 @@ import posixpath
 import stat as stat_module
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Final, Self, TypeAlias
 
-# ---------------------------------------------------------------------------------------
-# Effects: what one operation changed, the unit `crash_states` replays
-# ---------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class NewInode:
-    """An inode came into being (empty file or empty directory); it has no name yet."""
-
-    ino: int
-    is_dir: bool
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class SetEntry:
-    """Directory ``dir_ino`` now maps ``name`` to ``target`` (None: the name is gone)."""
-
-    dir_ino: int
-    name: str
-    target: int | None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class DirOp:
-    """Directory changes one call made; they reach the disk together or not at all."""
-
-    entries: tuple[SetEntry, ...]
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class WriteData:
-    """``data`` written into file ``ino`` at ``offset`` (a gap before it reads as zeros)."""
-
-    ino: int
-    offset: int
-    data: bytes
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Truncate:
-    """File ``ino`` cut (or zero-extended) to ``length`` bytes."""
-
-    ino: int
-    length: int
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class SyncFile:
-    """fsync/fdatasync of a file: its data and size are durable; its names are not."""
-
-    ino: int
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class SyncDir:
-    """fsync of a directory: the entries set in it so far are durable."""
-
-    ino: int
-
-
-Effect: TypeAlias = NewInode | DirOp | WriteData | Truncate | SyncFile | SyncDir
-DataOp: TypeAlias = WriteData | Truncate
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class TraceEntry:
-    """One mutating call: its position, name, a readable account, and its effects."""
-
-    index: int
-    op: str
-    detail: str
-    effects: tuple[Effect, ...]
-    result: str = ""
-
-    def __str__(self) -> str:
-        returned = f" = {self.result}" if self.result else ""
-        return f"#{self.index} {self.op}({self.detail}){returned}"
-
-
-def format_trace(entries: Sequence[TraceEntry]) -> str:
-    """One line per entry, for failure reports."""
-    return "\n".join(str(entry) for entry in entries)
-
+from ._image import ROOT_INO, Image, image_tree, materialize_image
+from ._trace import (
+    DirOp,
+    Effect,
+    NewInode,
+    SetEntry,
+    SyncDir,
+    SyncFile,
+    TraceEntry,
+    Truncate,
+    WriteData,
+)
 
 # ---------------------------------------------------------------------------------------
 # Inodes and images
 # ---------------------------------------------------------------------------------------
 
-ROOT_INO: Final = 1
 _BASE_TIME_NS: Final = 1_700_000_000 * 10**9
 
 
@@ -132,8 +60,6 @@ class _Dir:
 
 
 _Inode: TypeAlias = _File | _Dir
-Image: TypeAlias = Mapping[int, "bytes | Mapping[str, int]"]
-"""A disk image: inode number to file bytes or directory entries; inode 1 is ``/``."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -227,12 +153,15 @@ class SimulatedFileSystem:
     ``SimulatedFileSystem()`` starts with an empty root directory ``/``. Paths are
     absolute or relative to ``/``. Everything on the starting image is durable; what
     happens after is recorded in `trace` (the image is ``base_image``) for
-    `jsonl_store.testing.crash_states` to crash.
+    `jsonl_store.testing.crash_states` to crash. ``volatile`` are changes already made
+    but not yet durable (what a process crash leaves in the page cache): they are
+    applied, and they open the trace (`inherited` entries), so a later power loss can
+    still lose them.
 
     Raises the same ``OSError`` subclasses with the same ``errno`` as ``os`` would.
     """
 
-    def __init__(self, image: Image | None = None) -> None:
+    def __init__(self, image: Image | None = None, *, volatile: Sequence[TraceEntry] = ()) -> None:
         self._inodes: dict[int, _Inode] = {}
         if image is None:
             image = {ROOT_INO: {}}
@@ -261,6 +190,10 @@ class SimulatedFileSystem:
         self._lock_released = threading.Condition(self._mutex)
         #: Seconds a blocking flock waits before it fails with EDEADLK instead of hanging.
         self.lock_wait = 10.0
+        for entry in volatile:
+            self._replay(entry)
+        #: How many entries at the start of `trace` came in as ``volatile``.
+        self.inherited = len(self._trace)
 
     # -----------------------------------------------------------------------------------
     # Inspection
@@ -650,6 +583,31 @@ class SimulatedFileSystem:
     # Internals
     # -----------------------------------------------------------------------------------
 
+    def _replay(self, entry: TraceEntry) -> None:
+        """Apply a change made before this file system existed, and record it as volatile."""
+        for effect in entry.effects:
+            if isinstance(effect, NewInode):
+                self._inodes.setdefault(effect.ino, _Dir() if effect.is_dir else _File())
+                self._next_ino = max(self._next_ino, effect.ino + 1)
+            elif isinstance(effect, DirOp):
+                for change in effect.entries:
+                    entries = self._dir(change.dir_ino).entries
+                    if change.target is None:
+                        entries.pop(change.name, None)
+                    else:
+                        entries[change.name] = change.target
+                    self._touch(change.dir_ino)
+            elif isinstance(effect, WriteData):
+                data = self._file(effect.ino).data
+                if effect.offset > len(data):
+                    data.extend(bytes(effect.offset - len(data)))
+                data[effect.offset : effect.offset + len(effect.data)] = effect.data
+            elif isinstance(effect, Truncate):
+                data = self._file(effect.ino).data
+                del data[effect.length :]
+                data.extend(bytes(effect.length - len(data)))
+        self._record(entry.op, entry.detail, entry.effects)
+
     def _sync(self, op: str, fd: int) -> None:
         with self._mutex:
             handle = self._handle(fd)
@@ -806,60 +764,6 @@ def _flag_names(flags: int) -> str:
         if value and flags & value == value and not (name == "O_DSYNC" and flags & os.O_SYNC == os.O_SYNC):
             names.append(name)
     return "|".join(names)
-
-
-def image_tree(image: Image) -> dict[str, bytes | None]:
-    """Every path reachable from ``/`` in ``image``, mapped to bytes (None for a directory)."""
-    out: dict[str, bytes | None] = {}
-
-    def walk(ino: int, path: str, seen: frozenset[int]) -> None:
-        content = image[ino]
-        if isinstance(content, bytes | bytearray):
-            out[path] = bytes(content)
-            return
-        if path != "/":
-            out[path] = None
-        for name in sorted(content):
-            child = content[name]
-            if child not in seen:
-                walk(child, posixpath.join(path, name), seen | {child})
-
-    walk(ROOT_INO, "/", frozenset({ROOT_INO}))
-    return out
-
-
-def materialize_image(image: Image, path: str | os.PathLike[str]) -> None:
-    """Write ``image`` into the real directory ``path``: ``/`` becomes ``path``.
-
-    ``path`` is created if missing and must be empty. Hard links stay hard links.
-    Raises ``FileExistsError`` when ``path`` is not empty.
-    """
-    root = os.fspath(path)
-    os.makedirs(root, exist_ok=True)
-    if os.listdir(root):
-        raise FileExistsError(errno.EEXIST, "materialize needs an empty directory", root)
-    first_path: dict[int, str] = {}
-
-    def walk(ino: int, real: str) -> None:
-        content = image[ino]
-        assert not isinstance(content, bytes | bytearray)
-        for name in sorted(content):
-            child = content[name]
-            target = os.path.join(real, name)
-            data = image[child]
-            if isinstance(data, bytes | bytearray):
-                if child in first_path:
-                    os.link(first_path[child], target)
-                else:
-                    with open(target, "wb") as file:
-                        file.write(data)
-                    first_path[child] = target
-            elif child not in first_path:
-                first_path[child] = target
-                os.mkdir(target)
-                walk(child, target)
-
-    walk(ROOT_INO, root)
 
 
 def load_directory(path: str | os.PathLike[str]) -> SimulatedFileSystem:

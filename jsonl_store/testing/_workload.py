@@ -170,6 +170,7 @@ def run_workload(
     last: dict[str, int] = {}
     boundary: dict[str, int] = {}
     version: dict[str, int] = {}
+    usage_count: dict[str, int] = {}
     from .._errors import JsonlStoreError
 
     for index, op in enumerate(workload):
@@ -230,7 +231,16 @@ def run_workload(
                     last[sid] = held[-1] if held else first - 1
             elif isinstance(op, RecordUsage):
                 fields["usage"] = _usage_payload(op)
-            if reopen_on_error and "records" not in fields:
+                if reopen_on_error:
+                    store.close()
+                    if sum(1 for _ in store.usage(sid)) == usage_count.get(sid, 0):
+                        del fields["usage"]  # it did not land: later records take its place
+            elif isinstance(op, Snapshot) and reopen_on_error:
+                store.close()
+                landed = store.load(sid).snapshot  # a failed snapshot may exist all the same
+                if landed is not None:
+                    boundary[sid], version[sid] = landed.compacted_through_sequence, landed.version
+            if reopen_on_error:
                 store.close()
         finished = len(fs.trace) if fs is not None else 0
         ack = Ack(index, op, started, finished, **fields)
@@ -241,7 +251,9 @@ def run_workload(
             if ack.snapshot is not None:
                 boundary[sid] = ack.snapshot.compacted_through_sequence
                 version[sid] = ack.snapshot.version
-        elif stop_on_error and ack.error is not None:
+        if ack.usage is not None:
+            usage_count[sid] = usage_count.get(sid, 0) + 1
+        if stop_on_error and ack.error is not None:
             break
     return result
 
