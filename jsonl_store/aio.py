@@ -8,24 +8,34 @@ costs one thread hop per batch, not per record.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from ._meta import _UNSET, Origin
-from ._records import (
-    ContextSnapshot,
-    Message,
-    ModelUsage,
-    Problem,
-    RawMessageRecord,
-    SessionSummary,
-    SessionView,
-)
+from ._records import Problem, RawMessageRecord
 from .store import Durability, SessionStore
 
 T = TypeVar("T")
+R = TypeVar("R")
+P = ParamSpec("P")
 _BATCH = 256
+
+
+def _in_thread(
+    method: Callable[Concatenate[SessionStore, P], R],
+) -> Callable[Concatenate[AsyncSessionStore, P], Coroutine[Any, Any, R]]:
+    """The coroutine version of a `SessionStore` method: same signature, same errors.
+
+    One wrapper instead of a hand-written copy per method, so the async store can never
+    drift from the sync one (arguments, defaults, types and docstrings included).
+    """
+
+    @functools.wraps(method)
+    async def run(self: AsyncSessionStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await asyncio.to_thread(method, self.sync, *args, **kwargs)
+
+    return run
 
 
 class AsyncSessionStore:
@@ -47,85 +57,32 @@ class AsyncSessionStore:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def close(self) -> None:
-        await asyncio.to_thread(self.sync.close)
-
-    async def append(self, session_id: str, message: Message, **options: Any) -> int:
-        return await asyncio.to_thread(self.sync.append, session_id, message, **options)
-
-    async def append_many(self, session_id: str, messages: Sequence[Message], **options: Any) -> list[int]:
-        return await asyncio.to_thread(self.sync.append_many, session_id, messages, **options)
-
-    async def checkpoint(self, session_id: str, messages: Sequence[Message], **options: Any) -> list[int]:
-        return await asyncio.to_thread(self.sync.checkpoint, session_id, messages, **options)
-
-    async def load(self, session_id: str) -> SessionView:
-        return await asyncio.to_thread(self.sync.load, session_id)
-
-    async def snapshot(
-        self,
-        session_id: str,
-        compacted_message: Message,
-        compacted_through_sequence: int,
-        expected_version: int,
-    ) -> ContextSnapshot:
-        return await asyncio.to_thread(
-            self.sync.snapshot, session_id, compacted_message, compacted_through_sequence, expected_version
-        )
+    close = _in_thread(SessionStore.close)
+    append = _in_thread(SessionStore.append)
+    append_many = _in_thread(SessionStore.append_many)
+    checkpoint = _in_thread(SessionStore.checkpoint)
+    load = _in_thread(SessionStore.load)
+    snapshot = _in_thread(SessionStore.snapshot)
+    list_sessions = _in_thread(SessionStore.list_sessions)
+    get_session = _in_thread(SessionStore.get_session)
+    update_session = _in_thread(SessionStore.update_session)
+    record_usage = _in_thread(SessionStore.record_usage)
+    usage_totals = _in_thread(SessionStore.usage_totals)
+    delete_session = _in_thread(SessionStore.delete_session)
+    verify = _in_thread(SessionStore.verify)
+    repair = _in_thread(SessionStore.repair)
 
     async def records(self, session_id: str, *, after: int = 0) -> AsyncIterator[RawMessageRecord]:
+        """`SessionStore.records` as an async iterator, fetched in batches on a worker thread."""
         iterator = await asyncio.to_thread(lambda: self.sync.records(session_id, after=after))
         async for record in _drain(iterator):
             yield record
 
-    async def list_sessions(self, *, parent_session_id: str | None = None) -> list[SessionSummary]:
-        return await asyncio.to_thread(self.sync.list_sessions, parent_session_id=parent_session_id)
-
-    async def get_session(self, session_id: str) -> SessionSummary | None:
-        return await asyncio.to_thread(self.sync.get_session, session_id)
-
-    async def update_session(
-        self,
-        session_id: str,
-        *,
-        title: str | None = _UNSET,
-        pinned: bool = _UNSET,
-        metadata: Mapping[str, Any] | None = _UNSET,
-        remove_metadata: Iterable[str] = (),
-        expected_version: int | None = None,
-        origin: Origin = "user",
-    ) -> SessionSummary:
-        return await asyncio.to_thread(
-            lambda: self.sync.update_session(
-                session_id,
-                title=title,
-                pinned=pinned,
-                metadata=metadata,
-                remove_metadata=remove_metadata,
-                expected_version=expected_version,
-                origin=origin,
-            )
-        )
-
-    async def record_usage(self, session_id: str, record: ModelUsage | Mapping[str, Any]) -> None:
-        await asyncio.to_thread(self.sync.record_usage, session_id, record)
-
     async def usage(self, session_id: str) -> AsyncIterator[dict[str, Any]]:
+        """`SessionStore.usage` as an async iterator, fetched in batches on a worker thread."""
         iterator = await asyncio.to_thread(self.sync.usage, session_id)
         async for item in _drain(iterator):
             yield item
-
-    async def usage_totals(self, session_id: str) -> ModelUsage:
-        return await asyncio.to_thread(self.sync.usage_totals, session_id)
-
-    async def delete_session(self, session_id: str) -> bool:
-        return await asyncio.to_thread(self.sync.delete_session, session_id)
-
-    async def verify(self, session_id: str | None = None) -> list[Problem]:
-        return await asyncio.to_thread(self.sync.verify, session_id)
-
-    async def repair(self, session_id: str) -> list[Problem]:
-        return await asyncio.to_thread(self.sync.repair, session_id)
 
 
 async def _drain(iterator: Iterator[T]) -> AsyncIterator[T]:

@@ -1041,7 +1041,7 @@ class SessionStore:
 
     # -- whole-state saves ----------------------------------------------------------------
 
-    def checkpoint(self, session_id: str, messages: Sequence[Message], **append_options: Any) -> list[int]:
+    def checkpoint(self, /, session_id: str, messages: Sequence[Message], **append_options: Any) -> list[int]:
         """Save a runner's full message list by appending only what is not stored yet.
 
         Messages are matched by ``id`` (stored messages are immutable: give an edited message
