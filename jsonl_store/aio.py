@@ -11,7 +11,7 @@ import asyncio
 import functools
 import os
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
 from ._records import Problem, RawMessageRecord
 from .store import Durability, SessionStore
@@ -51,7 +51,7 @@ class AsyncSessionStore:
     ) -> None:
         self.sync = SessionStore(root, durability=durability, lock_timeout=lock_timeout, on_problem=on_problem)
 
-    async def __aenter__(self) -> AsyncSessionStore:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

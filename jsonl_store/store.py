@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import msgspec
 
@@ -204,7 +204,7 @@ class SessionStore:
         for session in sessions:
             session.close()
 
-    def __enter__(self) -> SessionStore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -526,11 +526,11 @@ class SessionStore:
             raise InvalidArgument(f"session_type must be an int, got {session_type!r}")
         common: dict[str, Any] = {}
         if request_id is not None or metadata or tags:
-            common = dict(
-                request_id=request_id,
-                metadata=self._json_object(metadata, "metadata"),
-                tags=self._json_object(tags, "tags"),
-            )
+            common = {
+                "request_id": request_id,
+                "metadata": self._json_object(metadata, "metadata"),
+                "tags": self._json_object(tags, "tags"),
+            }
         shared_trailer = _codec.encode_trailer(**common) if common else b""
         now = _now()
         created = _codec.encode_time(now)
@@ -1436,8 +1436,8 @@ class _NamedLock:
         except FileNotFoundError:
             raise SessionNotFound(f"session {self._session_id!r} does not exist", session_id=self._session_id) from None
 
-    def __exit__(self, *exc: Any) -> None:
-        self._lock.__exit__(*exc)
+    def __exit__(self, *exc: object) -> None:
+        self._lock.__exit__(*exc)  # type: ignore[arg-type]
 
 
 __all__ = ["UNUSABLE_KINDS", "Durability", "SessionStore"]
