@@ -7,7 +7,6 @@ file-system door (``_fs``), and back.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import logging
 import os
@@ -20,7 +19,7 @@ from typing import Any, Literal, Self
 
 import msgspec
 
-from . import _atomic, _codec, _meta, _snapshots
+from . import _atomic, _codec, _meta, _recovery, _session, _snapshots
 from ._errors import (
     InvalidArgument,
     InvalidMessage,
@@ -32,20 +31,16 @@ from ._errors import (
 )
 from ._fs import OS_FS, FileSystem
 from ._ids import new_uuid7
-from ._log import FLAGS_READ, Line, LogWriter, backward, free_sidecar, last_good, scan
+from ._log import FLAGS_READ, Line, LogWriter, backward, scan
 from ._meta import Origin, SessionMeta
 from ._paths import (
-    DAMAGED_SUFFIX,
     GITIGNORE_NAME,
     GITIGNORE_TEXT,
     LOCK_NAME,
     LOG_NAME,
     META_NAME,
-    TMP_SUFFIX,
     USAGE_NAME,
-    cut_name,
     is_session_id,
-    snapshot_name,
     validate_session_id,
 )
 from ._records import (
@@ -61,15 +56,13 @@ from ._records import (
     SessionView,
     UsageRecord,
 )
+from ._recovery import UNUSABLE_KINDS
 
 Durability = Literal["fsync", "none"]
 
 logger = logging.getLogger("jsonl_store")
 
 _UNSET: Any = _meta._UNSET
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-#: Problems that make a session unusable (the CLI exits with 2 for them).
-UNUSABLE_KINDS = frozenset({"unsupported-format", "unreadable"})
 _MAX_OPEN_SESSIONS = 64
 
 
@@ -314,9 +307,9 @@ class SessionStore:
                 meta = self._read_meta(session.session_id, session.directory, problems)
                 if meta is None:
                     if problems:
-                        self._move_aside(session.directory, META_NAME)
+                        _session.move_aside(self._fs, session.directory, META_NAME)
                     meta = session.initial_meta()
-                    first = self._first_record_time(session.directory)
+                    first = _session.first_record_time(self._fs, session.directory)
                     if first is not None:
                         # The log is older than this metadata: the session began with it.
                         meta.created_at = first
@@ -331,33 +324,12 @@ class SessionStore:
         session.parent = meta.parent_session_id
         session.prepared = True
 
-    def _first_record_time(self, directory: str) -> datetime | None:
-        fd, size = self._open_log(directory)
-        if fd is None:
-            return None
-        try:
-            first = next(iter(scan(self._fs, fd, "", 0, min(size, 1 << 16), None)), None)
-            return _record_summary(first.body)[1] if first is not None else None
-        finally:
-            self._fs.close(fd)
-
     def _read_meta(self, session_id: str, directory: str, problems: list[Problem] | None = None) -> SessionMeta | None:
-        try:
-            meta = _meta.read(self._fs, directory)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            problem = Problem(
-                path=os.path.join(directory, META_NAME),
-                kind="bad-meta",
-                reason=f"unreadable metadata: {exc}",
-                action="move aside",
-            )
-            if problems is None:
-                self._report([problem])
-            else:
-                problems.append(problem)
-            return None
-        if meta is not None:
-            _meta.check_readable(meta, session_id)
+        """The session's metadata; a damaged file is reported (to ``problems``, else on_problem)."""
+        found: list[Problem] = [] if problems is None else problems
+        meta = _session.read_meta(self._fs, session_id, directory, found)
+        if problems is None:
+            self._report(found)
         return meta
 
     def _require_writable(self, session_id: str, directory: str) -> SessionMeta | None:
@@ -376,8 +348,8 @@ class SessionStore:
                 self._prepare(session)
             if session.log is None:
                 session.log = self._new_writer(session, LOG_NAME, f"session {session.session_id!r}")
-                session.log.accept = _ends_batch
-                session.log.sequence_of = _body_sequence
+                session.log.accept = _session.ends_batch
+                session.log.sequence_of = _session.body_sequence
             return session.log
 
     def _usage_writer(self, session: _Session) -> LogWriter:
@@ -582,7 +554,7 @@ class SessionStore:
                     f"(got {parent_session_id!r})",
                     session_id=session_id,
                 )
-            sequence = _sequence_of(last)
+            sequence = _session.sequence_of(last)
             # Every record of a multi-record batch names the batch's last sequence, so a
             # reader can tell a batch torn by a power loss and give it back whole or not at all.
             batch_end = sequence + stored if stored > 1 else 0
@@ -624,13 +596,6 @@ class SessionStore:
 
     # -- reading ------------------------------------------------------------------------
 
-    def _open_log(self, directory: str) -> tuple[int | None, int]:
-        try:
-            fd = self._fs.open(os.path.join(directory, LOG_NAME), FLAGS_READ)
-        except FileNotFoundError:
-            return None, 0
-        return fd, self._fs.fstat(fd).st_size
-
     def load(self, session_id: str) -> SessionView:
         """The latest valid snapshot plus the raw-log records after its boundary.
 
@@ -640,15 +605,15 @@ class SessionStore:
         directory = self._dir(session_id)
         problems: list[Problem] = []
         meta = self._read_meta(session_id, directory, problems)
-        fd, size = self._open_log(directory)
+        fd, size = _session.open_log(self._fs, directory)
         try:
             snapshot = _snapshots.latest(self._fs, directory, session_id, fd, size, problems)
             tail: list[RawMessageRecord] = []
             if fd is not None:
                 start = snapshot.tail_offset if snapshot is not None else 0
                 after = snapshot.compacted_through_sequence if snapshot is not None else 0
-                end = self._good_end(fd, size, start)
-                tail = [r for _, r in self._decode_lines(session_id, directory, fd, start, end, after, problems)]
+                end = _session.good_end(self._fs, fd, size, start)
+                tail = [r for _, r in _session.decode_lines(self._fs, session_id, directory, fd, start, end, after, problems)]
         finally:
             if fd is not None:
                 self._fs.close(fd)
@@ -667,64 +632,6 @@ class SessionStore:
         session.seen = max(session.seen, view.last_sequence)
         return view
 
-    def _good_end(self, fd: int, size: int, floor: int) -> int:
-        """Where the complete records end: before a damaged tail or a batch torn short.
-
-        Reading stops there, so a batch cut by a power loss (or still being written) is
-        left out whole, and no reader has to hold records back to find that out.
-        """
-        return last_good(self._fs, fd, size, floor, _ends_batch)[0]
-
-    def _decode_lines(
-        self,
-        session_id: str,
-        directory: str,
-        fd: int,
-        start: int,
-        end: int,
-        after: int,
-        problems: list[Problem],
-    ) -> Iterator[tuple[Line, RawMessageRecord]]:
-        """Decode the records in ``[start, end)`` with strictly increasing sequences.
-
-        ``end`` should come from `_good_end`. A batch interrupted by damage in the middle
-        of the log keeps its surviving records (the damage itself is reported).
-        """
-        path = os.path.join(directory, LOG_NAME)
-        previous = after
-        expected_gap_free = start == 0 or after > 0
-        decode = _codec.decode_record
-        for line in scan(self._fs, fd, path, start, end, problems, first_line=1 if start == 0 else None):
-            try:
-                record = decode(line.body, session_id)
-            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-                problems.append(
-                    Problem(path, "bad-record", f"checksum holds but record does not fit: {exc}", "skipped",
-                            line.offset, line.number)
-                )
-                continue
-            sequence = record.sequence
-            if sequence != previous + 1:
-                if sequence <= previous:
-                    if sequence <= after and previous == after:
-                        continue  # before the boundary: `records(after=...)` skips these
-                    problems.append(
-                        Problem(path, "out-of-order", f"sequence {sequence} after {previous}", "skipped",
-                                line.offset, line.number)
-                    )
-                    continue
-                if expected_gap_free:
-                    problems.append(
-                        Problem(path, "gap", f"sequences {previous + 1}..{sequence - 1} are missing",
-                                "reported; later records are kept", line.offset, line.number)
-                    )
-            previous = sequence
-            if record.started_at is None:
-                # Instantaneous messages store no timing: it equals the append time.
-                msgspec.structs.force_setattr(record, "started_at", record.created_at)
-                msgspec.structs.force_setattr(record, "completed_at", record.created_at)
-            yield line, record
-
     def records(self, session_id: str, *, after: int = 0) -> Iterator[RawMessageRecord]:
         """Stream the raw log's records with a sequence above ``after``, in constant memory.
 
@@ -740,7 +647,7 @@ class SessionStore:
         return self._records(session_id, directory, after)
 
     def _records(self, session_id: str, directory: str, after: int) -> Iterator[RawMessageRecord]:
-        fd, size = self._open_log(directory)
+        fd, size = _session.open_log(self._fs, directory)
         if fd is None:
             return
         problems: list[Problem] = []
@@ -750,8 +657,8 @@ class SessionStore:
                 snapshot = _snapshots.latest(self._fs, directory, session_id, fd, size, None, at_most=after)
                 if snapshot is not None:
                     start, floor = snapshot.tail_offset, snapshot.compacted_through_sequence
-            end = self._good_end(fd, size, start)
-            for _, record in self._decode_lines(session_id, directory, fd, start, end, floor, problems):
+            end = _session.good_end(self._fs, fd, size, start)
+            for _, record in _session.decode_lines(self._fs, session_id, directory, fd, start, end, floor, problems):
                 if record.sequence > after:
                     yield record
         finally:
@@ -760,42 +667,9 @@ class SessionStore:
 
     def _summary(self, session_id: str, directory: str, meta: SessionMeta | None = _UNSET) -> SessionSummary | None:
         """The session's summary; ``meta`` when the caller has just read or written it."""
-        problems: list[Problem] = []
         if meta is _UNSET:
-            meta = self._read_meta(session_id, directory, problems)
-        fd, size = self._open_log(directory)
-        last_sequence, last_time, first_time = 0, None, None
-        try:
-            if fd is not None and size:
-                # Only the last complete record is read (about 4 KiB), and only its
-                # sequence and time are decoded: listing stays cheap for long logs.
-                _, line = last_good(self._fs, fd, size, 0, _ends_batch)
-                if line is not None:
-                    last_sequence, last_time = _record_summary(line.body)
-                if meta is None:
-                    first_time = self._first_record_time(directory)
-        finally:
-            if fd is not None:
-                self._fs.close(fd)
-        if meta is None and fd is None:
-            return None
-        created = meta.created_at if meta else (first_time or last_time or _EPOCH)
-        meta = meta or SessionMeta(created_at=created)
-        return SessionSummary(
-            session_id=session_id,
-            parent_session_id=meta.parent_session_id,
-            session_type=meta.session_type,
-            title=meta.title,
-            agent_name=meta.agent_name,
-            message_count=last_sequence,
-            created_at=created,
-            updated_at=last_time or created,
-            pinned=meta.pinned,
-            metadata=meta.metadata,
-            version=meta.version,
-            title_version=meta.title_version,
-            metadata_version=meta.metadata_version,
-        )
+            meta = self._read_meta(session_id, directory, [])
+        return _session.summary(self._fs, session_id, directory, meta)
 
     def get_session(self, session_id: str) -> SessionSummary | None:
         """The session's summary, or None when it does not exist."""
@@ -850,7 +724,7 @@ class SessionStore:
                 raise InvalidArgument(f"{name} must be a non-negative int, got {value!r}")
         self._require_writable(session_id, directory)
         with self._lock(session_id):
-            fd, size = self._open_log(directory)
+            fd, size = _session.open_log(self._fs, directory)
             if fd is None:
                 raise SessionNotFound(f"session {session_id!r} has no records to compact", session_id=session_id)
             try:
@@ -877,8 +751,8 @@ class SessionStore:
                 start = current.tail_offset if current else 0
                 # Search backwards from the end of the complete records: a boundary is
                 # usually recent, so this reads the records after it, not the whole tail.
-                for line in backward(self._fs, fd, self._good_end(fd, size, start), start):
-                    sequence = _sequence_of(line)
+                for line in backward(self._fs, fd, _session.good_end(self._fs, fd, size, start), start):
+                    sequence = _session.sequence_of(line)
                     if sequence <= compacted_through_sequence:
                         if sequence == compacted_through_sequence:
                             boundary = line
@@ -954,7 +828,7 @@ class SessionStore:
                 # No (readable) metadata: a session exists only if its log does.
                 if not self._exists(os.path.join(directory, LOG_NAME)):
                     raise missing
-                meta = SessionMeta(created_at=self._first_record_time(directory) or _now())
+                meta = SessionMeta(created_at=_session.first_record_time(self._fs, directory) or _now())
             _meta.check_writable(meta, session_id)
             changed = _meta.merge(
                 meta,
@@ -1093,7 +967,7 @@ class SessionStore:
             return sequences
 
     def _checkpoint_state(self, session: _Session, directory: str) -> _CheckpointCache:
-        fd, size = self._open_log(directory)
+        fd, size = _session.open_log(self._fs, directory)
         try:
             cache = session.checkpoint
             snapshot = _snapshots.latest(self._fs, directory, session.session_id, fd, size, None)
@@ -1111,8 +985,8 @@ class SessionStore:
                 last = snapshot.compacted_through_sequence if snapshot else 0
                 cache = _CheckpointCache(version, start, ids, last)
             if fd is not None and size > cache.log_end:
-                end = self._good_end(fd, size, cache.log_end)
-                for line, record in self._decode_lines(
+                end = _session.good_end(self._fs, fd, size, cache.log_end)
+                for line, record in _session.decode_lines(self._fs, 
                     session.session_id, directory, fd, cache.log_end, end, cache.last_sequence, []
                 ):
                     cache.ids.setdefault(_message_id(record.message), record.sequence)
@@ -1211,6 +1085,11 @@ class SessionStore:
 
     # -- verify and repair ------------------------------------------------------------------
 
+    def _check(self, session_id: str, directory: str, *, fix: bool) -> list[Problem]:
+        return _recovery.check(
+            self._fs, session_id, directory, fix=fix, durable=self._durable, lock_timeout=self.lock_timeout
+        )
+
     def verify(self, session_id: str | None = None) -> list[Problem]:
         """Every problem on disk (one session or all), with what `repair` would do. Changes nothing."""
         if session_id is None:
@@ -1241,145 +1120,12 @@ class SessionStore:
         with self._lock(session_id):
             return self._check(session_id, directory, fix=True)
 
-    def _check(self, session_id: str, directory: str, *, fix: bool) -> list[Problem]:
-        try:
-            return self._check_session(session_id, directory, fix=fix)
-        except UnsupportedFormat as exc:
-            return [Problem(os.path.join(directory, META_NAME), "unsupported-format", str(exc), "none: needs a newer jsonl_store")]
-        except OSError as exc:
-            if fix:
-                raise
-            return [Problem(directory, "unreadable", str(exc), "none: check permissions and the file system")]
-
-    def _check_session(self, session_id: str, directory: str, *, fix: bool) -> list[Problem]:
-        fs = self._fs
-        problems: list[Problem] = []
-        try:
-            names = fs.listdir(directory)
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        # Metadata.
-        meta = self._read_meta(session_id, directory, problems)
-        if fix and meta is not None:
-            _meta.check_writable(meta, session_id)
-        if meta is None and META_NAME in names and fix:
-            self._move_aside(directory, META_NAME)
-            fresh = SessionMeta(created_at=self._first_record_time(directory) or _now())
-            _meta.write(fs, directory, fresh, durable=self._durable)
-        # Leftover temporary files: every writer that makes one holds the session lock,
-        # and so does repair, so none of them is still being written.
-        for name in names:
-            if name.endswith(TMP_SUFFIX):
-                problems.append(Problem(os.path.join(directory, name), "leftover-temp", "unfinished temporary file", "delete"))
-                if fix:
-                    fs.unlink(os.path.join(directory, name))
-        # Logs: mid-log damage is reported and left; a damaged tail is cut.
-        for name in (LOG_NAME, USAGE_NAME):
-            if name in names:
-                problems.extend(self._check_log(session_id, directory, name, fix=fix))
-        # Snapshots.
-        fd, size = self._open_log(directory)
-        try:
-            for version in _snapshots.versions(fs, directory):
-                path = os.path.join(directory, snapshot_name(version))
-                try:
-                    snap = _snapshots.read(fs, directory, version, session_id)
-                    reason = "the raw log is missing" if fd is None else _snapshots.boundary_problem(fs, fd, size, snap)
-                except _snapshots.DamagedSnapshot as exc:
-                    reason = str(exc)
-                if reason is not None:
-                    problems.append(Problem(path, "bad-snapshot", reason, "move aside"))
-                    if fix:
-                        self._move_aside(directory, snapshot_name(version))
-        finally:
-            if fd is not None:
-                fs.close(fd)
-        return problems
-
-    def _check_log(self, session_id: str, directory: str, name: str, *, fix: bool) -> list[Problem]:
-        fs = self._fs
-        path = os.path.join(directory, name)
-        raw_log = name == LOG_NAME
-        problems: list[Problem] = []
-        fd = fs.open(path, FLAGS_READ)
-        try:
-            size = fs.fstat(fd).st_size
-            if raw_log:
-                for _ in self._decode_lines(session_id, directory, fd, 0, self._good_end(fd, size, 0), 0, problems):
-                    pass
-            else:
-                for _ in scan(fs, fd, path, 0, size, problems, first_line=1):
-                    pass
-            problems = [dataclasses.replace(p, action="none: readers skip it") for p in problems]
-            good_end, _ = last_good(fs, fd, size, 0, _ends_batch if raw_log else None)
-        finally:
-            fs.close(fd)
-        if good_end < size:
-            if fix:
-                writer = LogWriter(
-                    fs, path, directory, durable=True, lock_timeout=self.lock_timeout, label=path,
-                    session_id=session_id, accept=_ends_batch if raw_log else None,
-                )
-                try:
-                    writer.append_nothing()
-                    problems.extend(writer.cuts)
-                finally:
-                    writer.close()
-            else:
-                sidecar = os.path.basename(free_sidecar(fs, directory, cut_name(name, good_end)))
-                problems.append(
-                    Problem(path, "torn-tail", f"{size - good_end} bytes after the last good record",
-                            f"cut into {sidecar}", good_end)
-                )
-        return problems
-
-    def _move_aside(self, directory: str, name: str) -> None:
-        target = name + DAMAGED_SUFFIX
-        existing = set(self._fs.listdir(directory))
-        counter = 1
-        while target in existing:
-            counter += 1
-            target = f"{name}.{counter}{DAMAGED_SUFFIX}"
-        self._fs.rename(os.path.join(directory, name), os.path.join(directory, target))
-        self._fs.fsync_dir(directory)
-
-
-def _sequence_of(line: Line | None) -> int:
-    if line is None:
-        return 0
-    if line.sequence < 0:
-        line.sequence = _body_sequence(line.body)
-    return line.sequence
 
 
 def _includes_in_context(message: Message) -> bool:
     if isinstance(message, dict):
         return message.get("include_in_messages", True) is not False
     return message.include_in_messages
-
-
-def _record_summary(body: bytes) -> tuple[int, datetime | None]:
-    try:
-        return _codec.record_summary(body)
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        return 0, None
-
-
-def _body_sequence(body: bytes) -> int:
-    """The sequence of a checksummed line (0 for one that is not a record)."""
-    try:
-        return _codec.record_position(body)[0]
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        return 0
-
-
-def _ends_batch(line: Line) -> bool:
-    """Whether the good part of a log may end after ``line`` (it is not mid-batch)."""
-    try:
-        sequence, batch_end, _ = _codec.record_position(line.body)
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        return True
-    return batch_end <= sequence
 
 
 def _check_usage(usage: object) -> None:
