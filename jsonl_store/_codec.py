@@ -355,8 +355,3 @@ def record_position(body: bytes) -> tuple[int, int, str]:
 
 def decode_any(body: bytes) -> Any:
     return _any_decoder.decode(body)
-
-
-def raw(data: bytes) -> msgspec.Raw:
-    return msgspec.Raw(data)
-
