@@ -939,8 +939,6 @@ class SessionStore:
             ids.append(message_id)
         if len(set(ids)) != len(ids):
             raise InvalidMessage("checkpoint got two messages with the same id")
-        for message in wanted:
-            _codec.encode_message(message)  # refuse bad input before anything is written
         if not wanted:
             return []  # nothing to store, and a save never removes anything
         session = self._session(session_id)
@@ -1034,6 +1032,8 @@ class SessionStore:
             for record in self.records(session_id, after=max(seen, cache.boundary))
             if _message_id(record.message) not in wanted_ids and _includes_in_context(record.message)
         ]
+        for message in wanted:
+            _codec.encode_message(message)  # refuse bad input before the marker is written
         # A marker record first: it always advances the boundary (even right after another
         # snapshot) and leaves a trace of the rewrite in the raw log.
         marker = CompactedMessage(
