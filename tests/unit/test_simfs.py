@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import textwrap
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -507,3 +508,16 @@ def test_crash_points_are_the_calls_that_changed_the_disk() -> None:
     assert {s.prefix for s in crash_states(fs, prefixes={2})} == {2}
     with pytest.raises(ValueError):
         list(crash_states(fs, start=5))
+
+
+def test_testing_package_example_runs() -> None:
+    """The example in jsonl_store.testing's docstring runs as written."""
+    import jsonl_store.testing
+
+    doc = jsonl_store.testing.__doc__
+    assert doc is not None
+    code = doc.split("Example::\n", 1)[1]
+    resumed: list[object] = []
+    namespace = {"my_resume_code": lambda store: resumed.append(store.load("s"))}
+    exec(textwrap.dedent(code), namespace)  # noqa: S102 -- running the documented example is the point
+    assert len(resumed) > 10
