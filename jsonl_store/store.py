@@ -256,9 +256,14 @@ class SessionStore:
             try:
                 self._fs.mkdir(path, 0o777)
             except FileExistsError:
-                if self._durable and not missing:
+                # Made by us before, or by another process just now (which may not have
+                # fsynced its parent yet): either way the name must be durable.
+                if self._durable:
                     self._fs.fsync_dir(os.path.dirname(path) or ".")
-                break
+                if not missing:
+                    break
+                path = missing.pop()
+                continue
             except FileNotFoundError:
                 parent = os.path.dirname(path)
                 if parent == path:

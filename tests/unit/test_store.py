@@ -834,3 +834,23 @@ def test_problems_go_to_on_problem_not_exceptions(
     path.write_bytes(data[:second] + b"junk line\n" + data[second:])
     assert [r.sequence for r in store.records("s")] == [1, 2, 3]
     assert [p.kind for p in problems] == ["damaged-line"]
+
+
+def test_nested_root_made_while_another_process_makes_its_parent() -> None:
+    """A store root whose parent another process creates at the same moment is still made whole."""
+    from jsonl_store.testing import SimulatedFileSystem
+
+    class RacingFileSystem(SimulatedFileSystem):
+        raced = False
+
+        def mkdir(self, path: str, mode: int = 0o777) -> None:
+            if path == "/r/a" and not self.raced:
+                self.raced = True
+                super().mkdir(path, mode)  # the other process wins: ours gets EEXIST
+            super().mkdir(path, mode)
+
+    fs = RacingFileSystem()
+    fs.makedirs("/r")
+    store = SessionStore("/r/a/b", fs=fs)
+    assert store.append("s", user()) == 1
+    assert fs.raced and [r.sequence for r in store.records("s")] == [1]
