@@ -932,7 +932,8 @@ class SessionStore:
         a snapshot plus a new tail, and the raw log is never rewritten; stored messages the
         caller has not seen (newer than its list and than what this store last loaded or
         saved for it) are kept after it. Returns the sequences appended. An extending save
-        reads and writes only the new bytes (O(new messages)); a rewrite costs O(tail).
+        reads and writes only the new bytes (O(new messages)); the first save of a session
+        by a store reads its tail once, as `load` does, and a rewrite costs O(tail).
         """
         directory = self._dir(session_id)
         wanted = [m for m in messages if _persisted(m)]

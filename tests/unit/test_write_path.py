@@ -55,3 +55,28 @@ def test_append_of_only_unpersisted_messages_touches_nothing() -> None:
     fs, store = _warm("fsync")
     ops = _ops_of(fs, lambda: store.append("s", UserMessage(content="ephemeral", persist=False)))
     assert ops == []
+
+
+class _CountingFileSystem(SimulatedFileSystem):
+    """Counts the bytes read, to prove what a call does not read."""
+
+    read_bytes_total = 0
+
+    def pread(self, fd: int, length: int, offset: int) -> bytes:
+        data = super().pread(fd, length, offset)
+        self.read_bytes_total += len(data)
+        return data
+
+
+def test_checkpoint_that_extends_a_long_history_reads_only_the_new_bytes() -> None:
+    """A checkpoint adding one message to 2,000 stored ones reads a few KiB, not the whole log (O(new))."""
+    fs = _CountingFileSystem()
+    store = SessionStore(ROOT, durability="none", fs=fs)
+    history: list[UserMessage] = [UserMessage(content=f"message {i} " + "x" * 200) for i in range(2000)]
+    store.checkpoint("s", history)
+    log_size = fs.stat(ROOT + "/s/messages.jsonl").st_size
+    history.append(UserMessage(content="one more"))
+    before = fs.read_bytes_total
+    assert store.checkpoint("s", history) == [2001]
+    read = fs.read_bytes_total - before
+    assert log_size > 400_000 and read < 20_000, (log_size, read)
