@@ -144,14 +144,15 @@ class Ledger:
     def check_after_kill(self, lines: list[str], round_: int) -> None:
         """Check a fresh store's view of the disk against what the killed child reported."""
         tried: tuple[str, int] | None = None
-        before: tuple[str, int] | None = None  # the call before the one in flight
+        acked_in_flight = 0  # acks read for the call of the last "try" line
         meta_try: str | None = None
         snap_try: tuple[int, int, str] | None = None
         for line in lines:
             word, *rest = line.split(" ")
             if word == "try":
-                before, tried = tried, (rest[0], int(rest[1]))
+                tried, acked_in_flight = (rest[0], int(rest[1])), 0
             elif word == "ack":
+                acked_in_flight += 1
                 sequence, digest = int(rest[0]), rest[1]
                 assert self.kept.setdefault(sequence, digest) == digest, (
                     f"sequence {sequence} acknowledged twice, with different content"
@@ -180,17 +181,14 @@ class Ledger:
             assert sha(records[sequence - 1].message) == digest, f"acknowledged sequence {sequence} changed"
         # Records past every acknowledged one can only be the call in flight: a prefix of it.
         unacknowledged = [r.message["id"] for r in records[max(self.kept) :]]
-        if unacknowledged and before is not None and unacknowledged[0].startswith(f"{before[0]}-"):
-            # The previous call returned, but the kill cut its report (one pipe write of
-            # many ack lines is not atomic): the rest of that call is acknowledged too.
-            rest_of_before = [i for i in unacknowledged if i.startswith(f"{before[0]}-")]
-            first = int(rest_of_before[0].rsplit("-", 1)[1])
-            assert rest_of_before == [f"{before[0]}-{i}" for i in range(first, before[1])]
-            unacknowledged = unacknowledged[len(rest_of_before) :]
         if unacknowledged:
+            # The call in flight: a prefix of it, after the acks of it that were read. A
+            # kill can cut a batch's ack report short (one pipe write of many lines is not
+            # atomic), so records of a call that returned may follow its last read ack.
             assert tried is not None
-            assert unacknowledged == [f"{tried[0]}-{i}" for i in range(len(unacknowledged))]
-            assert len(unacknowledged) <= tried[1]
+            first = acked_in_flight
+            assert unacknowledged == [f"{tried[0]}-{i}" for i in range(first, first + len(unacknowledged))]
+            assert first + len(unacknowledged) <= tried[1]
 
         view = store.load(SID)
         assert view.problems == [], "the remains of a crash were reported as damage"
