@@ -57,6 +57,7 @@ from ._records import (
     UsageRecord,
 )
 from ._recovery import UNUSABLE_KINDS
+from ._repair import includes
 
 Durability = Literal["fsync", "none"]
 
@@ -182,6 +183,7 @@ class SessionStore:
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._sessions_mutex = threading.Lock()
         self._locks: dict[str, AbstractContextManager[Any]] = {}
+        self._seen: dict[str, int] = {}  # `_Session.seen` of sessions evicted from `_sessions`
         self._root_ready = False
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -239,11 +241,23 @@ class SessionStore:
             session = self._sessions.get(session_id)
             if session is None:
                 session = self._sessions[session_id] = _Session(session_id, directory)
+                session.seen = self._seen.pop(session_id, 0)
                 while len(self._sessions) > _MAX_OPEN_SESSIONS:
-                    evicted.append(self._sessions.popitem(last=False)[1])
+                    old = self._sessions.popitem(last=False)[1]
+                    # Descriptors are released, but what the caller has seen of the session
+                    # must outlive them: checkpoint's rewrite rule depends on it.
+                    self._seen[old.session_id] = old.seen
+                    evicted.append(old)
         for old in evicted:
             old.close()
         return session
+
+    def _forget(self, session_id: str) -> None:
+        """Close and drop what this store keeps open for a session (before delete or repair)."""
+        with self._sessions_mutex:
+            session = self._sessions.pop(session_id, None)
+        if session is not None:
+            session.close()
 
     def _makedirs(self, path: str) -> None:
         """Make ``path`` and its missing parents; with fsync, make each name durable.
@@ -502,7 +516,7 @@ class SessionStore:
         if type(session_type) is not int:
             raise InvalidArgument(f"session_type must be an int, got {session_type!r}")
         common: dict[str, Any] = {}
-        if request_id is not None or metadata or tags:
+        if request_id is not None or metadata is not None or tags is not None:
             common = {
                 "request_id": request_id,
                 "metadata": self._json_object(metadata, "metadata"),
@@ -519,28 +533,24 @@ class SessionStore:
                 continue
             usage = usages[index]
             timing = timings[index]
-            trailer = shared_trailer
             if usage is not None:
                 _check_usage(usage)
+                if not _is_assistant(message):
+                    raise InvalidArgument("usage belongs only to assistant messages")
             if timing is not None:
                 _check_timing(timing)
-            if timing is None and usage is not None and _is_assistant(message):
+                usage_fields = msgspec.structs.asdict(usage) if usage is not None else {}
+                trailer = _codec.encode_trailer(**common, **msgspec.structs.asdict(timing), **usage_fields)
+            elif usage is not None:
                 # The common case of a model response: token counts are the record's last
                 # fields, so they follow the shared part without another encoding pass.
                 trailer = shared_trailer + _codec.usage_trailer(usage)
-            elif usage is not None or timing is not None:
-                extra: dict[str, Any] = {}
-                if usage is not None:
-                    if not _is_assistant(message):
-                        raise InvalidArgument("usage belongs only to assistant messages")
-                    extra.update(_usage_fields(usage))
-                if timing is not None:
-                    extra.update(_timing_fields(timing))
-                trailer = _codec.encode_trailer(**common, **extra)
+            else:
+                trailer = shared_trailer
             bodies.append((_codec.record_head(new_uuid7(), created, payload, plain), trailer))
-        if all(body is None for body in bodies):
-            # Nothing to persist; the session is still checked so bad ids fail the same way.
-            return [0] * len(messages)
+        stored = len(bodies) - bodies.count(None)
+        if not stored:
+            return [0] * len(messages)  # nothing to persist
         if title is not None:
             _meta.check_title(title)
         if agent_name is not None:
@@ -548,7 +558,6 @@ class SessionStore:
         session.init = (now, parent_session_id, session_type, agent_name, title)
         writer = self._writer(session)
         sequences: list[int] = []
-        stored = sum(1 for pieces in bodies if pieces is not None)
 
         def build(last: Line | None) -> tuple[bytes, Line]:
             # Checked under the append lock: the session may have been deleted and made
@@ -593,10 +602,10 @@ class SessionStore:
 
     @staticmethod
     def _json_object(value: Mapping[str, Any] | None, name: str) -> Any:
+        if value is not None and not isinstance(value, Mapping):
+            raise InvalidArgument(f"{name} must be a mapping, got {type(value).__name__}")
         if not value:
             return None  # left out of the line, read back as {}
-        if not isinstance(value, Mapping):
-            raise InvalidArgument(f"{name} must be a mapping, got {type(value).__name__}")
         return msgspec.Raw(_codec.encode_json(dict(value), name))
 
     # -- reading ------------------------------------------------------------------------
@@ -861,9 +870,8 @@ class SessionStore:
         """
         session = self._session(session_id)
         if isinstance(record, ModelUsage):
-            _check_usage(record)
-            usage = UsageRecord(recorded_at=_now(), **msgspec.structs.asdict(record))
-        elif isinstance(record, Mapping):
+            record = msgspec.structs.asdict(record)  # checked below like any mapping
+        if isinstance(record, Mapping):
             known = {f for f in UsageRecord.__struct_fields__ if f not in ("recorded_at", "extra")}
             fields = {k: v for k, v in record.items() if k in known}
             extra = {k: v for k, v in record.items() if k not in known}
@@ -874,7 +882,7 @@ class SessionStore:
                 raise InvalidArgument(f"bad usage record: {exc}") from None
         else:
             raise InvalidArgument(f"record must be a ModelUsage or a mapping, got {type(record).__name__}")
-        for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"):
+        for name in ModelUsage.__struct_fields__:
             if getattr(usage, name) < 0:
                 raise InvalidArgument(f"{name} must not be negative, got {getattr(usage, name)}")
         line = _codec.encode_usage(usage)
@@ -1036,7 +1044,7 @@ class SessionStore:
         unseen = [
             record.message
             for record in self.records(session_id, after=max(seen, cache.boundary))
-            if _message_id(record.message) not in wanted_ids and _includes_in_context(record.message)
+            if _message_id(record.message) not in wanted_ids and includes(record.message)
         ]
         for message in wanted:
             _codec.encode_message(message)  # refuse bad input before the marker is written
@@ -1061,10 +1069,7 @@ class SessionStore:
         directory = self._dir(session_id)
         if not self._exists(directory):
             return False
-        with self._sessions_mutex:
-            session = self._sessions.pop(session_id, None)
-        if session is not None:
-            session.close()
+        self._forget(session_id)
         existed = False
         with self._lock(session_id):
             log_path = os.path.join(directory, LOG_NAME)
@@ -1117,21 +1122,12 @@ class SessionStore:
         where it is (readers skip it); it is reported with ``action`` saying so.
         """
         directory = self._dir(session_id)
-        with self._sessions_mutex:
-            session = self._sessions.pop(session_id, None)
-        if session is not None:
-            session.close()
+        self._forget(session_id)
         if not self._exists(directory):
             return []
         with self._lock(session_id):
             return self._check(session_id, directory, fix=True)
 
-
-
-def _includes_in_context(message: Message) -> bool:
-    if isinstance(message, dict):
-        return message.get("include_in_messages", True) is not False
-    return message.include_in_messages
 
 
 def _check_usage(usage: object) -> None:
@@ -1155,14 +1151,6 @@ def _check_timing(timing: object) -> None:
             continue
         if not isinstance(value, expected) or isinstance(value, bool):
             raise InvalidArgument(f"timing.{name} must be {expected.__name__}, got {value!r}")
-
-
-def _timing_fields(timing: MessageTiming) -> dict[str, Any]:
-    return {f: getattr(timing, f) for f in timing.__struct_fields__}
-
-
-def _usage_fields(usage: ModelUsage) -> dict[str, Any]:
-    return msgspec.structs.asdict(usage)
 
 
 class _NamedLock:

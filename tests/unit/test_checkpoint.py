@@ -272,3 +272,14 @@ def test_compaction_keeps_messages_another_writer_appended_after_the_list(
     runner: list[Message] = [CompactedMessage(content="1 and 2"), history[2], user("4")]
     store.checkpoint("s", runner)
     assert store.load("s").messages == [*runner, x]
+
+
+def test_what_a_caller_has_seen_outlives_the_store_closing_its_descriptors(root: Path) -> None:
+    """A compaction after the store evicted the session's open state still drops the summarised history."""
+    store = SessionStore(root, durability="none")
+    store.checkpoint("s", [user("1"), user("2"), user("3")])
+    for i in range(80):  # more sessions than a store keeps open: "s" is evicted
+        store.load(f"other-{i}")
+    runner: list[Message] = [CompactedMessage(content="1, 2 and 3 happened"), user("4")]
+    store.checkpoint("s", runner)
+    assert store.load("s").messages == runner
