@@ -118,7 +118,7 @@ def _encode_value(value: object, where: str) -> bytes:
         raise _explain(value, where) from None
 
 
-def _explain(value: object, where: str, depth: int = 0) -> InvalidMessage | UnsupportedValue:
+def _explain(value: object, where: str) -> InvalidMessage | UnsupportedValue:
     """Find the first value that cannot round-trip and say where it is (``$.a[0]``).
 
     Only called on the error path, so it may be slow and thorough.
@@ -126,7 +126,6 @@ def _explain(value: object, where: str, depth: int = 0) -> InvalidMessage | Unsu
     try:
         found = _find_bad(value, where, 0)
     except RecursionError:
-        found = None
         return InvalidMessage(f"value at {where} is nested too deeply to be encoded (about {MAX_DEPTH} levels)")
     if found is None:
         return InvalidMessage(f"value at {where} does not survive a JSON round trip")
@@ -351,7 +350,3 @@ def record_position(body: bytes) -> tuple[int, int, str]:
     """A record's sequence, batch end and id, without decoding its message into objects."""
     head = _position_decoder.decode(body)
     return head.sequence, head.batch_end, head.id
-
-
-def decode_any(body: bytes) -> Any:
-    return _any_decoder.decode(body)

@@ -60,16 +60,15 @@ def boundary_problem(fs: FileSystem, log_fd: int, log_size: int, snapshot: Conte
     if not 0 <= start < end:
         return f"boundary offsets {start}..{end} are invalid"
     data = fs.pread(log_fd, end - start, start)
-    body = _codec.unseal(data[:-1]) if data.endswith(b"\n") else None
-    if body is None:
+    if not (data.endswith(b"\n") and _codec.is_sealed(data[:-1])):
         return f"no valid record at byte {start}"
     try:
-        head = _codec.decode_any(body)
-    except msgspec.DecodeError:
+        sequence, _, record_id = _codec.record_position(data[:-1])
+    except (msgspec.DecodeError, msgspec.ValidationError):
         return f"no valid record at byte {start}"
-    if head.get("sequence") != snapshot.compacted_through_sequence or head.get("id") != snapshot.boundary_record_id:
+    if sequence != snapshot.compacted_through_sequence or record_id != snapshot.boundary_record_id:
         return (
-            f"the record at byte {start} is sequence {head.get('sequence')}, not the boundary "
+            f"the record at byte {start} is sequence {sequence}, not the boundary "
             f"sequence {snapshot.compacted_through_sequence} this snapshot was made for"
         )
     return None
