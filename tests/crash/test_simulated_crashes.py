@@ -140,7 +140,10 @@ def test_torn_metadata_does_not_block_the_next_append() -> None:
     fs, start, _ = _run([Append("s", UserMessage(id="u", content="hi"))], durability="none")
     for state in crash_states(fs, start=start, process=False, max_states_per_prefix=30):
         store = SessionStore(ROOT, durability="none", fs=state.filesystem())
-        store.append("s", UserMessage(id="after", content="again"))
+        sequence = store.append("s", UserMessage(id="after", content="again"))
+        records = list(store.records("s"))
+        assert [r.sequence for r in records] == list(range(1, sequence + 1)), state.description
+        assert records[-1].message.id == "after" and store.get_session("s") is not None
 
 
 # ---------------------------------------------------------------------------------------
