@@ -12,6 +12,7 @@ from ._errors import (
     ReadOnlySession,
     SessionNotFound,
     SnapshotConflict,
+    UnsafePath,
     UnsupportedFormat,
     UnsupportedValue,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "SystemMessage",
     "ToolCall",
     "ToolMessage",
+    "UnsafePath",
     "UnsupportedFormat",
     "UnsupportedValue",
     "UserMessage",

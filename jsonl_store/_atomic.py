@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import os
 
-from ._fs import FileSystem
+from ._fs import FILE_MODE, SAFE_FLAGS, FileSystem, open_regular
 from ._ids import new_uuid7
 from ._paths import tmp_name
 
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+# O_EXCL makes a new regular file and fails on any name that exists, a symlink included.
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | SAFE_FLAGS
 
 
 def write_temp(fs: FileSystem, directory: str, final_name: str, data: bytes, *, durable: bool) -> str:
     """Write ``data`` to a new temporary file beside ``final_name``; return its path."""
     path = os.path.join(directory, tmp_name(final_name, new_uuid7()[-12:]))
-    fd = fs.open(path, _CREATE, 0o644)
+    fd = fs.open(path, _CREATE, FILE_MODE)
     try:
         view = memoryview(data)
         while view:
@@ -63,9 +64,12 @@ def create_exclusive(fs: FileSystem, directory: str, name: str, data: bytes, *, 
 
 
 def read_whole(fs: FileSystem, path: str) -> bytes | None:
-    """The file's bytes, or None when it does not exist."""
+    """The file's bytes, or None when it does not exist.
+
+    Raises `UnsafePath` when ``path`` is a symlink or not a regular file (never followed).
+    """
     try:
-        fd = fs.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = open_regular(fs, path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     try:

@@ -87,6 +87,15 @@ class DurabilityError(JsonlStoreError, OSError):
     """A write or fsync failed; the session's writer refuses appends until reopened."""
 
 
+class UnsafePath(JsonlStoreError, OSError):
+    """A name inside a session is a symlink, a directory, a FIFO, a socket or a device.
+
+    The store never follows or opens such a name (spec/FORMAT.md, "Files and
+    permissions"): a person must look at it and put a regular file (or, for a session,
+    a directory) in its place. ``path`` names it.
+    """
+
+
 class UnsupportedFormat(JsonlStoreError):
     """A session was written in a format version this reader does not understand."""
 

@@ -12,16 +12,43 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import stat
 import sys
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 import filelock
 
+from ._errors import UnsafePath
+
+#: Everything the store creates is private (transcripts hold private data): files 0600,
+#: directories 0700, whatever the umask (a umask can only take permissions away).
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+#: What every open of a file inside a session adds (spec/FORMAT.md, "Files and
+#: permissions"): never follow a symlink in the last component, never block on a FIFO or
+#: a device (O_NONBLOCK has no effect on a regular file), never leak into a child program.
+SAFE_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
+
+# What open(2) says when the name is not a regular file we may use. O_NOFOLLOW on a
+# symlink gives ELOOP on Linux and macOS and EMLINK on FreeBSD; a FIFO without a reader
+# opened for writing with O_NONBLOCK, and any socket, give ENXIO.
+_REFUSED = {
+    errno.ELOOP: "is a symbolic link",
+    errno.EMLINK: "is a symbolic link",
+    errno.ENXIO: "is a FIFO or a socket",
+    errno.EISDIR: "is a directory",
+    errno.ENOTDIR: "is below something that is not a directory",
+}
+
 
 class StatResult(Protocol):
     """The fields of ``os.stat_result`` the store reads."""
 
+    @property
+    def st_mode(self) -> int: ...
     @property
     def st_size(self) -> int: ...
     @property
@@ -41,6 +68,7 @@ class FileSystem(Protocol):
     def fdatasync(self, fd: int) -> None: ...
     def flock(self, fd: int, operation: int) -> None: ...
     def stat(self, path: str) -> StatResult: ...
+    def lstat(self, path: str) -> StatResult: ...
     def rename(self, src: str, dst: str) -> None: ...
     def link(self, src: str, dst: str) -> None: ...
     def unlink(self, path: str) -> None: ...
@@ -57,6 +85,71 @@ class FileSystem(Protocol):
         ...
 
 
+def describe_mode(mode: int) -> str:
+    """What a file of this ``st_mode`` is, in the words of an `UnsafePath` message."""
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a regular file" if stat.S_ISREG(mode) else "not a regular file"
+
+
+def open_regular(
+    fs: FileSystem, path: str, flags: int, mode: int = FILE_MODE, *, session_id: str | None = None
+) -> int:
+    """``fs.open`` of a file inside a session that must be a regular file, not a symlink.
+
+    Raises `UnsafePath` naming ``path`` for a symlink, a directory, a FIFO, a socket or a
+    device; the ``fstat`` of the opened descriptor is the check (no race with a rename).
+    ``FileNotFoundError`` and other errors of ``open`` pass through.
+    """
+    name = os.path.basename(path)
+    try:
+        fd = fs.open(path, flags | SAFE_FLAGS, mode)
+    except OSError as exc:
+        what = _REFUSED.get(exc.errno or 0)
+        if what is None:
+            raise
+        message = f"{name} {what}; the store never follows or opens it"
+        raise UnsafePath(message, session_id=session_id, path=path) from exc
+    try:
+        st_mode = fs.fstat(fd).st_mode
+    except BaseException:
+        fs.close(fd)
+        raise
+    if not stat.S_ISREG(st_mode):
+        fs.close(fd)
+        message = f"{name} is {describe_mode(st_mode)}, not a regular file; the store never opens it"
+        raise UnsafePath(message, session_id=session_id, path=path)
+    return fd
+
+
+def check_directory(fs: FileSystem, path: str, *, session_id: str | None = None) -> bool:
+    """Whether the session directory ``path`` exists; `UnsafePath` when it is not a directory.
+
+    ``lstat``, not ``stat``: a session directory that is a symlink is refused, never
+    followed. (The store root itself may be a symlink a user chose; it is never checked.)
+    """
+    name = os.path.basename(path)
+    try:
+        st_mode = fs.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    except NotADirectoryError as exc:
+        message = f"{name} is below something that is not a directory"
+        raise UnsafePath(message, session_id=session_id, path=path) from exc
+    if not stat.S_ISDIR(st_mode):
+        message = f"{name} is {describe_mode(st_mode)}, not a session directory; the store never follows it"
+        raise UnsafePath(message, session_id=session_id, path=path)
+    return True
+
+
 def _full_fsync(fd: int) -> None:
     # On macOS fsync(2) only hands data to the drive, which may keep it in a volatile cache;
     # F_FULLFSYNC asks the drive to flush too. Fall back to fsync where a file system
@@ -68,7 +161,9 @@ def _full_fsync(fd: int) -> None:
 
 
 def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    # Followed if a symlink: the root may be one, and fsync of a directory reads and writes
+    # nothing in it. O_NONBLOCK: a FIFO in its place must not block (O_DIRECTORY refuses it).
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_NONBLOCK | _CLOEXEC)
     try:
         os.fsync(fd)
     except OSError as exc:
@@ -107,6 +202,7 @@ class OsFileSystem:
     fdatasync = staticmethod(_full_fsync if sys.platform == "darwin" else os.fdatasync)
     flock = staticmethod(fcntl.flock)
     stat = staticmethod(os.stat)
+    lstat = staticmethod(os.lstat)
     rename = staticmethod(os.rename)
     link = staticmethod(os.link)
     unlink = staticmethod(os.unlink)

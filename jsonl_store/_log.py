@@ -17,14 +17,16 @@ from dataclasses import dataclass
 
 from . import _codec
 from ._errors import DurabilityError, LockTimeout
-from ._fs import FileSystem
+from ._fs import FILE_MODE, SAFE_FLAGS, FileSystem, check_directory, open_regular
 from ._paths import cut_name
 from ._records import Problem
 
 CHUNK = 1 << 20  # forward reads: big enough to amortise syscalls, small enough for flat memory
 BACK_CHUNK = 1 << 12  # backward reads: the last record of a log usually fits in 4 KiB
-FLAGS_READ = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
-FLAGS_APPEND = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+# Opened through `open_regular`, which adds O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC and checks
+# the descriptor is a regular file: one fstat per open, nothing per append.
+FLAGS_READ = os.O_RDONLY
+FLAGS_APPEND = os.O_RDWR | os.O_APPEND | os.O_CREAT
 
 # A record always starts with this key (it is the first field of every record and usage
 # line), so a line whose head is damaged can still be searched for a record glued behind it.
@@ -186,12 +188,15 @@ def last_good(
 
 
 def free_sidecar(fs: FileSystem, directory: str, name: str) -> str:
-    """The path of the first of ``name``, ``name.2``, ``name.3`` ... that does not exist."""
+    """The path of the first of ``name``, ``name.2``, ``name.3`` ... that does not exist.
+
+    ``lstat``: a dangling symlink is a name that exists (an ``O_EXCL`` create fails on it).
+    """
     candidate, attempt = name, 1
     while True:
         path = os.path.join(directory, candidate)
         try:
-            fs.stat(path)
+            fs.lstat(path)
         except FileNotFoundError:
             return path
         attempt += 1
@@ -247,11 +252,13 @@ class LogWriter:
         # After fork the inherited descriptor shares its flock with the parent, which
         # would let both processes in at once: a child always opens its own.
         self.fd = -1
+        # Checked at every open, not once: the directory may have been replaced since.
+        check_directory(self.fs, self.directory, session_id=self.session_id)
         try:
-            fd = self.fs.open(self.path, FLAGS_APPEND | os.O_EXCL, 0o644)
+            fd = open_regular(self.fs, self.path, FLAGS_APPEND | os.O_EXCL, session_id=self.session_id)
             created = True
         except FileExistsError:
-            fd = self.fs.open(self.path, FLAGS_APPEND, 0o644)
+            fd = open_regular(self.fs, self.path, FLAGS_APPEND, session_id=self.session_id)
             created = False
         try:
             if self.durable:
@@ -361,7 +368,7 @@ class LogWriter:
         while True:
             sidecar = free_sidecar(fs, directory, cut_name(name, good_end))
             try:
-                fd = fs.open(sidecar, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
+                fd = fs.open(sidecar, os.O_WRONLY | os.O_CREAT | os.O_EXCL | SAFE_FLAGS, FILE_MODE)
                 break
             except FileExistsError:  # taken between the look and the create: look again
                 continue

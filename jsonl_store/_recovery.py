@@ -10,28 +10,81 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 from datetime import UTC, datetime
 
 from . import _meta, _session, _snapshots
-from ._errors import UnsupportedFormat
-from ._fs import FileSystem
+from ._errors import UnsafePath, UnsupportedFormat
+from ._fs import FileSystem, check_directory, describe_mode, open_regular
 from ._log import FLAGS_READ, LogWriter, free_sidecar, last_good, scan
 from ._meta import SessionMeta
-from ._paths import LOG_NAME, META_NAME, TMP_SUFFIX, USAGE_NAME, cut_name, snapshot_name
+from ._paths import (
+    LOCK_NAME,
+    LOG_NAME,
+    META_NAME,
+    TMP_SUFFIX,
+    USAGE_NAME,
+    cut_name,
+    parse_snapshot_name,
+    snapshot_name,
+)
 from ._records import Problem
 
 #: Problems that make a session unusable (the CLI exits with 2 for them).
-UNUSABLE_KINDS = frozenset({"unsupported-format", "unreadable"})
+UNUSABLE_KINDS = frozenset({"unsupported-format", "unreadable", "unsafe-path"})
+
+#: What a person must do about an `UnsafePath`; repair never follows, opens or deletes it.
+UNSAFE_ACTION = "none: put a regular file (a directory for a session) in its place; repair never touches it"
+
+
+def unsafe_problem(exc: UnsafePath) -> Problem:
+    return Problem(exc.path or "", "unsafe-path", exc.message, UNSAFE_ACTION)
+
+
+def unsafe_paths(fs: FileSystem, session_id: str, directory: str) -> list[Problem]:
+    """A problem for the session directory or each of its files that is not what it seems.
+
+    ``lstat`` of each name the store reads or writes: a symlink, a directory, a FIFO, a
+    socket or a device in place of a session file is never followed or opened.
+    """
+    try:
+        if not check_directory(fs, directory, session_id=session_id):
+            return []
+        names = fs.listdir(directory)
+    except UnsafePath as exc:
+        return [unsafe_problem(exc)]
+    problems = []
+    for name in names:
+        if name not in (LOG_NAME, USAGE_NAME, META_NAME, LOCK_NAME) and parse_snapshot_name(name) is None:
+            continue
+        path = os.path.join(directory, name)
+        try:
+            mode = fs.lstat(path).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            reason = f"{name} is {describe_mode(mode)}, not a regular file"
+            problems.append(Problem(path, "unsafe-path", reason, UNSAFE_ACTION))
+    return problems
 
 
 def check(
     fs: FileSystem, session_id: str, directory: str, *, fix: bool, durable: bool, lock_timeout: float
 ) -> list[Problem]:
-    """Every problem of one session; with ``fix``, after fixing what can be fixed."""
+    """Every problem of one session; with ``fix``, after fixing what can be fixed.
+
+    A session with an unsafe path gets only those problems: nothing else of it is read
+    or changed until a person has put regular files in their place.
+    """
+    unsafe = unsafe_paths(fs, session_id, directory)
+    if unsafe:
+        return unsafe
     try:
         return _check_session(fs, session_id, directory, fix=fix, durable=durable, lock_timeout=lock_timeout)
     except UnsupportedFormat as exc:
         return [Problem(os.path.join(directory, META_NAME), "unsupported-format", str(exc), "none: needs a newer jsonl_store")]
+    except UnsafePath as exc:  # swapped in after the look above
+        return [unsafe_problem(exc)]
     except OSError as exc:
         if fix:
             raise
@@ -92,7 +145,7 @@ def _check_log(
     raw_log = name == LOG_NAME
     accept = _session.ends_batch if raw_log else None
     problems: list[Problem] = []
-    fd = fs.open(path, FLAGS_READ)
+    fd = open_regular(fs, path, FLAGS_READ, session_id=session_id)
     try:
         size = fs.fstat(fd).st_size
         if raw_log:

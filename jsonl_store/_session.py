@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import msgspec
 
 from . import _codec, _meta
-from ._fs import FileSystem
+from ._fs import FileSystem, open_regular
 from ._log import FLAGS_READ, Line, last_good, scan
 from ._meta import SessionMeta
 from ._paths import DAMAGED_SUFFIX, LOG_NAME, META_NAME
@@ -46,9 +46,12 @@ def read_meta(fs: FileSystem, session_id: str, directory: str, problems: list[Pr
 
 
 def open_log(fs: FileSystem, directory: str) -> tuple[int | None, int]:
-    """A read-only descriptor on the raw log and its size; ``(None, 0)`` when there is none."""
+    """A read-only descriptor on the raw log and its size; ``(None, 0)`` when there is none.
+
+    Raises `UnsafePath` when the log is a symlink or not a regular file.
+    """
     try:
-        fd = fs.open(os.path.join(directory, LOG_NAME), FLAGS_READ)
+        fd = open_regular(fs, os.path.join(directory, LOG_NAME), FLAGS_READ)
     except FileNotFoundError:
         return None, 0
     return fd, fs.fstat(fd).st_size

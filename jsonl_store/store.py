@@ -7,9 +7,11 @@ file-system door (``_fs``), and back.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import logging
 import os
+import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -21,15 +23,24 @@ import msgspec
 
 from . import _atomic, _codec, _meta, _recovery, _session, _snapshots
 from ._errors import (
+    DurabilityError,
     InvalidArgument,
     InvalidMessage,
     LockTimeout,
     ParentMismatch,
     SessionNotFound,
     SnapshotConflict,
+    UnsafePath,
     UnsupportedFormat,
 )
-from ._fs import OS_FS, FileSystem
+from ._fs import (
+    DIR_MODE,
+    OS_FS,
+    FileSystem,
+    check_directory,
+    describe_mode,
+    open_regular,
+)
 from ._ids import new_uuid7
 from ._log import FLAGS_READ, Line, LogWriter, backward, scan
 from ._meta import Origin, SessionMeta
@@ -259,37 +270,65 @@ class SessionStore:
         if session is not None:
             session.close()
 
-    def _makedirs(self, path: str) -> None:
-        """Make ``path`` and its missing parents; with fsync, make each name durable.
+    def _makedirs(self, path: str, *, session_id: str | None = None) -> None:
+        """Make ``path`` and its missing parents (mode 0700); with fsync, make each name durable.
 
         The directory holding ``path`` is fsynced even when ``path`` already existed: the
         process that made it may have crashed (or failed its fsync) before doing so.
+        With ``session_id``, ``path`` is a session directory and must not be a symlink
+        (`UnsafePath`); the root and its parents may be (a user's ``~/sessions ->
+        /data/sessions``). Every error but "exists" is raised, never retried: a name that
+        exists but is no directory (a dangling symlink) or a file system that makes no
+        directories (``/proc``) used to send this walk up and down forever.
         """
         missing: list[str] = []
-        while True:
+        while True:  # up, to the nearest directory that exists
             try:
-                self._fs.mkdir(path, 0o777)
+                self._fs.mkdir(path, DIR_MODE)
+                made = True
+                break
             except FileExistsError:
-                # Made by us before, or by another process just now (which may not have
-                # fsynced its parent yet): either way the name must be durable.
-                if self._durable:
-                    self._fs.fsync_dir(os.path.dirname(path) or ".")
-                if not missing:
-                    break
-                path = missing.pop()
-                continue
-            except FileNotFoundError:
+                made = False
+                break
+            except FileNotFoundError as exc:
                 parent = os.path.dirname(path)
-                if parent == path:
-                    raise
+                if not parent or parent == path:
+                    raise _cannot_make(path, exc) from exc
                 missing.append(path)
                 path = parent
-                continue
+            except OSError as exc:
+                raise _cannot_make(path, exc) from exc
+        while True:  # and down again, making each missing one
+            if not made:
+                # Made by us before, or by another process just now (which may not have
+                # fsynced its parent yet): it must be a directory, and its name durable.
+                self._check_existing(path, session_id if not missing else None)
             if self._durable:
                 self._fs.fsync_dir(os.path.dirname(path) or ".")
             if not missing:
-                break
+                return
             path = missing.pop()
+            try:
+                self._fs.mkdir(path, DIR_MODE)
+                made = True
+            except FileExistsError:
+                made = False
+            except OSError as exc:
+                raise _cannot_make(path, exc) from exc
+
+    def _check_existing(self, path: str, session_id: str | None) -> None:
+        """Refuse a name ``mkdir`` found taken by something that is not a directory."""
+        if session_id is not None:
+            check_directory(self._fs, path, session_id=session_id)  # never through a symlink
+            return
+        try:
+            mode = self._fs.stat(path).st_mode  # the root and its parents may be symlinks
+        except FileNotFoundError as exc:
+            message = f"{os.path.basename(path) or path} is a dangling symlink; no store can be made below it"
+            raise UnsafePath(message, path=path) from exc
+        if not stat.S_ISDIR(mode):
+            message = f"{os.path.basename(path) or path} is not a directory; a store cannot be made below it"
+            raise UnsafePath(message, path=path)
 
     def _ensure_root(self) -> None:
         if self._root_ready:
@@ -302,11 +341,31 @@ class SessionStore:
         self._root_ready = True
 
     def _exists(self, path: str) -> bool:
+        """Whether a name exists (``lstat``: a symlink is a name, never followed)."""
         try:
-            self._fs.stat(path)
+            self._fs.lstat(path)
         except FileNotFoundError:
             return False
         return True
+
+    def _is_session_entry(self, name: str) -> bool:
+        """Whether an entry of the root may be a session: a session id that is no regular file.
+
+        A regular file (a README next to the sessions) is not a session and is skipped
+        silently; a symlink or a FIFO with a session's name is a session gone wrong, which
+        `list_sessions` and `verify` report.
+        """
+        if not is_session_id(name):
+            return False
+        try:
+            mode = self._fs.lstat(os.path.join(self.root, name)).st_mode
+        except FileNotFoundError:
+            return False
+        return not stat.S_ISREG(mode)
+
+    def _check_dir(self, session_id: str, directory: str) -> bool:
+        """Whether the session directory exists; `UnsafePath` when it is a symlink or no directory."""
+        return check_directory(self._fs, directory, session_id=session_id)
 
     def _prepare(self, session: _Session) -> None:
         """Make sure the session's directory and metadata exist; cache its parent.
@@ -318,7 +377,7 @@ class SessionStore:
         anew, so it never blocks the appends that follow.
         """
         self._ensure_root()
-        self._makedirs(session.directory)
+        self._makedirs(session.directory, session_id=session.session_id)
         problems: list[Problem] = []
         meta = self._read_meta(session.session_id, session.directory, problems)
         if meta is None:
@@ -353,7 +412,7 @@ class SessionStore:
 
     def _require_writable(self, session_id: str, directory: str) -> SessionMeta | None:
         """Refuse to change a session this version cannot read or must not write."""
-        if not self._exists(directory):
+        if not self._check_dir(session_id, directory):
             raise SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
         meta = self._read_meta(session_id, directory)
         if meta is not None:
@@ -617,6 +676,7 @@ class SessionStore:
         view. Damage met on the way is in ``view.problems`` (and goes to ``on_problem``).
         """
         directory = self._dir(session_id)
+        self._check_dir(session_id, directory)
         problems: list[Problem] = []
         meta = self._read_meta(session_id, directory, problems)
         fd, size = _session.open_log(self._fs, directory)
@@ -657,6 +717,7 @@ class SessionStore:
             raise InvalidArgument(f"after must be a non-negative int, got {after!r}")
         # Checked now, not at the first next(): a session this version cannot read fails
         # where records() is called.
+        self._check_dir(session_id, directory)
         self._read_meta(session_id, directory)
         return self._records(session_id, directory, after)
 
@@ -687,7 +748,10 @@ class SessionStore:
 
     def get_session(self, session_id: str) -> SessionSummary | None:
         """The session's summary, or None when it does not exist."""
-        return self._summary(session_id, self._dir(session_id))
+        directory = self._dir(session_id)
+        if not self._check_dir(session_id, directory):
+            return None
+        return self._summary(session_id, directory)
 
     def list_sessions(self, *, parent_session_id: str | None = None) -> list[SessionSummary]:
         """Every session (or the children of ``parent_session_id``), newest activity first."""
@@ -699,10 +763,17 @@ class SessionStore:
             return []
         found = []
         for name in names:
-            if not is_session_id(name):
+            if not self._is_session_entry(name):
                 continue
+            directory = os.path.join(self.root, name)
             try:
-                summary = self._summary(name, os.path.join(self.root, name))
+                if not self._check_dir(name, directory):
+                    continue  # deleted since the listing
+                summary = self._summary(name, directory)
+            except UnsafePath as exc:
+                # One broken session must not hide the others: skip it, and say why.
+                self._report([_recovery.unsafe_problem(exc)])
+                continue
             except (NotADirectoryError, UnsupportedFormat):
                 continue
             if summary is None:
@@ -834,7 +905,7 @@ class SessionStore:
             _codec.encode_json(merged_metadata, "metadata")
         removed = tuple(remove_metadata)
         missing = SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
-        if not self._exists(directory):
+        if not self._check_dir(session_id, directory):
             raise missing
         with self._lock(session_id):
             meta = self._read_meta(session_id, directory)
@@ -895,13 +966,14 @@ class SessionStore:
     def usage(self, session_id: str) -> Iterator[dict[str, Any]]:
         """Every token-usage record of the session, oldest first, as dicts."""
         directory = self._dir(session_id)
+        self._check_dir(session_id, directory)
         self._read_meta(session_id, directory)
         return self._usage(directory)
 
     def _usage(self, directory: str) -> Iterator[dict[str, Any]]:
         path = os.path.join(directory, USAGE_NAME)
         try:
-            fd = self._fs.open(path, FLAGS_READ)
+            fd = open_regular(self._fs, path, FLAGS_READ)
         except FileNotFoundError:
             return
         problems: list[Problem] = []
@@ -1067,14 +1139,14 @@ class SessionStore:
         file another process waits on would let two holders in); it is git-ignored.
         """
         directory = self._dir(session_id)
-        if not self._exists(directory):
+        if not self._check_dir(session_id, directory):
             return False
         self._forget(session_id)
         existed = False
         with self._lock(session_id):
             log_path = os.path.join(directory, LOG_NAME)
             try:
-                fd = self._fs.open(log_path, FLAGS_READ)
+                fd = open_regular(self._fs, log_path, FLAGS_READ, session_id=session_id)
             except FileNotFoundError:
                 fd = None
             try:
@@ -1082,9 +1154,16 @@ class SessionStore:
                     # Hold the append lock while unlinking: a writer that gets it next sees
                     # the file gone (st_nlink == 0) and starts a new session.
                     self._fs.flock(fd, 2)
-                for name in self._fs.listdir(directory):
-                    if name == LOCK_NAME:
-                        continue
+                names = [name for name in self._fs.listdir(directory) if name != LOCK_NAME]
+                for name in names:
+                    # Only regular files are deleted: anything else is not the store's, and a
+                    # person must look at it (a delete never removes half a session either).
+                    path = os.path.join(directory, name)
+                    mode = self._fs.lstat(path).st_mode
+                    if not stat.S_ISREG(mode):
+                        raise UnsafePath(f"{name} is {describe_mode(mode)}, not a regular file; nothing was "
+                                         "deleted", session_id=session_id, path=path)
+                for name in names:
                     self._fs.unlink(os.path.join(directory, name))
                     existed = existed or name in (LOG_NAME, META_NAME)
             finally:
@@ -1105,7 +1184,7 @@ class SessionStore:
         """Every problem on disk (one session or all), with what `repair` would do. Changes nothing."""
         if session_id is None:
             try:
-                names = sorted(n for n in self._fs.listdir(self.root) if is_session_id(n))
+                names = sorted(n for n in self._fs.listdir(self.root) if self._is_session_entry(n))
             except FileNotFoundError:
                 return []
             problems: list[Problem] = []
@@ -1123,11 +1202,29 @@ class SessionStore:
         """
         directory = self._dir(session_id)
         self._forget(session_id)
+        # Looked at before the lock is taken: a `.lock` that is a symlink is reported, not opened.
+        unsafe = _recovery.unsafe_paths(self._fs, session_id, directory)
+        if unsafe:
+            return unsafe
         if not self._exists(directory):
             return []
         with self._lock(session_id):
             return self._check(session_id, directory, fix=True)
 
+
+
+def _cannot_make(path: str, exc: OSError) -> OSError:
+    """The typed error for a directory ``mkdir`` refused, keeping ``errno``."""
+    reason = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+        return UnsafePath(
+            f"cannot make directory {os.path.basename(path)}: {reason} (a dangling symlink or a file in the way, or a "
+            "file system that holds no new directories, such as /proc)",
+            path=path,
+        )
+    error = DurabilityError(f"cannot make directory {os.path.basename(path)}: {reason}", path=path)
+    error.errno, error.strerror, error.filename = exc.errno, exc.strerror, path
+    return error
 
 
 def _check_usage(usage: object) -> None:

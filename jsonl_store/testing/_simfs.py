@@ -454,6 +454,10 @@ class SimulatedFileSystem:
                 raise _oserror(errno.ENOENT, path)
             return self._stat(ino)
 
+    def lstat(self, path: str) -> SimStat:
+        """``stat``: this file system has no symlinks, so nothing is ever followed."""
+        return self.stat(path)
+
     def rename(self, src: str, dst: str) -> None:
         with self._mutex:
             nsrc, ndst = _normalize(src), _normalize(dst)
@@ -571,7 +575,7 @@ class SimulatedFileSystem:
             self._record("fsync_dir", repr(norm), [SyncDir(ino)])
 
     def lock(self, path: str, timeout: float) -> _SimFileLock:
-        """A lock on the file ``path`` (created if missing), like ``filelock.FileLock``.
+        """A lock on the file ``path`` (created if missing), like the store's own ``FileLock``.
 
         Re-entrant within a thread; threads exclude each other. Raises ``TimeoutError``
         when not acquired within ``timeout`` seconds, ``FileNotFoundError`` when the

@@ -1,0 +1,107 @@
+"""A store root that cannot be made fails fast with a typed error, whatever the errno.
+
+Making the root used to walk up and down its parents forever (100% CPU) when a parent
+existed but was no directory (a dangling symlink) or refused new directories (``/proc``).
+Each case runs under an alarm, so a loop fails the test instead of hanging the run.
+"""
+
+from __future__ import annotations
+
+import errno
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jsonl_store import DurabilityError, JsonlStoreError, SessionStore, UnsafePath, UserMessage
+from jsonl_store.testing import SimulatedFileSystem
+
+
+@pytest.fixture(autouse=True)
+def no_loop() -> Iterator[None]:
+    """Turns an endless loop into a failure after 20 s."""
+
+    def looped(signum: int, frame: Any) -> None:
+        raise AssertionError("making the store root did not return")
+
+    previous = signal.signal(signal.SIGALRM, looped)
+    signal.alarm(20)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def _append(root: Path | str) -> None:
+    SessionStore(root).append("s", UserMessage(content="hello"))
+
+
+def test_root_that_is_a_dangling_symlink_raises_unsafe_path(tmp_path: Path) -> None:
+    """A root that is a symlink to nowhere raises UnsafePath naming it; nothing is created at the target."""
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(UnsafePath) as caught:
+        _append(tmp_path / "dangling")
+    assert caught.value.path == str(tmp_path / "dangling")
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_root_below_a_dangling_symlink_raises_unsafe_path(tmp_path: Path) -> None:
+    """A root below a dangling symlink raises UnsafePath naming the link, at once."""
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(UnsafePath) as caught:
+        _append(tmp_path / "dangling" / "a" / "sessions")
+    assert caught.value.path == str(tmp_path / "dangling")
+
+
+def test_root_below_a_regular_file_raises_unsafe_path(tmp_path: Path) -> None:
+    """A root below a regular file raises UnsafePath (ENOTDIR), not a raw OSError."""
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UnsafePath):
+        _append(tmp_path / "file" / "sessions")
+
+
+def test_root_under_proc_raises_unsafe_path() -> None:
+    """A root under /proc, which makes no new directories, raises UnsafePath instead of looping."""
+    if not Path("/proc/self").exists():
+        pytest.skip("no /proc on this system")
+    with pytest.raises(UnsafePath):
+        _append("/proc/jsonl-store-test/sessions")
+
+
+@pytest.mark.parametrize("code", [errno.EACCES, errno.EROFS, errno.ENOSPC, errno.EIO])
+def test_root_whose_mkdir_fails_raises_a_typed_error_keeping_errno(code: int) -> None:
+    """mkdir refused with EACCES, EROFS, ENOSPC or EIO raises a JsonlStoreError OSError carrying that errno."""
+    fs = SimulatedFileSystem()
+    fs.fail_next("mkdir", code, path="/data/sessions")
+    fs.mkdir("/data")
+    with pytest.raises(JsonlStoreError) as caught:
+        SessionStore("/data/sessions", fs=fs).append("s", UserMessage(content="x"))
+    assert isinstance(caught.value, DurabilityError) and isinstance(caught.value, OSError)
+    assert caught.value.errno == code
+    assert caught.value.path == "/data/sessions"
+
+
+def test_session_directory_whose_mkdir_fails_is_tried_once() -> None:
+    """A session directory mkdir keeps failing with ENOENT (its root vanished): a typed error, no retry loop."""
+    fs = SimulatedFileSystem()
+    fs.makedirs("/data/sessions")
+    fs.fail_next("mkdir", errno.ENOENT, path="/data/sessions/s", count=1000)
+    with pytest.raises(UnsafePath):
+        SessionStore("/data/sessions", fs=fs).append("s", UserMessage(content="x"))
+    assert fs.faults_fired < 5
+
+
+def test_demo_command_under_proc_exits_instead_of_spinning() -> None:
+    """`jsonl-store demo /proc/x` ends (the CLI's way of reporting it is the CLI's), never spins."""
+    if not Path("/proc/self").exists():
+        pytest.skip("no /proc on this system")
+    done = subprocess.run(
+        [sys.executable, "-m", "jsonl_store", "demo", "/proc/jsonl-store-demo"],
+        capture_output=True,
+        timeout=15,
+        check=False,
+    )
+    assert done.returncode != 0
