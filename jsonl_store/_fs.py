@@ -17,9 +17,8 @@ import sys
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-import filelock
-
 from ._errors import UnsafePath
+from ._lock import FileLock
 
 #: Everything the store creates is private (transcripts hold private data): files 0600,
 #: directories 0700, whatever the umask (a umask can only take permissions away).
@@ -80,7 +79,8 @@ class FileSystem(Protocol):
         """A cross-process lock on the file ``path``, re-entrant within one thread.
 
         Raises ``TimeoutError`` when not acquired within ``timeout`` seconds. It must
-        be released when its holder dies, and its file must never be deleted.
+        be released when its holder dies, its file must never be deleted, and it must
+        refuse (raise `UnsafePath`) a lock file that is a symlink or not a regular file.
         """
         ...
 
@@ -175,18 +175,13 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+def _open_lock_file(path: str) -> int:
+    # Never O_TRUNC: the lock file's bytes are nobody's business, and a lock is never a write.
+    return open_regular(OS_FS, path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+
+
 def _file_lock(path: str, timeout: float) -> AbstractContextManager[Any]:
-    # filelock's Unix lock is flock(2): released by the kernel when its holder dies, so a
-    # crashed process never wedges a session. The file itself is kept: deleting a lock
-    # file while another process waits on it would let two holders in at once.
-    # The session lock is held for milliseconds (a metadata merge, a snapshot), so a
-    # waiter polls every 2 ms rather than filelock's default 50 ms.
-    try:
-        return filelock.FileLock(  # type: ignore[call-arg,unused-ignore]
-            path, timeout=timeout, poll_interval=0.002, preserve_lock_file=True
-        )
-    except TypeError:  # filelock < 4 has no such option, and never deletes on Unix anyway
-        return filelock.FileLock(path, timeout=timeout, poll_interval=0.002)
+    return FileLock(path, timeout, _open_lock_file)
 
 
 class OsFileSystem:

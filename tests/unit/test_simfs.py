@@ -471,7 +471,7 @@ def test_crash_state_report_lists_the_trace() -> None:
 
 
 def test_lock_is_reentrant_in_a_thread_and_exclusive_across_threads() -> None:
-    """fs.lock behaves like filelock: nested in one thread, a timeout for another."""
+    """fs.lock behaves like the store's own lock: nested in one thread, a timeout for another."""
     fs = SimulatedFileSystem()
     fs.mkdir("/d")
     lock = fs.lock("/d/.lock", timeout=0.05)

@@ -83,7 +83,7 @@ def _every_call(store: SessionStore) -> list[tuple[str, Callable[[], object]]]:
     ]
 
 
-@pytest.mark.parametrize("name", ["messages.jsonl", "usage.jsonl", "meta.json", "snapshot-00000001.json"])
+@pytest.mark.parametrize("name", ["messages.jsonl", "usage.jsonl", "meta.json", "snapshot-00000001.json", ".lock"])
 def test_symlinked_session_file_is_refused_and_its_target_keeps_every_byte(tmp_path: Path, name: str) -> None:
     """A session file that is a symlink makes a call raise UnsafePath (or do nothing with it), never follow it."""
     directory = _session(tmp_path / "store")
@@ -106,6 +106,7 @@ def test_symlinked_session_file_is_refused_and_its_target_keeps_every_byte(tmp_p
         "usage.jsonl": {"record_usage", "usage", "delete_session"},
         "meta.json": {"load", "records", "usage", "get_session", "update_session", "snapshot", "delete_session"},
         "snapshot-00000001.json": {"load", "snapshot", "checkpoint", "delete_session"},
+        ".lock": {"update_session", "snapshot", "checkpoint", "delete_session"},
     }[name]
     assert needs <= set(refused), needs - set(refused)
 

@@ -1,0 +1,122 @@
+"""The session lock: ``flock(2)`` on the session's ``.lock`` file, held by one thread at a time.
+
+The store used ``filelock.FileLock`` until it met files that are not what they seem
+and processes that fork. Its Unix lock (``filelock/_unix.py``,
+https://github.com/tox-dev/filelock/blob/main/src/filelock/_unix.py) opens the lock file
+with ``O_RDWR | O_TRUNC`` and without ``O_NOFOLLOW``, so a ``.lock`` that is a symlink
+truncates the file it points to, outside the store; newer versions refuse to be used in
+a forked child (a ``RuntimeError``), and 3.12 does not take the options the store
+passed. What the store needs is small enough to own:
+
+- the file is opened ``O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC``, mode
+  0600, never truncated, and must be a regular file (``opener`` checks with ``fstat``);
+- ``flock(LOCK_EX | LOCK_NB)`` is polled with a growing pause until the timeout: the
+  kernel releases a flock when its holder dies, so a crashed process never wedges a
+  session, and waiting is bounded by live holders only;
+- re-entrant within a thread, exclusive between threads (a flock belongs to an open
+  file description, so two threads on one descriptor would both get it);
+- the lock file is never deleted: deleting it while another process waits on it would
+  let two holders in at once;
+- after ``os.fork()`` the child starts with no lock held and no descriptor of its
+  parent's: using the parent's descriptor would share the parent's flock (both would be
+  "in"), and a lock a parent thread held at the fork is not the child's.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Self
+
+#: The longest pause between two attempts; a session lock is held for milliseconds.
+MAX_PAUSE = 0.005
+
+
+class FileLock:
+    """A cross-process, cross-thread lock on the file ``path``; see the module docstring.
+
+    ``opener(path)`` returns a descriptor open for reading and writing on the lock file,
+    creating it; it raises for a name that must not be used (a symlink, a FIFO ...).
+    Raises ``TimeoutError`` when the lock is not acquired within ``timeout`` seconds.
+    """
+
+    def __init__(self, path: str, timeout: float, opener: Callable[[str], int]) -> None:
+        self.path = path
+        self.timeout = timeout
+        self._opener = opener
+        self._start_fresh()
+        _live.add(self)
+
+    def _start_fresh(self) -> None:
+        self._mutex = threading.RLock()  # thread exclusion and re-entrancy in one
+        self._depth = 0
+        self._fd = -1
+
+    def __enter__(self) -> Self:
+        deadline = time.monotonic() + self.timeout
+        if not self._mutex.acquire(timeout=min(self.timeout, threading.TIMEOUT_MAX)):
+            raise TimeoutError(f"could not lock {self.path} within {self.timeout} s (held by another thread)")
+        try:
+            if self._depth == 0:
+                self._fd = self._acquire(deadline)
+            self._depth += 1
+        except BaseException:
+            self._mutex.release()
+            raise
+        return self
+
+    def _acquire(self, deadline: float) -> int:
+        fd = self._opener(self.path)
+        try:
+            pause = 0.0001
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return fd
+                except BlockingIOError:
+                    pass
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"could not lock {self.path} within {self.timeout} s")
+                time.sleep(pause)
+                pause = min(pause * 2, MAX_PAUSE)
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        if self._depth == 0:
+            return  # entered in a parent before fork: this process never held the lock
+        self._depth -= 1
+        if self._depth == 0:
+            fd, self._fd = self._fd, -1
+            try:
+                # Unlock before closing: a child forked while we held the lock keeps a copy
+                # of the descriptor, and close alone would release only with the last copy.
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+        self._mutex.release()
+
+    def _forget_parent(self) -> None:
+        """In a forked child: drop the parent's descriptor and state (never unlock it)."""
+        if self._fd >= 0:
+            try:
+                os.close(self._fd)  # our copy only; the parent's lock stays held
+            except OSError:
+                pass
+        self._start_fresh()
+
+
+_live: weakref.WeakSet[FileLock] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for lock in list(_live):
+        lock._forget_parent()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
