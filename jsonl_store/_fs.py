@@ -4,7 +4,8 @@ Every file operation the store makes goes through a `FileSystem` object, so a te
 hand the store a simulated one that records each operation and builds the states a
 crash could leave behind (see `jsonl_store.testing`), without monkeypatching ``os``.
 The methods mirror the ``os`` functions of the same name; `OsFileSystem` *is* those
-functions, so the real path costs one attribute lookup and nothing more.
+functions, so the real path costs one attribute lookup and nothing more (``open``,
+``listdir`` and ``fsync_dir`` add a retry when the process is out of descriptors).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import fcntl
 import os
 import stat
 import sys
+import weakref
+from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ._errors import UnsafePath
 from ._lock import FileLock
@@ -160,10 +163,54 @@ def _full_fsync(fd: int) -> None:
         os.fsync(fd)
 
 
+class DescriptorCache(Protocol):
+    """Something that keeps descriptors open for reuse and can close the idle ones."""
+
+    def _release_descriptors(self) -> int:
+        """Close every cached descriptor not in use right now; return how many."""
+        ...
+
+
+_caches: weakref.WeakSet[DescriptorCache] = weakref.WeakSet()
+
+
+def register_descriptor_cache(cache: DescriptorCache) -> None:
+    """Let ``cache`` give descriptors back when the process runs out of them."""
+    _caches.add(cache)
+
+
+_T = TypeVar("_T")
+
+
+def _retry_out_of_descriptors(call: Callable[..., _T], *args: Any) -> _T:
+    """``call(*args)``; on EMFILE/ENFILE, close every cache's idle descriptors and retry once.
+
+    A store keeps a descriptor per open log, so a process whose limit is low (``ulimit
+    -n 64``) or that opens many files of its own could run out because of the store's
+    cache: the cache is an optimisation, and gives way before anything fails.
+    """
+    try:
+        return call(*args)
+    except OSError as exc:
+        if exc.errno not in (errno.EMFILE, errno.ENFILE):
+            raise
+        if not sum(cache._release_descriptors() for cache in list(_caches)):
+            raise
+    return call(*args)
+
+
+def _open(path: str, flags: int, mode: int = 0o777) -> int:
+    return _retry_out_of_descriptors(os.open, path, flags, mode)
+
+
+def _listdir(path: str) -> list[str]:
+    return _retry_out_of_descriptors(os.listdir, path)
+
+
 def _fsync_dir(path: str) -> None:
     # Followed if a symlink: the root may be one, and fsync of a directory reads and writes
     # nothing in it. O_NONBLOCK: a FIFO in its place must not block (O_DIRECTORY refuses it).
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_NONBLOCK | _CLOEXEC)
+    fd = _open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_NONBLOCK | _CLOEXEC)
     try:
         os.fsync(fd)
     except OSError as exc:
@@ -185,9 +232,13 @@ def _file_lock(path: str, timeout: float) -> AbstractContextManager[Any]:
 
 
 class OsFileSystem:
-    """The real file system: each method is the ``os`` function of the same name."""
+    """The real file system: each method is the ``os`` function of the same name.
 
-    open = staticmethod(os.open)
+    ``open``, ``listdir`` and ``fsync_dir`` (the calls that take a descriptor) retry once
+    after the store's descriptor caches let go when the process is out of descriptors.
+    """
+
+    open = staticmethod(_open)
     close = staticmethod(os.close)
     write = staticmethod(os.write)
     pread = staticmethod(os.pread)
@@ -203,7 +254,7 @@ class OsFileSystem:
     unlink = staticmethod(os.unlink)
     mkdir = staticmethod(os.mkdir)
     rmdir = staticmethod(os.rmdir)
-    listdir = staticmethod(os.listdir)
+    listdir = staticmethod(_listdir)
     fsync_dir = staticmethod(_fsync_dir)
     lock = staticmethod(_file_lock)
 

@@ -284,6 +284,23 @@ class LogWriter:
                 self.fs.close(self.fd)
             self.fd = -1
 
+    def release(self) -> int:
+        """Close the descriptor unless an append holds it right now; 1 if one was closed.
+
+        Called when the process is out of descriptors, maybe from inside another append
+        of this very writer: never waits (the next append reopens the file).
+        """
+        if not self.mutex.acquire(blocking=False):
+            return 0
+        try:
+            if self.fd < 0 or self.pid != _process.pid:
+                return 0
+            self.fs.close(self.fd)
+            self.fd = -1
+            return 1
+        finally:
+            self.mutex.release()
+
     def _lock(self) -> None:
         fs, fd = self.fs, self.fd
         try:

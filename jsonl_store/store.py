@@ -11,6 +11,7 @@ import errno
 import itertools
 import logging
 import os
+import resource
 import stat
 import threading
 from collections import OrderedDict
@@ -40,6 +41,7 @@ from ._fs import (
     check_directory,
     describe_mode,
     open_regular,
+    register_descriptor_cache,
 )
 from ._ids import new_uuid7
 from ._log import FLAGS_READ, Line, LogWriter, backward, scan
@@ -75,7 +77,23 @@ Durability = Literal["fsync", "none"]
 logger = logging.getLogger("jsonl_store")
 
 _UNSET: Any = _meta._UNSET
+#: The most sessions one store keeps open (each holds up to two descriptors).
 _MAX_OPEN_SESSIONS = 64
+
+
+def _open_sessions_limit() -> int:
+    """How many sessions a store keeps open: at most a quarter of the descriptor limit.
+
+    With ``ulimit -n 64`` a fixed cache of 64 sessions (128 descriptors) could never fit;
+    the rest of the limit is left to reads, locks and the program itself.
+    """
+    try:
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (OSError, ValueError):
+        return _MAX_OPEN_SESSIONS
+    if soft == resource.RLIM_INFINITY:
+        return _MAX_OPEN_SESSIONS
+    return max(1, min(_MAX_OPEN_SESSIONS, soft // 8))
 
 
 def _now() -> datetime:
@@ -196,6 +214,8 @@ class SessionStore:
         self._locks: dict[str, AbstractContextManager[Any]] = {}
         self._seen: dict[str, int] = {}  # `_Session.seen` of sessions evicted from `_sessions`
         self._root_ready = False
+        self._max_open = _open_sessions_limit()
+        register_descriptor_cache(self)
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -209,6 +229,26 @@ class SessionStore:
             self._sessions.clear()
         for session in sessions:
             session.close()
+
+    def _release_descriptors(self) -> int:
+        """Close the cached descriptors no call is using right now; return how many.
+
+        Called by the file system when the process is out of descriptors (EMFILE): the
+        cache gives way, and the sessions reopen lazily. Never waits for a lock, since the
+        caller may hold one of them.
+        """
+        if not self._sessions_mutex.acquire(blocking=False):
+            return 0
+        try:
+            sessions = list(self._sessions.values())
+        finally:
+            self._sessions_mutex.release()
+        closed = 0
+        for session in sessions:
+            for writer in (session.log, session.usage):
+                if writer is not None:
+                    closed += writer.release()
+        return closed
 
     def __enter__(self) -> Self:
         return self
@@ -253,7 +293,7 @@ class SessionStore:
             if session is None:
                 session = self._sessions[session_id] = _Session(session_id, directory)
                 session.seen = self._seen.pop(session_id, 0)
-                while len(self._sessions) > _MAX_OPEN_SESSIONS:
+                while len(self._sessions) > self._max_open:
                     old = self._sessions.popitem(last=False)[1]
                     # Descriptors are released, but what the caller has seen of the session
                     # must outlive them: checkpoint's rewrite rule depends on it.
