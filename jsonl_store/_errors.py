@@ -90,9 +90,9 @@ class DurabilityError(JsonlStoreError, OSError):
 class UnsafePath(JsonlStoreError, OSError):
     """A name inside a session is a symlink, a directory, a FIFO, a socket or a device.
 
-    The store never follows or opens such a name (spec/FORMAT.md, "Files and
-    permissions"): a person must look at it and put a regular file (or, for a session,
-    a directory) in its place. ``path`` names it.
+    The store never follows or opens such a name (spec/FORMAT.md §2, "Files and
+    permissions"): a person must look at it and put a regular file (or, for a session, a
+    directory) in its place. ``path`` names it.
     """
 
 

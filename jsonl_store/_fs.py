@@ -29,8 +29,8 @@ FILE_MODE = 0o600
 DIR_MODE = 0o700
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-#: What every open of a file inside a session adds (spec/FORMAT.md, "Files and
-#: permissions"): never follow a symlink in the last component, never block on a FIFO or
+#: What every open of a file inside a session adds (spec/FORMAT.md §2, "Files
+#: and permissions"): never follow a symlink in the last component, never block on a FIFO or
 #: a device (O_NONBLOCK has no effect on a regular file), never leak into a child program.
 SAFE_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
 

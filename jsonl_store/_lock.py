@@ -1,12 +1,12 @@
 """The session lock: ``flock(2)`` on the session's ``.lock`` file, held by one thread at a time.
 
 The store used ``filelock.FileLock`` until it met files that are not what they seem
-and processes that fork. Its Unix lock (``filelock/_unix.py``,
-https://github.com/tox-dev/filelock/blob/main/src/filelock/_unix.py) opens the lock file
-with ``O_RDWR | O_TRUNC`` and without ``O_NOFOLLOW``, so a ``.lock`` that is a symlink
-truncates the file it points to, outside the store; newer versions refuse to be used in
-a forked child (a ``RuntimeError``), and 3.12 does not take the options the store
-passed. What the store needs is small enough to own:
+and processes that fork. The Unix lock of filelock 3.x (https://github.com/tox-dev/filelock,
+``src/filelock/_unix.py``, ``UnixFileLock._acquire``) opens the lock file with
+``O_RDWR | O_TRUNC`` and without ``O_NOFOLLOW``, so a ``.lock`` that is a symlink
+truncates the file it points to, outside the store; filelock 4.x refuses to be used in a
+forked child (a ``RuntimeError``); and with 3.12.4 the store's first append raised
+``TypeError`` (issue 8). What the store needs is small enough to own:
 
 - the file is opened ``O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC``, mode
   0600, never truncated, and must be a regular file (``opener`` checks with ``fstat``);

@@ -28,7 +28,7 @@ def _run_limited(script: str, root: Path, limit: int = LIMIT) -> Any:
 
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(script), str(root)],
-        preexec_fn=lower,  # noqa: PLW1509 (no threads in the test process need protecting)
+        preexec_fn=lower,  # set in the child, before its interpreter starts
         capture_output=True,
         text=True,
         timeout=300,
