@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -242,6 +243,7 @@ class LogWriter:
         self.last: Line | None = None
         self.failed: BaseException | None = None
         self.cuts: list[Problem] = []
+        _writers.add(self)
 
     # -- descriptor and lock ------------------------------------------------------------
 
@@ -488,6 +490,14 @@ class _Process:
     @classmethod
     def forked(cls) -> None:
         cls.pid = os.getpid()
+        # Only the forking thread lives on in the child: a writer's mutex another thread
+        # held at the fork would never be released there. The child's writers reopen
+        # their files anyway (``pid`` differs), so a fresh mutex guards nothing stale.
+        for writer in list(_writers):
+            writer.mutex = threading.Lock()
+
+
+_writers: weakref.WeakSet[LogWriter] = weakref.WeakSet()
 
 
 _process = _Process

@@ -14,6 +14,7 @@ import os
 import resource
 import stat
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -216,6 +217,13 @@ class SessionStore:
         self._root_ready = False
         self._max_open = _open_sessions_limit()
         register_descriptor_cache(self)
+        _stores.add(self)
+
+    def _forked(self) -> None:
+        """In a forked child: fresh mutexes (a thread of the parent may have held one)."""
+        self._sessions_mutex = threading.Lock()
+        for session in self._sessions.values():
+            session.mutex = threading.Lock()
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -1251,6 +1259,19 @@ class SessionStore:
         with self._lock(session_id):
             return self._check(session_id, directory, fix=True)
 
+
+
+_stores: weakref.WeakSet[SessionStore] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for store in list(_stores):
+        store._forked()
+
+
+# A store may be used in a forked child (README, "Concurrency"); its descriptors and locks
+# are the business of `_log` and `_lock`, which have fork hooks of their own.
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _cannot_make(path: str, exc: OSError) -> OSError:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import traceback
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -55,9 +57,15 @@ def _fork(child: Callable[[], str]) -> tuple[int, int]:
 
 def _report(pid: int, read: int) -> str:
     chunks = []
-    while chunk := os.read(read, 65536):
-        chunks.append(chunk)
-    os.close(read)
+    try:
+        while chunk := os.read(read, 65536):
+            chunks.append(chunk)
+    except BaseException:
+        os.kill(pid, signal.SIGKILL)  # a hung child must not outlive the test
+        os.waitpid(pid, 0)
+        raise
+    finally:
+        os.close(read)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     return b"".join(chunks).decode()
@@ -119,3 +127,36 @@ def test_child_forked_while_the_parent_holds_the_lock_does_not_hold_it(tmp_path:
     assert store.get_session(SID).title == "after"  # type: ignore[union-attr]
     for fd in (tried_read, tried_write, go_read, go_write):
         os.close(fd)
+
+
+def test_child_forked_while_another_thread_is_inside_the_store_can_use_it(tmp_path: Path) -> None:
+    """A fork while another thread holds the store's mutexes (mid-call, here held by hand) leaves the child a working store."""
+    store = SessionStore(tmp_path, durability="none")
+    store.append(SID, UserMessage(content="before"))
+    session = store._sessions[SID]
+    assert session.log is not None
+    held, release = threading.Event(), threading.Event()
+
+    def inside_a_call() -> None:
+        with store._sessions_mutex, session.mutex, session.log.mutex:  # type: ignore[union-attr]
+            held.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=inside_a_call)
+    thread.start()
+    assert held.wait(30)
+
+    def child() -> str:
+        first = store.append(SID, UserMessage(content="from the child"))
+        other = store.append("other", UserMessage(content="a new session in the child"))
+        return f"{first},{other}"
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12+ warns of fork with threads
+            pid, read = _fork(child)
+        assert _report(pid, read) == "2,1"
+    finally:
+        release.set()
+        thread.join()
+    assert store.append(SID, UserMessage(content="parent again")) == 3
