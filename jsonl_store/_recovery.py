@@ -44,8 +44,9 @@ def unsafe_problem(exc: UnsafePath) -> Problem:
 def unsafe_paths(fs: FileSystem, session_id: str, directory: str) -> list[Problem]:
     """A problem for the session directory or each of its files that is not what it seems.
 
-    ``lstat`` of each name the store reads or writes: a symlink, a directory, a FIFO, a
-    socket or a device in place of a session file is never followed or opened.
+    ``lstat`` of each name the store reads, writes or deletes: a symlink, a directory, a
+    FIFO, a socket or a device in place of a session file is never followed, opened or
+    deleted.
     """
     try:
         if not check_directory(fs, directory, session_id=session_id):
@@ -55,7 +56,8 @@ def unsafe_paths(fs: FileSystem, session_id: str, directory: str) -> list[Proble
         return [unsafe_problem(exc)]
     problems = []
     for name in names:
-        if name not in (LOG_NAME, USAGE_NAME, META_NAME, LOCK_NAME) and parse_snapshot_name(name) is None:
+        known = name in (LOG_NAME, USAGE_NAME, META_NAME, LOCK_NAME) or parse_snapshot_name(name) is not None
+        if not known and not name.endswith(TMP_SUFFIX):  # repair deletes temporary files
             continue
         path = os.path.join(directory, name)
         try:

@@ -259,3 +259,20 @@ def test_unsafe_path_pickles_with_its_fields(tmp_path: Path) -> None:
         SessionStore(tmp_path / "store").load(SID)
     again = pickle.loads(pickle.dumps(caught.value))
     assert type(again) is UnsafePath and again.path == caught.value.path and str(again) == str(caught.value)
+
+
+def test_directory_named_like_a_temporary_file_is_reported_not_deleted(tmp_path: Path) -> None:
+    """A directory or symlink named like a leftover temporary file is unsafe-path: repair neither deletes nor fails on it."""
+    directory = _session(tmp_path / "store")
+    (directory / "meta.json.0123456789ab.tmp").mkdir()
+    (directory / "messages.jsonl.ba9876543210.tmp").symlink_to(_outside(tmp_path))
+    store = SessionStore(tmp_path / "store")
+    expected = sorted(
+        ("unsafe-path", str(directory / name))
+        for name in ("meta.json.0123456789ab.tmp", "messages.jsonl.ba9876543210.tmp")
+    )
+    assert sorted((p.kind, p.path) for p in store.verify(SID)) == expected
+    assert sorted((p.kind, p.path) for p in store.repair(SID)) == expected
+    assert (directory / "meta.json.0123456789ab.tmp").is_dir()
+    assert (directory / "messages.jsonl.ba9876543210.tmp").is_symlink()
+    assert (tmp_path / "outside.txt").read_bytes() == OUTSIDE
