@@ -22,6 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 from ._errors import UnsafePath
 from ._lock import FileLock
+from ._paths import session_id_of
 
 #: Everything the store creates is private (transcripts hold private data): files 0600,
 #: directories 0700, whatever the umask (a umask can only take permissions away).
@@ -113,6 +114,8 @@ def open_regular(
     ``FileNotFoundError`` and other errors of ``open`` pass through.
     """
     name = os.path.basename(path)
+    if session_id is None:
+        session_id = session_id_of(os.path.dirname(path))
     try:
         fd = fs.open(path, flags | SAFE_FLAGS, mode)
     except OSError as exc:
@@ -140,6 +143,8 @@ def check_directory(fs: FileSystem, path: str, *, session_id: str | None = None)
     followed. (The store root itself may be a symlink a user chose; it is never checked.)
     """
     name = os.path.basename(path)
+    if session_id is None:
+        session_id = session_id_of(path)
     try:
         st_mode = fs.lstat(path).st_mode
     except FileNotFoundError:

@@ -78,6 +78,12 @@ def session_dir(root: str, session_id: str) -> str:
     return os.path.join(root, session_id)
 
 
+def session_id_of(directory: str) -> str | None:
+    """The session id a session directory's path names (None when it names none)."""
+    name = os.path.basename(directory)
+    return name if is_session_id(name) else None
+
+
 def snapshot_name(version: int) -> str:
     assert 0 < version < 10**SNAPSHOT_DIGITS, version
     return f"{SNAPSHOT_PREFIX}{version:0{SNAPSHOT_DIGITS}d}{SNAPSHOT_SUFFIX}"

@@ -1333,6 +1333,9 @@ class _NamedLock:
             ) from None
         except FileNotFoundError:
             raise SessionNotFound(f"session {self._session_id!r} does not exist", session_id=self._session_id) from None
+        except UnsafePath as exc:  # a .lock that is a symlink or no regular file
+            exc.session_id = self._session_id
+            raise
 
     def __exit__(self, *exc: object) -> None:
         self._lock.__exit__(*exc)  # type: ignore[arg-type]

@@ -96,6 +96,7 @@ def test_symlinked_session_file_is_refused_and_its_target_keeps_every_byte(tmp_p
             action()
         except UnsafePath as exc:
             assert exc.path == str(directory / name), call
+            assert exc.session_id == SID, call
             assert isinstance(exc, OSError)
             refused.append(call)
         assert target.read_bytes() == OUTSIDE, f"{call} changed the file outside the store"
