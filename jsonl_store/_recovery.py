@@ -12,10 +12,19 @@ import dataclasses
 import os
 from datetime import UTC, datetime
 
-from . import _meta, _session, _snapshots
+from . import _atomic, _lines, _meta, _session, _snapshots
 from ._errors import UnsupportedFormat
 from ._fs import FileSystem
-from ._log import FLAGS_READ, LogWriter, free_sidecar, last_good, scan
+from ._log import (
+    FLAGS_READ,
+    RESTORE_ACTION,
+    TEXT_CONVERSION,
+    LogWriter,
+    conversion_problem,
+    free_sidecar,
+    last_good,
+    scan,
+)
 from ._meta import SessionMeta
 from ._paths import LOG_NAME, META_NAME, TMP_SUFFIX, USAGE_NAME, cut_name, snapshot_name
 from ._records import Problem
@@ -70,11 +79,21 @@ def _check_session(
     try:
         for version in _snapshots.versions(fs, directory):
             path = os.path.join(directory, snapshot_name(version))
+            converted = False
             try:
-                snap = _snapshots.read(fs, directory, version, session_id)
-                reason = "the raw log is missing" if fd is None else _snapshots.boundary_problem(fs, fd, size, snap)
+                snap, converted = _snapshots.read_file(fs, directory, version, session_id)
+                found = "the raw log is missing" if fd is None else _snapshots.trusted(fs, fd, size, snap)
+                reason = found if isinstance(found, str) else None
             except _snapshots.DamagedSnapshot as exc:
                 reason = str(exc)
+            if reason is None and converted:
+                problems.append(conversion_problem(path, 1, 0, RESTORE_ACTION))
+                if fix:
+                    # The file is restored to the bytes it was created with: the same
+                    # snapshot, so replacing it breaks no promise of immutability.
+                    restored = _lines.whole_line(_atomic.read_whole(fs, path) or b"")
+                    if restored is not None:
+                        _atomic.replace(fs, directory, snapshot_name(version), restored[0] + b"\n", durable=True)
             if reason is not None:
                 problems.append(Problem(path, "bad-snapshot", reason, "move aside"))
                 if fix:
@@ -102,11 +121,25 @@ def _check_log(
         else:
             for _ in scan(fs, fd, path, 0, size, problems, first_line=1):
                 pass
-        problems = [dataclasses.replace(p, action="none: readers skip it") for p in problems]
+        converted = any(p.kind == TEXT_CONVERSION for p in problems)
+        problems = [
+            dataclasses.replace(p, action=RESTORE_ACTION if p.kind == TEXT_CONVERSION else "none: readers skip it")
+            for p in problems
+        ]
         good_end, _ = last_good(fs, fd, size, 0, accept)
     finally:
         fs.close(fd)
-    if good_end < size:
+    if converted and fix:
+        writer = LogWriter(
+            fs, path, directory, durable=True, lock_timeout=lock_timeout, label=path,
+            session_id=session_id, accept=accept,
+        )
+        try:
+            writer.restore()
+            problems.extend(p for p in writer.cuts if p.kind != TEXT_CONVERSION)
+        finally:
+            writer.close()
+    elif good_end < size:
         if fix:
             # The same writer an append uses: it cuts the tail into a sidecar on open.
             writer = LogWriter(

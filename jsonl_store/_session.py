@@ -18,7 +18,7 @@ from ._fs import FileSystem
 from ._log import FLAGS_READ, Line, last_good, scan
 from ._meta import SessionMeta
 from ._paths import DAMAGED_SUFFIX, LOG_NAME, META_NAME
-from ._records import Problem, RawMessageRecord, SessionSummary
+from ._records import ContextSnapshot, Problem, RawMessageRecord, SessionSummary
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -52,6 +52,18 @@ def open_log(fs: FileSystem, directory: str) -> tuple[int | None, int]:
     except FileNotFoundError:
         return None, 0
     return fd, fs.fstat(fd).st_size
+
+
+def size_for(fs: FileSystem, fd: int, size: int, snapshot: ContextSnapshot | None) -> int:
+    """The log size to read up to with ``snapshot``: it may be newer than ``size``.
+
+    A snapshot made after the reader measured the log has its boundary beyond ``size``
+    (spec §10); reading then goes on to the log's current end, so the view is the log as
+    of that snapshot or later, never the snapshot without the records after its boundary.
+    """
+    if snapshot is not None and snapshot.tail_offset > size:
+        return max(size, fs.fstat(fd).st_size)
+    return size
 
 
 def good_end(fs: FileSystem, fd: int, size: int, floor: int) -> int:

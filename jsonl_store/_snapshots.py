@@ -13,7 +13,7 @@ import os
 
 import msgspec
 
-from . import _atomic, _codec
+from . import _atomic, _codec, _lines, _log
 from ._fs import FileSystem
 from ._paths import parse_snapshot_name, snapshot_name
 from ._records import ContextSnapshot, Problem
@@ -34,27 +34,38 @@ def versions(fs: FileSystem, directory: str) -> list[int]:
 
 
 def read(fs: FileSystem, directory: str, version: int, session_id: str) -> ContextSnapshot:
+    return read_file(fs, directory, version, session_id)[0]
+
+
+def read_file(fs: FileSystem, directory: str, version: int, session_id: str) -> tuple[ContextSnapshot, bool]:
+    """A snapshot file's snapshot, and whether a text conversion changed the file (§8.4)."""
     path = os.path.join(directory, snapshot_name(version))
     data = _atomic.read_whole(fs, path)
     if data is None:
         raise DamagedSnapshot("file vanished")
     if not data.endswith(b"\n"):
         raise DamagedSnapshot(f"incomplete file ({len(data)} bytes, no final newline)")
-    body = _codec.unseal(data[:-1])
-    if body is None:
+    found = _lines.whole_line(data)
+    if found is None:
         raise DamagedSnapshot("checksum mismatch or not a snapshot line")
+    line, converted = found
+    body = line[: -_codec.SUFFIX_LENGTH] + b"}"
     try:
         snapshot = _codec.decode_snapshot(body, session_id)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise DamagedSnapshot(f"does not fit the snapshot schema: {exc}") from None
     if snapshot.version != version:
         raise DamagedSnapshot(f"file name says version {version}, content says {snapshot.version}")
-    return snapshot
+    return snapshot, converted
 
 
 def boundary_problem(fs: FileSystem, log_fd: int, log_size: int, snapshot: ContextSnapshot) -> str | None:
     """Why the log does not hold this snapshot's boundary record (None when it does)."""
     start, end = snapshot.boundary_offset, snapshot.tail_offset
+    if end > log_size:
+        # The reader measured the log before a writer appended the boundary record and
+        # made this snapshot: the log has grown since, and the snapshot is not damaged.
+        log_size = fs.fstat(log_fd).st_size
     if end > log_size:
         return f"boundary ends at byte {end}, past the end of the log ({log_size} bytes)"
     if not 0 <= start < end:
@@ -72,6 +83,32 @@ def boundary_problem(fs: FileSystem, log_fd: int, log_size: int, snapshot: Conte
             f"sequence {snapshot.compacted_through_sequence} this snapshot was made for"
         )
     return None
+
+
+def trusted(fs: FileSystem, log_fd: int, log_size: int, snapshot: ContextSnapshot) -> ContextSnapshot | str:
+    """The snapshot, with the offsets its boundary record has in this log; or why it is not trusted.
+
+    A log whose lines a text conversion changed (``\\r\\n`` from a git checkout, §8.4)
+    holds the boundary record at a later offset than the snapshot says; the record is
+    then looked up by sequence and id, so the snapshot stays usable until a writer
+    restores the log's bytes, after which its offsets hold again.
+    """
+    reason = boundary_problem(fs, log_fd, log_size, snapshot)
+    if reason is None:
+        return snapshot
+    if not _log.first_line_converted(fs, log_fd, log_size):
+        return reason
+    size = fs.fstat(log_fd).st_size
+    for line in _log.scan(fs, log_fd, "", 0, size, None):
+        try:
+            sequence, _, record_id = _codec.record_position(line.body)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            continue
+        if sequence >= snapshot.compacted_through_sequence:
+            if sequence == snapshot.compacted_through_sequence and record_id == snapshot.boundary_record_id:
+                return msgspec.structs.replace(snapshot, boundary_offset=line.offset, tail_offset=line.end)
+            break
+    return reason
 
 
 def latest(
@@ -100,9 +137,9 @@ def latest(
             if log_fd is None:
                 reason = "the raw log is missing"
             else:
-                found = boundary_problem(fs, log_fd, log_size, snapshot)
-                if found is None:
-                    return snapshot
+                found = trusted(fs, log_fd, log_size, snapshot)
+                if not isinstance(found, str):
+                    return found
                 reason = found
         if problems is not None:
             problems.append(

@@ -624,6 +624,7 @@ class SessionStore:
             snapshot = _snapshots.latest(self._fs, directory, session_id, fd, size, problems)
             tail: list[RawMessageRecord] = []
             if fd is not None:
+                size = _session.size_for(self._fs, fd, size, snapshot)
                 start = snapshot.tail_offset if snapshot is not None else 0
                 after = snapshot.compacted_through_sequence if snapshot is not None else 0
                 end = _session.good_end(self._fs, fd, size, start)
@@ -671,6 +672,7 @@ class SessionStore:
                 snapshot = _snapshots.latest(self._fs, directory, session_id, fd, size, None, at_most=after)
                 if snapshot is not None:
                     start, floor = snapshot.tail_offset, snapshot.compacted_through_sequence
+                    size = _session.size_for(self._fs, fd, size, snapshot)
             end = _session.good_end(self._fs, fd, size, start)
             for _, record in _session.decode_lines(self._fs, session_id, directory, fd, start, end, floor, problems):
                 if record.sequence > after:
@@ -983,6 +985,8 @@ class SessionStore:
         try:
             cache = session.checkpoint
             snapshot = _snapshots.latest(self._fs, directory, session.session_id, fd, size, None)
+            if fd is not None:
+                size = _session.size_for(self._fs, fd, size, snapshot)
             version = snapshot.version if snapshot else 0
             if (
                 cache is None
