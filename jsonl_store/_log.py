@@ -479,9 +479,9 @@ class LogWriter:
                 if not line.converted:
                     continue  # copied with the bytes around it
                 count += 1
-                if first < 0:
-                    first = line.offset
                 bom = line.offset == len(_lines.BOM) and fs.pread(self.fd, len(_lines.BOM), 0) == _lines.BOM
+                if first < 0:
+                    first = 0 if bom else line.offset
                 copy(position, 0 if bom else line.offset)
                 emit(line.body)
                 emit(b"\n")

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from . import _atomic, _lines, _meta, _session, _snapshots
 from ._errors import UnsupportedFormat
 from ._fs import FileSystem
+from ._lines import BOM
 from ._log import (
     FLAGS_READ,
     RESTORE_ACTION,
@@ -111,6 +112,7 @@ def _check_log(
     raw_log = name == LOG_NAME
     accept = _session.ends_batch if raw_log else None
     problems: list[Problem] = []
+    removed = 0  # bytes a restore of converted lines takes out before the good part's end
     fd = fs.open(path, FLAGS_READ)
     try:
         size = fs.fstat(fd).st_size
@@ -127,34 +129,43 @@ def _check_log(
             for p in problems
         ]
         good_end, _ = last_good(fs, fd, size, 0, accept)
+        if converted and not fix:
+            removed = _restored_bytes(fs, fd, good_end)
     finally:
         fs.close(fd)
-    if converted and fix:
+    if fix and (converted or good_end < size):
+        # The same writer an append uses: it restores converted lines and cuts the tail
+        # into a sidecar on open, and reports both.
         writer = LogWriter(
             fs, path, directory, durable=True, lock_timeout=lock_timeout, label=path,
             session_id=session_id, accept=accept,
         )
         try:
-            writer.restore()
+            if converted:
+                writer.restore()
+            else:
+                writer.append_nothing()
             problems.extend(p for p in writer.cuts if p.kind != TEXT_CONVERSION)
         finally:
             writer.close()
     elif good_end < size:
-        if fix:
-            # The same writer an append uses: it cuts the tail into a sidecar on open.
-            writer = LogWriter(
-                fs, path, directory, durable=True, lock_timeout=lock_timeout, label=path,
-                session_id=session_id, accept=accept,
-            )
-            try:
-                writer.append_nothing()
-                problems.extend(writer.cuts)
-            finally:
-                writer.close()
-        else:
-            sidecar = os.path.basename(free_sidecar(fs, directory, cut_name(name, good_end)))
-            problems.append(
-                Problem(path, "torn-tail", f"{size - good_end} bytes after the last good record",
-                        f"cut into {sidecar}", good_end)
-            )
+        # Named as repair will make it: after converted lines are restored, the good
+        # part ends ``removed`` bytes earlier.
+        offset = good_end - removed
+        sidecar = os.path.basename(free_sidecar(fs, directory, cut_name(name, offset)))
+        problems.append(
+            Problem(path, "torn-tail", f"{size - good_end} bytes after the last good record",
+                    f"cut into {sidecar}", offset)
+        )
     return problems
+
+
+def _restored_bytes(fs: FileSystem, fd: int, end: int) -> int:
+    """How many bytes restoring the converted lines in ``[0, end)`` removes (§9.3)."""
+    removed = 0
+    for line in scan(fs, fd, "", 0, end, None):
+        if line.converted:
+            removed += line.end - 1 - (line.offset + len(line.body))
+            if line.offset == len(BOM) and fs.pread(fd, len(BOM), 0) == BOM:
+                removed += len(BOM)
+    return removed

@@ -34,6 +34,8 @@ from ._ids import new_uuid7
 from ._log import FLAGS_READ, Line, LogWriter, backward, scan
 from ._meta import Origin, SessionMeta
 from ._paths import (
+    GITATTRIBUTES_NAME,
+    GITATTRIBUTES_TEXT,
     GITIGNORE_NAME,
     GITIGNORE_TEXT,
     LOCK_NAME,
@@ -295,10 +297,9 @@ class SessionStore:
         if self._root_ready:
             return
         self._makedirs(self.root)
-        if not self._exists(os.path.join(self.root, GITIGNORE_NAME)):
-            _atomic.create_exclusive(
-                self._fs, self.root, GITIGNORE_NAME, GITIGNORE_TEXT.encode(), durable=self._durable
-            )
+        for name, text in ((GITIGNORE_NAME, GITIGNORE_TEXT), (GITATTRIBUTES_NAME, GITATTRIBUTES_TEXT)):
+            if not self._exists(os.path.join(self.root, name)):
+                _atomic.create_exclusive(self._fs, self.root, name, text.encode(), durable=self._durable)
         self._root_ready = True
 
     def _exists(self, path: str) -> bool:
