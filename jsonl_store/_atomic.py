@@ -62,14 +62,28 @@ def create_exclusive(fs: FileSystem, directory: str, name: str, data: bytes, *, 
     return created
 
 
-def read_whole(fs: FileSystem, path: str) -> bytes | None:
-    """The file's bytes, or None when it does not exist."""
+class FileTooLarge(Exception):
+    """Internal: a whole-file read refused a file above its cap, without reading it."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"{size} bytes, more than the {limit >> 20} MiB a reader reads whole")
+        self.size = size
+        self.limit = limit
+
+
+def read_whole(fs: FileSystem, path: str, limit: int | None = None) -> bytes | None:
+    """The file's bytes, or None when it does not exist.
+
+    Raises `FileTooLarge` for a file over ``limit`` bytes before reading any of it.
+    """
     try:
         fd = fs.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
     try:
         size = fs.fstat(fd).st_size
+        if limit is not None and size > limit:
+            raise FileTooLarge(size, limit)
         data = fs.pread(fd, size, 0) if size else b""
         if len(data) < size:  # a short read: keep reading until the end
             parts = [data]

@@ -34,6 +34,11 @@ SUFFIX_LENGTH: Final = len(CRC_KEY) + 8 + 2  # ,"crc":" + 8 hex digits + "}
 # fail to encode and are refused with a clear error rather than a RecursionError.
 MAX_DEPTH: Final = 1000
 
+#: What decoding a line or file that is not what it should be can raise. msgspec decodes
+#: nested JSON recursively and raises RecursionError past the interpreter's limit: a
+#: checksum-valid line nested a thousand levels deep is a bad record, not a crash.
+DECODE_ERRORS: Final = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
+
 _encoder = msgspec.json.Encoder()
 _any_decoder = msgspec.json.Decoder()
 _message_decoder: msgspec.json.Decoder[AnyMessage] = msgspec.json.Decoder(AnyMessage)
@@ -323,7 +328,9 @@ def decode_usage(body: bytes) -> UsageRecord:
 
 def decode_usage_dict(line: bytes) -> dict[str, Any]:
     """A usage line as the dict it was written as (without the checksum key)."""
-    item: dict[str, Any] = _any_decoder.decode(line)
+    item = _any_decoder.decode(line)
+    if not isinstance(item, dict):
+        raise msgspec.ValidationError(f"expected a JSON object, got {type(item).__name__}")
     item.pop("crc", None)
     return item
 

@@ -50,6 +50,9 @@ class SessionMeta(msgspec.Struct, kw_only=True):
     user_fields: list[str] = msgspec.field(default_factory=list)
 
 
+#: Spec §7: meta.json is read whole, so it is capped; a larger file is `bad-meta`.
+MAX_META_BYTES: Final = 16 << 20
+
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(SessionMeta)
 
@@ -64,7 +67,10 @@ def decode(data: bytes) -> SessionMeta:
 
 def read(fs: FileSystem, directory: str) -> SessionMeta | None:
     """The session's metadata, None when absent; raises msgspec errors when damaged."""
-    data = _atomic.read_whole(fs, os.path.join(directory, META_NAME))
+    try:
+        data = _atomic.read_whole(fs, os.path.join(directory, META_NAME), MAX_META_BYTES)
+    except _atomic.FileTooLarge as exc:
+        raise msgspec.DecodeError(f"meta.json is {exc}") from None
     return None if data is None else decode(data)
 
 
@@ -87,7 +93,14 @@ def check_writable(meta: SessionMeta, session_id: str) -> None:
 
 
 def write(fs: FileSystem, directory: str, meta: SessionMeta, *, durable: bool) -> None:
-    _atomic.replace(fs, directory, META_NAME, encode(meta), durable=durable)
+    data = encode(meta)
+    if len(data) > MAX_META_BYTES:
+        # Refused before writing: a reader would take a larger file for damage (spec §7).
+        raise InvalidArgument(
+            f"meta.json would be {len(data)} bytes; the metadata of a session is capped at "
+            f"{MAX_META_BYTES >> 20} MiB (keep large data in records)"
+        )
+    _atomic.replace(fs, directory, META_NAME, data, durable=durable)
 
 
 def create(fs: FileSystem, directory: str, meta: SessionMeta, *, durable: bool) -> bool:

@@ -30,7 +30,7 @@ def read_meta(fs: FileSystem, session_id: str, directory: str, problems: list[Pr
     """
     try:
         meta = _meta.read(fs, directory)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except _codec.DECODE_ERRORS as exc:
         problems.append(
             Problem(
                 path=os.path.join(directory, META_NAME),
@@ -97,7 +97,7 @@ def decode_lines(
     for line in scan(fs, fd, path, start, end, problems, first_line=1 if start == 0 else None):
         try:
             record = decode(line.body, session_id)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        except _codec.DECODE_ERRORS as exc:
             problems.append(
                 Problem(path, "bad-record", f"checksum holds but record does not fit: {exc}", "skipped",
                         line.offset, line.number)
@@ -201,7 +201,7 @@ def sequence_of(line: Line | None) -> int:
 def record_summary(body: bytes) -> tuple[int, datetime | None]:
     try:
         return _codec.record_summary(body)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except _codec.DECODE_ERRORS:
         return 0, None
 
 
@@ -209,7 +209,7 @@ def body_sequence(body: bytes) -> int:
     """The sequence of a checksummed line (0 for one that is not a record)."""
     try:
         return _codec.record_position(body)[0]
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except _codec.DECODE_ERRORS:
         return 0
 
 
@@ -217,6 +217,6 @@ def ends_batch(line: Line) -> bool:
     """Whether the good part of a log may end after ``line`` (it is not mid-batch)."""
     try:
         sequence, batch_end, _ = _codec.record_position(line.body)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except _codec.DECODE_ERRORS:
         return True
     return batch_end <= sequence

@@ -14,9 +14,13 @@ import os
 import msgspec
 
 from . import _atomic, _codec, _lines, _log
+from ._errors import InvalidArgument
 from ._fs import FileSystem
 from ._paths import parse_snapshot_name, snapshot_name
 from ._records import ContextSnapshot, Problem
+
+#: Spec §6: a snapshot file is read whole, so it is capped; a larger one is damaged.
+MAX_SNAPSHOT_BYTES = 16 << 20
 
 
 class DamagedSnapshot(Exception):
@@ -40,7 +44,10 @@ def read(fs: FileSystem, directory: str, version: int, session_id: str) -> Conte
 def read_file(fs: FileSystem, directory: str, version: int, session_id: str) -> tuple[ContextSnapshot, bool]:
     """A snapshot file's snapshot, and whether a text conversion changed the file (§8.4)."""
     path = os.path.join(directory, snapshot_name(version))
-    data = _atomic.read_whole(fs, path)
+    try:
+        data = _atomic.read_whole(fs, path, MAX_SNAPSHOT_BYTES)
+    except _atomic.FileTooLarge as exc:
+        raise DamagedSnapshot(f"file is {exc}") from None
     if data is None:
         raise DamagedSnapshot("file vanished")
     if not data.endswith(b"\n"):
@@ -52,7 +59,7 @@ def read_file(fs: FileSystem, directory: str, version: int, session_id: str) -> 
     body = line[: -_codec.SUFFIX_LENGTH] + b"}"
     try:
         snapshot = _codec.decode_snapshot(body, session_id)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+    except _codec.DECODE_ERRORS as exc:
         raise DamagedSnapshot(f"does not fit the snapshot schema: {exc}") from None
     if snapshot.version != version:
         raise DamagedSnapshot(f"file name says version {version}, content says {snapshot.version}")
@@ -75,7 +82,7 @@ def boundary_problem(fs: FileSystem, log_fd: int, log_size: int, snapshot: Conte
         return f"no valid record at byte {start}"
     try:
         sequence, _, record_id = _codec.record_position(data[:-1])
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except _codec.DECODE_ERRORS:
         return f"no valid record at byte {start}"
     if sequence != snapshot.compacted_through_sequence or record_id != snapshot.boundary_record_id:
         return (
@@ -102,7 +109,7 @@ def trusted(fs: FileSystem, log_fd: int, log_size: int, snapshot: ContextSnapsho
     for line in _log.scan(fs, log_fd, "", 0, size, None):
         try:
             sequence, _, record_id = _codec.record_position(line.body)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except _codec.DECODE_ERRORS:
             continue
         if sequence >= snapshot.compacted_through_sequence:
             if sequence == snapshot.compacted_through_sequence and record_id == snapshot.boundary_record_id:
@@ -146,6 +153,16 @@ def latest(
                 Problem(path=path, kind="bad-snapshot", reason=reason, action="skipped for an older snapshot")
             )
     return None
+
+
+def check_size(payload: bytes) -> None:
+    """Refuse a compacted message whose snapshot file would pass `MAX_SNAPSHOT_BYTES`."""
+    # The other fields of a snapshot line take well under 1 KiB.
+    if len(payload) + 1024 > MAX_SNAPSHOT_BYTES:
+        raise InvalidArgument(
+            f"the compacted message is {len(payload)} bytes; a snapshot is capped at "
+            f"{MAX_SNAPSHOT_BYTES >> 20} MiB"
+        )
 
 
 def create(fs: FileSystem, directory: str, snapshot: ContextSnapshot, *, durable: bool) -> bool:

@@ -736,6 +736,7 @@ class SessionStore:
         if not _is_compacted(compacted_message):
             raise InvalidArgument("a snapshot's message must be a CompactedMessage (or a dict with role 'compacted')")
         payload, plain = _codec.encode_message(compacted_message)
+        _snapshots.check_size(payload)
         for name, value in (("compacted_through_sequence", compacted_through_sequence), ("expected_version", expected_version)):
             if type(value) is not int or value < 0:
                 raise InvalidArgument(f"{name} must be a non-negative int, got {value!r}")
@@ -911,7 +912,15 @@ class SessionStore:
         try:
             size = self._fs.fstat(fd).st_size
             for line in scan(self._fs, fd, path, 0, size, problems, first_line=1):
-                yield _codec.decode_usage_dict(line.body)
+                try:
+                    item = _codec.decode_usage_dict(line.body)
+                except _codec.DECODE_ERRORS as exc:
+                    problems.append(
+                        Problem(path, "bad-record", f"checksum holds but the line is not a usage record: {exc}",
+                                "skipped", line.offset, line.number)
+                    )
+                    continue
+                yield item
         finally:
             self._fs.close(fd)
             self._report(problems)
@@ -920,12 +929,11 @@ class SessionStore:
         """The sum of the session's token-usage log."""
         total = ModelUsage()
         for item in self.usage(session_id):
+            # A line another program wrote may hold anything under these keys: only
+            # non-negative integers are tokens.
+            counts = {name: item.get(name, 0) for name in ModelUsage.__struct_fields__}
             total = total + ModelUsage(
-                input_tokens=item.get("input_tokens", 0),
-                output_tokens=item.get("output_tokens", 0),
-                cache_read_tokens=item.get("cache_read_tokens", 0),
-                cache_write_tokens=item.get("cache_write_tokens", 0),
-                reasoning_tokens=item.get("reasoning_tokens", 0),
+                **{name: v if type(v) is int and v >= 0 else 0 for name, v in counts.items()}
             )
         return total
 
@@ -1022,7 +1030,12 @@ class SessionStore:
         if not cache.last_id:
             return True
         raw = self._fs.pread(fd, cache.log_end - cache.last_offset, cache.last_offset)[:-1]
-        return _codec.is_sealed(raw) and _codec.record_position(raw)[2] == cache.last_id
+        if not _codec.is_sealed(raw):
+            return False
+        try:
+            return _codec.record_position(raw)[2] == cache.last_id
+        except _codec.DECODE_ERRORS:
+            return False
 
     def _rewrite(
         self,
@@ -1053,6 +1066,7 @@ class SessionStore:
         ]
         for message in wanted:
             _codec.encode_message(message)  # refuse bad input before the marker is written
+        _snapshots.check_size(_codec.encode_message(compacted)[0])
         # A marker record first: it always advances the boundary (even right after another
         # snapshot) and leaves a trace of the rewrite in the raw log.
         marker = CompactedMessage(
