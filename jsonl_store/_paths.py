@@ -48,14 +48,15 @@ GITIGNORE_TEXT = (
     f"/{GITATTRIBUTES_NAME}.*{TMP_SUFFIX}\n"
 )
 
-# `-text` on every path below the root: git then never converts line endings in the
-# working tree or the repository, whatever core.autocrlf or core.eol say, so a clone holds
-# the bytes the store wrote (https://git-scm.com/docs/gitattributes#_text). Diffs stay
-# textual: `-text` only stops the end-of-line conversion.
+# `-text` on every path inside a session directory: git then never converts their line
+# endings in the working tree or the repository, whatever core.autocrlf or core.eol say, so
+# a clone holds the bytes the store wrote (https://git-scm.com/docs/gitattributes#_text).
+# Diffs stay textual: `-text` only stops the end-of-line conversion. The root's own
+# .gitignore and .gitattributes are left to git's usual handling; the store never reads them.
 GITATTRIBUTES_TEXT = (
-    "# Written by jsonl_store: git must keep these files' bytes exactly as written.\n"
+    "# Written by jsonl_store: git must keep session files' bytes exactly as written.\n"
     "# A line-end conversion (core.autocrlf) would change what every checksum covers.\n"
-    "* -text\n"
+    "/*/** -text\n"
 )
 
 MAX_SESSION_ID_LENGTH = 128

@@ -64,6 +64,13 @@ def _check_session(
         _session.move_aside(fs, directory, META_NAME)
         created = _session.first_record_time(fs, directory) or datetime.now(UTC)
         _meta.write(fs, directory, SessionMeta(created_at=created), durable=durable)
+    if meta is not None:
+        data = _atomic.read_whole(fs, os.path.join(directory, META_NAME), _meta.MAX_META_BYTES) or b""
+        if b"\r\n" in data:
+            # JSON strings hold no raw line break, so every \r\n is a converted line end.
+            problems.append(conversion_problem(os.path.join(directory, META_NAME), data.count(b"\r\n"), 0, RESTORE_ACTION))
+            if fix:
+                _atomic.replace(fs, directory, META_NAME, data.replace(b"\r\n", b"\n"), durable=True)
     # Leftover temporary files: every writer that makes one holds the session lock,
     # and so does repair, so none of them is still being written.
     for name in names:

@@ -1290,6 +1290,7 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
                 "snapshot-00000001.json": snapshot, "usage.jsonl": usage}  # fmt: skip
     files = {name: crlf(data) for name, data in original.items()}
     found = [
+        problem("text-conversion", "meta.json", 0),
         problem("text-conversion", "messages.jsonl", 0),
         problem("text-conversion", "usage.jsonl", 0),
         problem("text-conversion", "snapshot-00000001.json", 0),
@@ -1308,8 +1309,7 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
         "repair": acted(found),
         "after_repair": {
             "files": sorted(files),
-            "restored": {name: original[name].decode() for name in ("messages.jsonl", "usage.jsonl",
-                                                                      "snapshot-00000001.json")},
+            "restored": {name: data.decode() for name, data in original.items()},
             "verify": [],
             "load_sequences": [4, 5],
             "snapshot_version": 1,

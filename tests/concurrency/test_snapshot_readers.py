@@ -10,18 +10,22 @@ from jsonl_store._fs import OS_FS
 from jsonl_store.testing import SimulatedFileSystem
 
 SID = "compacted"
+SNAPSHOTS = 400
 
 
 def test_readers_racing_a_compacting_writer_see_only_healthy_snapshots(tmp_path: Path, children: Any) -> None:
     """Two real reader processes load while a writer appends and snapshots: no bad-snapshot, no fallback."""
     stop = tmp_path / "stop"
     root = tmp_path / "store"
-    writer = children.start("compacting_writer", root=str(root), sid=SID, stop=str(stop), every=3)
+    # durability="none": many snapshots a second, so readers meet each step of a compaction.
+    writer = children.start(
+        "compacting_writer", root=str(root), sid=SID, stop=str(stop), every=2, durability="none"
+    )
     readers = [children.start("snapshot_reader", root=str(root), sid=SID, stop=str(stop)) for _ in range(2)]
     children.go(writer, *readers)
     # Let them race until the writer has made a good number of snapshots.
     store = SessionStore(root)
-    while (snapshot := store.load(SID).snapshot) is None or snapshot.version < 150:
+    while (snapshot := store.load(SID).snapshot) is None or snapshot.version < SNAPSHOTS:
         pass
     stop.touch()
     made = writer.result()["snapshots"]
@@ -29,7 +33,7 @@ def test_readers_racing_a_compacting_writer_see_only_healthy_snapshots(tmp_path:
         seen = reader.result()
         assert seen["bad"] == [], seen["bad"]
         assert seen["views"] > 0
-    assert made >= 150
+    assert made >= SNAPSHOTS
     assert SessionStore(root).verify(SID) == []
 
 
