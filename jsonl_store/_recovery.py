@@ -28,7 +28,7 @@ from ._log import (
 )
 from ._meta import SessionMeta
 from ._paths import LOG_NAME, META_NAME, TMP_SUFFIX, USAGE_NAME, cut_name, snapshot_name
-from ._records import Problem
+from ._records import ContextSnapshot, Problem
 
 #: Problems that make a session unusable (the CLI exits with 2 for them).
 UNUSABLE_KINDS = frozenset({"unsupported-format", "unreadable"})
@@ -88,6 +88,7 @@ def _check_session(
         for version in _snapshots.versions(fs, directory):
             path = os.path.join(directory, snapshot_name(version))
             converted = False
+            found: ContextSnapshot | str
             try:
                 snap, converted = _snapshots.read_file(fs, directory, version, session_id)
                 found = "the raw log is missing" if fd is None else _snapshots.trusted(fs, fd, size, snap)
@@ -96,12 +97,19 @@ def _check_session(
                 reason = str(exc)
             if reason is None and converted:
                 problems.append(conversion_problem(path, 1, 0, RESTORE_ACTION))
-                if fix:
-                    # The file is restored to the bytes it was created with: the same
-                    # snapshot, so replacing it breaks no promise of immutability.
-                    restored = _lines.whole_line(_atomic.read_whole(fs, path) or b"")
-                    if restored is not None:
-                        _atomic.replace(fs, directory, snapshot_name(version), restored[0] + b"\n", durable=True)
+            if reason is None and fix and not isinstance(found, str):
+                moved = found.boundary_offset != snap.boundary_offset
+                if converted or moved:
+                    # The file gets back the bytes it was created with (and, when restoring
+                    # a log that was converted only in part moved its boundary record, the
+                    # offsets the record has now): the same snapshot, so replacing it breaks
+                    # no promise of immutability (spec §12).
+                    line = _lines.whole_line(_atomic.read_whole(fs, path, _snapshots.MAX_SNAPSHOT_BYTES) or b"")
+                    if line is not None:
+                        data = line[0] + b"\n"
+                        if moved:
+                            data = _snapshots.reanchored(line[0], found.boundary_offset, found.tail_offset)
+                        _atomic.replace(fs, directory, snapshot_name(version), data, durable=True)
             if reason is not None:
                 problems.append(Problem(path, "bad-snapshot", reason, "move aside"))
                 if fix:

@@ -96,15 +96,15 @@ def trusted(fs: FileSystem, log_fd: int, log_size: int, snapshot: ContextSnapsho
     """The snapshot, with the offsets its boundary record has in this log; or why it is not trusted.
 
     A log whose lines a text conversion changed (``\\r\\n`` from a git checkout, §8.4)
-    holds the boundary record at a later offset than the snapshot says; the record is
-    then looked up by sequence and id, so the snapshot stays usable until a writer
-    restores the log's bytes, after which its offsets hold again.
+    holds the boundary record at another offset than the snapshot says (and so does a log
+    converted in part, then restored); the record is then looked up by sequence and id,
+    so the snapshot stays usable, and `repair` writes the offsets it has now.
     """
     reason = boundary_problem(fs, log_fd, log_size, snapshot)
     if reason is None:
         return snapshot
-    if not _log.first_line_converted(fs, log_fd, log_size):
-        return reason
+    # Offsets that do not hold: look the record up. This reads the log up to the boundary,
+    # but only for a snapshot that would otherwise be skipped, which a healthy log never has.
     size = fs.fstat(log_fd).st_size
     for line in _log.scan(fs, log_fd, "", 0, size, None):
         try:
@@ -153,6 +153,17 @@ def latest(
                 Problem(path=path, kind="bad-snapshot", reason=reason, action="skipped for an older snapshot")
             )
     return None
+
+
+def reanchored(line: bytes, boundary_offset: int, tail_offset: int) -> bytes:
+    """A snapshot file's line (sealed, no newline) with its boundary at other offsets.
+
+    Decoded with the message left as plain JSON, so every other byte is written again as
+    it was: the message's keys in their order, unknown keys kept.
+    """
+    snapshot = msgspec.json.decode(line[: -_codec.SUFFIX_LENGTH] + b"}", type=ContextSnapshot)
+    moved = msgspec.structs.replace(snapshot, boundary_offset=boundary_offset, tail_offset=tail_offset)
+    return _codec.encode_snapshot(moved)
 
 
 def check_size(payload: bytes) -> None:

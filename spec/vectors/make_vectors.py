@@ -189,11 +189,16 @@ def snapshot_line(
     *,
     boundary_index: int | None = None,
     boundary_id: str | None = None,
+    shift: int = 0,
 ) -> bytes:
-    """A snapshot whose boundary is record ``through`` of ``log`` (line index through - 1)."""
+    """A snapshot whose boundary is record ``through`` of ``log`` (line index through - 1).
+
+    ``shift``: bytes a text conversion added before the boundary record in the file the
+    snapshot was made for.
+    """
     index = through - 1 if boundary_index is None else boundary_index
     payload, plain = _codec.encode_message(message)
-    start = log.offset(index)
+    start = log.offset(index) + shift
     snapshot = ContextSnapshot(
         version=version,
         id=snapshot_id(version),
@@ -1375,6 +1380,39 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
             "load_sequences": [1, 2, 3, 4],
         },
         "append": {"sequence": 5},
+    }
+
+
+@vector("recover", "mixed-line-ends-snapshot")
+def _() -> tuple[dict[str, bytes], dict[str, Any]]:
+    """A snapshot made while records 2 and 3 ended in \\r\\n: its offsets count those bytes.
+    Readers use it; repair restores the log and writes the snapshot's boundary offsets anew."""
+    log = conversation()
+    log.add(UserMessage(id=message_id(5), content="And 7 x 8?"))
+    data = log.lines[0] + crlf(log.lines[1]) + crlf(log.lines[2]) + log.lines[3] + log.lines[4]
+    made = snapshot_line(log, 1, 4, summary(1, "Both products."), shift=2)
+    found = [problem("text-conversion", "messages.jsonl", log.offset(1))]
+    return {"meta.json": meta(title="Edited"), "messages.jsonl": data, "snapshot-00000001.json": made}, {
+        "load": {
+            "snapshot_version": 1,
+            "records": [log.expect(5)],
+            "messages": context(log, 5, first=summary(1, "Both products.")),
+            "problems": [],
+        },
+        "records": [1, 2, 3, 4, 5],
+        "verify": acted(found),
+        "repair": acted(found),
+        "after_repair": {
+            "files": ["messages.jsonl", "meta.json", "snapshot-00000001.json"],
+            "restored": {
+                "messages.jsonl": log.data().decode(),
+                "snapshot-00000001.json": snapshot_line(log, 1, 4, summary(1, "Both products.")).decode(),
+            },
+            "verify": [],
+            "load_sequences": [5],
+            "snapshot_version": 1,
+        },
+        "append": {"sequence": 6},
     }
 
 
