@@ -8,8 +8,8 @@ bidirectional overrides (``\\u202e``) that make text read differently from what 
 A path under a user's ``--root`` may hold any byte but ``/`` and NUL.
 
 So every line of text the command prints goes through `escape`, which shows each such
-character in Python's notation -- ``\\x1b``, ``\\r``, ``\\n``, ``\\t``, ``\\u202e``, and
-``\\udcff`` for a byte of a path that is not UTF-8 -- and JSON output goes through
+character in Python's notation -- ``\\x1b``, ``\\r``, ``\\n``, ``\\t``, ``\\u202e``,
+and ``\\xff`` for a byte of a path that is not UTF-8 -- and JSON output goes through
 `json_text`, which writes the same characters as JSON ``\\u`` escapes (the decoded value is
 unchanged). Then `encodable` makes the text fit the output's encoding: under
 ``PYTHONIOENCODING=ascii`` an ``é`` is shown as ``\\xe9`` instead of raising
@@ -44,6 +44,8 @@ _ASCII_MARKS = str.maketrans({"·": "-", "→": "->", "…": "..."})
 def _shown(match: re.Match[str]) -> str:
     char = match.group()
     code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8, as Python decodes paths and argv
+        return f"\\x{code - 0xDC00:02x}"
     return _NAMED.get(char) or (f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}")
 
 
