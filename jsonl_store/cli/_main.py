@@ -38,7 +38,10 @@ class _Parser(argparse.ArgumentParser):
             stream = file or sys.stderr
             # Help and usage text are several lines: escape each, keep the newlines.
             text = "\n".join(escape(line) for line in message.split("\n"))
-            stream.write(encodable(text, stream))
+            try:
+                stream.write(encodable(text, stream))
+            except (AttributeError, OSError):  # as argparse does: no stream, or a closed one
+                pass
 
 
 def build_parser() -> argparse.ArgumentParser:

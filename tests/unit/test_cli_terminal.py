@@ -522,8 +522,8 @@ def test_the_formatter_cuts_a_5000_level_tool_argument() -> None:
 def test_show_cuts_a_deeply_nested_stored_argument_and_cat_keeps_it_whole(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A stored 500-level tool argument: show --raw cuts it at MAX_DEPTH; cat and --json print it exactly."""
-    arguments = nested(500)
+    """A stored 300-level tool argument (deeper than orjson writes): show --raw cuts it; cat and --json print it exactly."""
+    arguments = nested(300)
     SessionStore(tmp_path).append(
         "deep", AssistantMessage(tool_calls=[ToolCall(id="c", name="n", arguments=arguments)])
     )
