@@ -12,6 +12,7 @@ without parsing. The line is still plain JSON: ``jq`` and ``grep`` work on it un
 from __future__ import annotations
 
 import math
+import sys
 import zlib
 from datetime import datetime
 from typing import Any, Final
@@ -30,9 +31,13 @@ from ._records import (
 
 CRC_KEY: Final = b',"crc":"'
 SUFFIX_LENGTH: Final = len(CRC_KEY) + 8 + 2  # ,"crc":" + 8 hex digits + "}
-# msgspec encodes with the interpreter's recursion limit (1000 by default): deeper values
-# fail to encode and are refused with a clear error rather than a RecursionError.
-MAX_DEPTH: Final = 1000
+# msgspec encodes and decodes nested values recursively, within the interpreter's
+# recursion limit (1000 by default) less the frames already on the caller's stack, so
+# whether a deep value decodes depends on where it is read from. A writer therefore
+# accepts only what decodes within a fixed budget of MAX_DEPTH levels, whatever its own
+# stack, leaving any reader hundreds of frames to spare; deeper values are refused with a
+# clear error, and a reader meeting one anyway reports a bad record (DECODE_ERRORS).
+MAX_DEPTH: Final = 500
 
 #: What decoding a line or file that is not what it should be can raise. msgspec decodes
 #: nested JSON recursively and raises RecursionError past the interpreter's limit: a
@@ -116,11 +121,37 @@ def encode_json(value: object, where: str = "$") -> bytes:
 
 def _encode_value(value: object, where: str) -> bytes:
     try:
-        return _encoder.encode(value)
+        data = _encoder.encode(value)
     except UnicodeEncodeError:
         raise _explain(value, where) from None
     except (TypeError, OverflowError, ValueError, RecursionError):
         raise _explain(value, where) from None
+    # Nesting needs brackets: counting them (at memchr speed) rules out deep values for
+    # nearly every message, so only a message with many is decoded within the budget.
+    if data.count(b"[") + data.count(b"{") > MAX_DEPTH and not _decodes_within_budget(data):
+        raise InvalidMessage(f"value at {where} is nested deeper than {MAX_DEPTH} levels")
+    return data
+
+
+def _decodes_within_budget(data: bytes) -> bool:
+    """Whether ``data`` decodes with only about `MAX_DEPTH` levels of recursion left."""
+    depth = 0
+    frame = sys._getframe()
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back  # type: ignore[assignment]
+    # The margin covers the decoder's own frames above the value's nesting.
+    return _after_frames(sys.getrecursionlimit() - depth - MAX_DEPTH - 10, data)
+
+
+def _after_frames(spare: int, data: bytes) -> bool:
+    if spare > 0:
+        return _after_frames(spare - 1, data)
+    try:
+        _any_decoder.decode(data)
+    except RecursionError:
+        return False
+    return True
 
 
 def _explain(value: object, where: str) -> InvalidMessage | UnsupportedValue:
