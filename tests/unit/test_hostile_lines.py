@@ -91,7 +91,7 @@ def test_a_deeply_nested_last_record_does_not_break_appends_or_listing(root: Pat
 def test_a_deeply_nested_meta_json_is_bad_meta(root: Path) -> None:
     """meta.json nested thousands deep is bad-meta in load and verify, and an append replaces it."""
     directory = _session(root)
-    (directory / META_NAME).write_bytes(b'{"metadata":' + b"[" * DEEP + b"]" * DEEP + b"}")
+    (directory / META_NAME).write_bytes(b'{"metadata":{"deep":' + b"[" * DEEP + b"]" * DEEP + b"}}")
     reported: list[Problem] = []
     store = SessionStore(root, on_problem=reported.append)
     assert [p.kind for p in store.load(SID).problems] == ["bad-meta"]
