@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import zlib
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 
@@ -32,17 +34,19 @@ from ._records import (
 CRC_KEY: Final = b',"crc":"'
 SUFFIX_LENGTH: Final = len(CRC_KEY) + 8 + 2  # ,"crc":" + 8 hex digits + "}
 # msgspec encodes and decodes nested values recursively, within the interpreter's
-# recursion limit (1000 by default) less the frames already on the caller's stack, so
-# whether a deep value decodes depends on where it is read from. A writer therefore
-# accepts only what decodes within a fixed budget of MAX_DEPTH levels, whatever its own
-# stack, leaving any reader hundreds of frames to spare; deeper values are refused with a
-# clear error, and a reader meeting one anyway reports a bad record (DECODE_ERRORS).
-MAX_DEPTH: Final = 500
+# recursion limit (1000 by default) less the frames already on the caller's stack: deeper
+# values fail to encode and are refused with a clear error rather than a RecursionError.
+MAX_DEPTH: Final = 1000
+#: A reader that meets a value too deep for its own stack decodes it again in a fresh
+#: thread with this much room, so whatever a writer accepted (from any stack) reads back.
+DEEP_STACK: Final = 3 * MAX_DEPTH
 
 #: What decoding a line or file that is not what it should be can raise. msgspec decodes
 #: nested JSON recursively and raises RecursionError past the interpreter's limit: a
 #: checksum-valid line nested a thousand levels deep is a bad record, not a crash.
 DECODE_ERRORS: Final = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
+
+T = TypeVar("T")
 
 _encoder = msgspec.json.Encoder()
 _any_decoder = msgspec.json.Decoder()
@@ -126,32 +130,7 @@ def _encode_value(value: object, where: str) -> bytes:
         raise _explain(value, where) from None
     except (TypeError, OverflowError, ValueError, RecursionError):
         raise _explain(value, where) from None
-    # Nesting needs brackets: counting them (at memchr speed) rules out deep values for
-    # nearly every message, so only a message with many is decoded within the budget.
-    if data.count(b"[") + data.count(b"{") > MAX_DEPTH and not _decodes_within_budget(data):
-        raise InvalidMessage(f"value at {where} is nested deeper than {MAX_DEPTH} levels")
     return data
-
-
-def _decodes_within_budget(data: bytes) -> bool:
-    """Whether ``data`` decodes with only about `MAX_DEPTH` levels of recursion left."""
-    depth = 0
-    frame = sys._getframe()
-    while frame is not None:
-        depth += 1
-        frame = frame.f_back  # type: ignore[assignment]
-    # The margin covers the decoder's own frames above the value's nesting.
-    return _after_frames(sys.getrecursionlimit() - depth - MAX_DEPTH - 10, data)
-
-
-def _after_frames(spare: int, data: bytes) -> bool:
-    if spare > 0:
-        return _after_frames(spare - 1, data)
-    try:
-        _any_decoder.decode(data)
-    except RecursionError:
-        return False
-    return True
 
 
 def _explain(value: object, where: str) -> InvalidMessage | UnsupportedValue:
@@ -314,6 +293,41 @@ def encode_record(record: RawMessageRecord) -> bytes:
     return seal(_encoder.encode(record))
 
 
+_deep_mutex = threading.Lock()
+
+
+def _in_deep_stack(decode: Callable[..., T], *args: Any) -> T:
+    """``decode(*args)`` again, in a fresh thread whose stack has `DEEP_STACK` levels of room.
+
+    Only ever called after a RecursionError: a value nested close to the limit that a
+    writer accepted from a shallow stack can fail in a reader called from a deeper one.
+    The interpreter's limit is raised for the moment (never lowered), under a lock.
+    """
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, decode(*args)))
+        except BaseException as exc:  # noqa: BLE001 (handed to the calling thread)
+            outcome.append((False, exc))
+
+    with _deep_mutex:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, DEEP_STACK + 100))
+        try:
+            worker = threading.Thread(target=run, name="jsonl_store-deep-decode")
+            worker.start()
+            worker.join()
+        finally:
+            sys.setrecursionlimit(limit)
+    ok, value = outcome[0]
+    if ok:
+        return value  # type: ignore[no-any-return]
+    if isinstance(value, RecursionError):
+        raise msgspec.DecodeError(f"JSON nested deeper than {DEEP_STACK} levels") from None
+    raise value
+
+
 def _decode_with_message(
     body: bytes, key: bytes, plain: msgspec.json.Decoder[Any], typed: msgspec.json.Decoder[Any], session_id: str
 ) -> Any:
@@ -332,9 +346,11 @@ def _decode_with_message(
 
 def decode_record(body: bytes, session_id: str) -> RawMessageRecord:
     """Decode a checksummed record line; raise msgspec errors if it does not fit the schema."""
-    record: RawMessageRecord = _decode_with_message(
-        body, b'"message":', _plain_record_decoder, _typed_record_decoder, session_id
-    )
+    args = (body, b'"message":', _plain_record_decoder, _typed_record_decoder, session_id)
+    try:
+        record: RawMessageRecord = _decode_with_message(*args)
+    except RecursionError:
+        record = _in_deep_stack(_decode_with_message, *args)
     return record
 
 
@@ -343,9 +359,11 @@ def encode_snapshot(snapshot: ContextSnapshot) -> bytes:
 
 
 def decode_snapshot(body: bytes, session_id: str) -> ContextSnapshot:
-    snapshot: ContextSnapshot = _decode_with_message(
-        body, b'"compacted_message":', _plain_snapshot_decoder, _typed_snapshot_decoder, session_id
-    )
+    args = (body, b'"compacted_message":', _plain_snapshot_decoder, _typed_snapshot_decoder, session_id)
+    try:
+        snapshot: ContextSnapshot = _decode_with_message(*args)
+    except RecursionError:
+        snapshot = _in_deep_stack(_decode_with_message, *args)
     return snapshot
 
 
@@ -359,7 +377,10 @@ def decode_usage(body: bytes) -> UsageRecord:
 
 def decode_usage_dict(line: bytes) -> dict[str, Any]:
     """A usage line as the dict it was written as (without the checksum key)."""
-    item = _any_decoder.decode(line)
+    try:
+        item = _any_decoder.decode(line)
+    except RecursionError:
+        item = _in_deep_stack(_any_decoder.decode, line)
     if not isinstance(item, dict):
         raise msgspec.ValidationError(f"expected a JSON object, got {type(item).__name__}")
     item.pop("crc", None)
@@ -378,13 +399,20 @@ class _Head(msgspec.Struct):
 _position_decoder = msgspec.json.Decoder(_Head)
 
 
+def _head(body: bytes) -> _Head:
+    try:
+        return _position_decoder.decode(body)
+    except RecursionError:  # skipping a deep message recurses too
+        return _in_deep_stack(_position_decoder.decode, body)
+
+
 def record_summary(body: bytes) -> tuple[int, datetime | None]:
     """A record's sequence and creation time, skipping the message (for session listings)."""
-    head = _position_decoder.decode(body)
+    head = _head(body)
     return head.sequence, head.created_at
 
 
 def record_position(body: bytes) -> tuple[int, int, str]:
     """A record's sequence, batch end and id, without decoding its message into objects."""
-    head = _position_decoder.decode(body)
+    head = _head(body)
     return head.sequence, head.batch_end, head.id

@@ -13,7 +13,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from . import _atomic
+from . import _atomic, _codec
 from ._errors import InvalidArgument, MetadataConflict, ReadOnlySession, UnsupportedFormat
 from ._fs import FileSystem
 from ._paths import META_NAME
@@ -62,7 +62,10 @@ def encode(meta: SessionMeta) -> bytes:
 
 
 def decode(data: bytes) -> SessionMeta:
-    return _decoder.decode(data)
+    try:
+        return _decoder.decode(data)
+    except RecursionError:  # metadata a writer accepted, read from a deeper stack
+        return _codec._in_deep_stack(_decoder.decode, data)
 
 
 def read(fs: FileSystem, directory: str) -> SessionMeta | None:

@@ -142,7 +142,7 @@ def test_huge_integer_beyond_the_digit_limit_raises_a_typed_error(store: Session
     assert not root.exists()
 
 
-@pytest.mark.parametrize("depth", [600, 1_500, 5_000])
+@pytest.mark.parametrize("depth", [1_500, 5_000])
 def test_too_deeply_nested_message_raises_a_typed_error(store: SessionStore, root: Path, depth: int) -> None:
     """A message nested past the supported depth raises InvalidMessage (a ValueError), writing nothing."""
     with pytest.raises(JsonlStoreError) as info:
@@ -154,7 +154,7 @@ def test_too_deeply_nested_message_raises_a_typed_error(store: SessionStore, roo
 def test_nesting_near_the_limit_either_round_trips_or_raises_a_typed_error(store: SessionStore) -> None:
     """Whatever depth an append accepts, the record reads back; what it refuses is a typed error."""
     accepted = 0
-    for depth in range(470, 530, 3):
+    for depth in range(900, 1010, 3):
         session = f"d{depth}"
         value = nested_list(depth)
         try:

@@ -88,6 +88,31 @@ def test_a_deeply_nested_last_record_does_not_break_appends_or_listing(root: Pat
     assert {p.kind for p in store.verify(SID)} <= {"bad-record", "gap", "out-of-order"}
 
 
+def test_a_value_accepted_near_the_nesting_limit_reads_back_from_a_deep_stack(root: Path) -> None:
+    """The deepest value an append accepts reads back even when the reader runs 700 frames deeper."""
+    store = SessionStore(root)
+    value: Any = []
+    depth = 0
+    while True:  # the deepest list this writer takes, from this stack
+        candidate: Any = [value]
+        try:
+            store.append(SID, {"role": "user", "content": "x", "v": candidate})
+        except InvalidArgument:
+            break
+        except ValueError:
+            break
+        value, depth = candidate, depth + 1
+    assert depth > 800
+
+    def deep_read(frames: int) -> Any:
+        if frames:
+            return deep_read(frames - 1)
+        return [r.message["v"] for r in SessionStore(root).records(SID)]  # type: ignore[index]
+
+    found = deep_read(700)
+    assert found[-1] == value
+
+
 def test_a_deeply_nested_meta_json_is_bad_meta(root: Path) -> None:
     """meta.json nested thousands deep is bad-meta in load and verify, and an append replaces it."""
     directory = _session(root)
