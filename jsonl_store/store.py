@@ -7,6 +7,7 @@ file-system door (``_fs``), and back.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
@@ -15,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from typing import Any, Literal, Self
+from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
 
 import msgspec
 
@@ -23,11 +24,14 @@ from . import _atomic, _codec, _meta, _recovery, _session, _snapshots
 from ._errors import (
     InvalidArgument,
     InvalidMessage,
+    JsonlStoreError,
     LockTimeout,
     ParentMismatch,
     SessionNotFound,
     SnapshotConflict,
+    StorageError,
     UnsupportedFormat,
+    storage_error,
 )
 from ._fs import OS_FS, FileSystem
 from ._ids import new_uuid7
@@ -69,6 +73,40 @@ _MAX_OPEN_SESSIONS = 64
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _failure(exc: OSError, method: str, session_id: object) -> StorageError:
+    """The `StorageError` a public method raises for an ``OSError`` (raise it ``from exc``)."""
+    if isinstance(session_id, str):
+        return storage_error(exc, f"{method}({session_id!r})", session_id=session_id)
+    return storage_error(exc, f"{method}()")
+
+
+def _storage_errors(
+    method: Callable[Concatenate[SessionStore, P], R],
+) -> Callable[Concatenate[SessionStore, P], R]:
+    """Let no bare ``OSError`` out of a public method: it becomes a `StorageError`.
+
+    Errors of this library pass unchanged (`LockTimeout` and `ReadOnlySession` are
+    ``OSError`` subclasses too). `append` and `append_many` do the same inline instead,
+    so the hot path pays no extra call.
+    """
+    name = method.__name__
+
+    @functools.wraps(method)
+    def call(self: SessionStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(self, *args, **kwargs)
+        except JsonlStoreError:
+            raise
+        except OSError as exc:
+            raise _failure(exc, name, args[0] if args else kwargs.get("session_id")) from exc
+
+    return call
 
 
 def _message_id(message: Message) -> Any:
@@ -188,6 +226,7 @@ class SessionStore:
 
     # -- lifecycle ----------------------------------------------------------------------
 
+    @_storage_errors
     def close(self) -> None:
         """Close every open descriptor. The store can still be used; it reopens lazily.
 
@@ -418,19 +457,24 @@ class SessionStore:
         `UnsupportedValue` for a message that cannot be stored unchanged; nothing is
         written then.
         """
-        return self._append(
-            session_id,
-            [message],
-            request_id=request_id,
-            timings=[timing],
-            usages=[usage],
-            parent_session_id=parent_session_id,
-            title=title,
-            agent_name=agent_name,
-            session_type=session_type,
-            metadata=metadata,
-            tags=tags,
-        )[0]
+        try:
+            return self._append(
+                session_id,
+                [message],
+                request_id=request_id,
+                timings=[timing],
+                usages=[usage],
+                parent_session_id=parent_session_id,
+                title=title,
+                agent_name=agent_name,
+                session_type=session_type,
+                metadata=metadata,
+                tags=tags,
+            )[0]
+        except JsonlStoreError:
+            raise
+        except OSError as exc:  # what `_storage_errors` does, without a wrapper call per append
+            raise _failure(exc, "append", session_id) from exc
 
     def append_many(
         self,
@@ -467,19 +511,24 @@ class SessionStore:
             usages[assistants[0]] = usage
         else:
             usages = self._per_message(usage, ModelUsage, count, "usage")
-        return self._append(
-            session_id,
-            messages,
-            request_id=request_id,
-            timings=timings,
-            usages=usages,
-            parent_session_id=parent_session_id,
-            title=title,
-            agent_name=agent_name,
-            session_type=session_type,
-            metadata=metadata,
-            tags=tags,
-        )
+        try:
+            return self._append(
+                session_id,
+                messages,
+                request_id=request_id,
+                timings=timings,
+                usages=usages,
+                parent_session_id=parent_session_id,
+                title=title,
+                agent_name=agent_name,
+                session_type=session_type,
+                metadata=metadata,
+                tags=tags,
+            )
+        except JsonlStoreError:
+            raise
+        except OSError as exc:  # as in `append`
+            raise _failure(exc, "append_many", session_id) from exc
 
     @staticmethod
     def _per_message(value: Any, kind: type, count: int, name: str) -> list[Any]:
@@ -610,6 +659,7 @@ class SessionStore:
 
     # -- reading ------------------------------------------------------------------------
 
+    @_storage_errors
     def load(self, session_id: str) -> SessionView:
         """The latest valid snapshot plus the raw-log records after its boundary.
 
@@ -646,6 +696,7 @@ class SessionStore:
         session.seen = max(session.seen, view.last_sequence)
         return view
 
+    @_storage_errors
     def records(self, session_id: str, *, after: int = 0) -> Iterator[RawMessageRecord]:
         """Stream the raw log's records with a sequence above ``after``, in constant memory.
 
@@ -661,7 +712,14 @@ class SessionStore:
         return self._records(session_id, directory, after)
 
     def _records(self, session_id: str, directory: str, after: int) -> Iterator[RawMessageRecord]:
-        fd, size = _session.open_log(self._fs, directory)
+        # A generator runs after records() returned, outside `_storage_errors`: it turns
+        # an OSError met while iterating into a StorageError itself.
+        try:
+            fd, size = _session.open_log(self._fs, directory)
+        except JsonlStoreError:
+            raise
+        except OSError as exc:
+            raise _failure(exc, "records", session_id) from exc
         if fd is None:
             return
         problems: list[Problem] = []
@@ -675,6 +733,10 @@ class SessionStore:
             for _, record in _session.decode_lines(self._fs, session_id, directory, fd, start, end, floor, problems):
                 if record.sequence > after:
                     yield record
+        except JsonlStoreError:
+            raise
+        except OSError as exc:
+            raise _failure(exc, "records", session_id) from exc
         finally:
             self._fs.close(fd)
             self._report(problems)
@@ -685,10 +747,12 @@ class SessionStore:
             meta = self._read_meta(session_id, directory, [])
         return _session.summary(self._fs, session_id, directory, meta)
 
+    @_storage_errors
     def get_session(self, session_id: str) -> SessionSummary | None:
         """The session's summary, or None when it does not exist."""
         return self._summary(session_id, self._dir(session_id))
 
+    @_storage_errors
     def list_sessions(self, *, parent_session_id: str | None = None) -> list[SessionSummary]:
         """Every session (or the children of ``parent_session_id``), newest activity first."""
         if parent_session_id is not None:
@@ -715,6 +779,7 @@ class SessionStore:
 
     # -- snapshots ----------------------------------------------------------------------
 
+    @_storage_errors
     def snapshot(
         self,
         session_id: str,
@@ -801,6 +866,7 @@ class SessionStore:
 
     # -- metadata -----------------------------------------------------------------------
 
+    @_storage_errors
     def update_session(
         self,
         session_id: str,
@@ -862,6 +928,7 @@ class SessionStore:
 
     # -- token usage --------------------------------------------------------------------
 
+    @_storage_errors
     def record_usage(self, session_id: str, record: ModelUsage | Mapping[str, Any]) -> None:
         """Append one model call's token counts to the session's token-usage log.
 
@@ -892,27 +959,38 @@ class SessionStore:
         writer = self._usage_writer(session)
         writer.append(lambda last: (line, Line(0, None, line[:-1], len(line))))
 
+    @_storage_errors
     def usage(self, session_id: str) -> Iterator[dict[str, Any]]:
         """Every token-usage record of the session, oldest first, as dicts."""
         directory = self._dir(session_id)
         self._read_meta(session_id, directory)
-        return self._usage(directory)
+        return self._usage(session_id, directory)
 
-    def _usage(self, directory: str) -> Iterator[dict[str, Any]]:
+    def _usage(self, session_id: str, directory: str) -> Iterator[dict[str, Any]]:
+        # As in `_records`: OSErrors met while iterating become StorageErrors here.
         path = os.path.join(directory, USAGE_NAME)
         try:
             fd = self._fs.open(path, FLAGS_READ)
+        except JsonlStoreError:
+            raise
         except FileNotFoundError:
             return
+        except OSError as exc:
+            raise _failure(exc, "usage", session_id) from exc
         problems: list[Problem] = []
         try:
             size = self._fs.fstat(fd).st_size
             for line in scan(self._fs, fd, path, 0, size, problems, first_line=1):
                 yield _codec.decode_usage_dict(line.body)
+        except JsonlStoreError:
+            raise
+        except OSError as exc:
+            raise _failure(exc, "usage", session_id) from exc
         finally:
             self._fs.close(fd)
             self._report(problems)
 
+    @_storage_errors
     def usage_totals(self, session_id: str) -> ModelUsage:
         """The sum of the session's token-usage log."""
         total = ModelUsage()
@@ -928,6 +1006,7 @@ class SessionStore:
 
     # -- whole-state saves ----------------------------------------------------------------
 
+    @_storage_errors
     def checkpoint(self, /, session_id: str, messages: Sequence[Message], **append_options: Any) -> list[int]:
         """Save a runner's full message list by appending only what is not stored yet.
 
@@ -1060,6 +1139,7 @@ class SessionStore:
 
     # -- deleting -------------------------------------------------------------------------
 
+    @_storage_errors
     def delete_session(self, session_id: str) -> bool:
         """Delete the session's files; False when there was nothing to delete.
 
@@ -1101,6 +1181,7 @@ class SessionStore:
             self._fs, session_id, directory, fix=fix, durable=self._durable, lock_timeout=self.lock_timeout
         )
 
+    @_storage_errors
     def verify(self, session_id: str | None = None) -> list[Problem]:
         """Every problem on disk (one session or all), with what `repair` would do. Changes nothing."""
         if session_id is None:
@@ -1114,6 +1195,7 @@ class SessionStore:
             return problems
         return self._check(session_id, self._dir(session_id), fix=False)
 
+    @_storage_errors
     def repair(self, session_id: str) -> list[Problem]:
         """Fix what `verify` finds in one session and report it; running it twice changes nothing.
 

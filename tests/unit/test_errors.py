@@ -22,6 +22,9 @@ from jsonl_store import (
     SessionNotFound,
     SessionStore,
     SnapshotConflict,
+    StorageError,
+    StorageFileNotFoundError,
+    StoragePermissionError,
     UnsupportedFormat,
     UnsupportedValue,
     UserMessage,
@@ -36,7 +39,10 @@ ERRORS: list[tuple[type[JsonlStoreError], type[BaseException] | None]] = [
     (SnapshotConflict, None),
     (MetadataConflict, None),
     (LockTimeout, TimeoutError),
-    (DurabilityError, OSError),
+    (StorageError, OSError),
+    (StoragePermissionError, PermissionError),
+    (StorageFileNotFoundError, FileNotFoundError),
+    (DurabilityError, StorageError),
     (UnsupportedFormat, None),
     (ReadOnlySession, PermissionError),
     (SessionNotFound, KeyError),
@@ -119,3 +125,16 @@ def test_package_all_is_sorted_and_complete() -> None:
     assert fixed <= set(jsonl_store.__all__)
     for name in jsonl_store.__all__:
         assert hasattr(jsonl_store, name)
+
+
+def test_storage_error_pickles_its_os_fields() -> None:
+    """errno, strerror and filename live in OSError's slots; they survive pickling too."""
+    error = DurabilityError(
+        "append failed", errno=28, strerror="No space left on device", filename="/s/messages.jsonl", session_id="s"
+    )
+    back = pickle.loads(pickle.dumps(error))
+    assert type(back) is DurabilityError and isinstance(back, StorageError)
+    assert (back.errno, back.strerror, back.filename, back.session_id) == (
+        28, "No space left on device", "/s/messages.jsonl", "s"
+    )
+    assert str(back) == str(error) == "append failed"
