@@ -213,6 +213,15 @@ class SessionStore:
         if not lock_timeout > 0:
             raise InvalidArgument(f"lock_timeout must be positive, got {lock_timeout!r}")
         self.root = os.fspath(root)
+        if not isinstance(self.root, str):
+            raise InvalidArgument(f"root must be a str or a str path, got {self.root!r}")
+        try:
+            # What every os call would refuse later, refused here once, as a typed error.
+            os.fsencode(self.root)
+            if "\x00" in self.root:
+                raise ValueError("embedded NUL")
+        except (UnicodeEncodeError, ValueError):
+            raise InvalidArgument(f"root must be a path the file system can name, got {self.root!r}") from None
         self.durability: Durability = durability
         self.lock_timeout = float(lock_timeout)
         self._durable = durability == "fsync"
@@ -556,8 +565,10 @@ class SessionStore:
     ) -> list[int]:
         session = self._session(session_id)
         # Everything that can fail on bad input is checked before any file is touched.
-        if request_id is not None and not isinstance(request_id, str):
-            raise InvalidArgument(f"request_id must be a str, got {type(request_id).__name__}")
+        if request_id is not None:
+            if not isinstance(request_id, str):
+                raise InvalidArgument(f"request_id must be a str, got {type(request_id).__name__}")
+            _codec.check_label(request_id, "request_id")
         if parent_session_id is not None:
             validate_session_id(parent_session_id)
             if parent_session_id == session_id:
@@ -899,6 +910,15 @@ class SessionStore:
             merged_metadata = dict(metadata)
             _codec.encode_json(merged_metadata, "metadata")
         removed = tuple(remove_metadata)
+        for key in removed:
+            if not isinstance(key, str):
+                raise InvalidArgument(f"remove_metadata takes metadata keys (str), got {key!r}")
+            if not key.isascii():
+                try:
+                    key.encode("utf-8")
+                except UnicodeEncodeError:
+                    # Such a key can never have been stored; naming it is a caller's bug.
+                    raise InvalidArgument(f"remove_metadata key {key!r} holds a lone surrogate") from None
         missing = SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
         if not self._exists(directory):
             raise missing
@@ -952,6 +972,9 @@ class SessionStore:
         for name in ModelUsage.__struct_fields__:
             if getattr(usage, name) < 0:
                 raise InvalidArgument(f"{name} must not be negative, got {getattr(usage, name)}")
+        for name in ("model", "request_id"):
+            if getattr(usage, name) is not None:
+                _codec.check_label(getattr(usage, name), name)
         line = _codec.encode_usage(usage)
         # If the session has to be made (anew) for this record, it starts with defaults,
         # not with what an earlier append of this store would have given it.

@@ -175,11 +175,14 @@ def test_async_store_raises_the_same_storage_errors(method: str) -> None:
     [
         (PermissionError(errno.EACCES, "Permission denied", "/x"), StoragePermissionError, PermissionError),
         (OSError(errno.EROFS, "Read-only file system", "/x"), StoragePermissionError, PermissionError),
-        (FileNotFoundError(errno.ENOENT, "No such file or directory", "/x"), StorageFileNotFoundError,
-         FileNotFoundError),
+        (
+            FileNotFoundError(errno.ENOENT, "No such file or directory", "/x"),
+            StorageFileNotFoundError,
+            FileNotFoundError,
+        ),
         (OSError(errno.ENOSPC, "No space left on device", "/x"), StorageError, OSError),
         (OSError(errno.EIO, "Input/output error", "/x"), StorageError, OSError),
-    ],  # fmt: skip
+    ],
     ids=["EACCES", "EROFS", "ENOENT", "ENOSPC", "EIO"],
 )
 def test_storage_error_keeps_the_builtin_a_caller_would_catch(
