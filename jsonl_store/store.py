@@ -307,12 +307,14 @@ class SessionStore:
         if session is not None:
             session.close()
 
-    def _makedirs(self, path: str) -> None:
+    def _makedirs(self, path: str) -> list[str]:
         """Make ``path`` and its missing parents; with fsync, make each name durable.
 
         The directory holding ``path`` is fsynced even when ``path`` already existed: the
         process that made it may have crashed (or failed its fsync) before doing so.
+        Returns the directories this call made, parents first.
         """
+        made: list[str] = []
         missing: list[str] = []
         while True:
             try:
@@ -333,11 +335,13 @@ class SessionStore:
                 missing.append(path)
                 path = parent
                 continue
+            made.append(path)
             if self._durable:
                 self._fs.fsync_dir(os.path.dirname(path) or ".")
             if not missing:
                 break
             path = missing.pop()
+        return made
 
     def _ensure_root(self) -> None:
         if self._root_ready:
@@ -366,7 +370,12 @@ class SessionStore:
         anew, so it never blocks the appends that follow.
         """
         self._ensure_root()
-        self._makedirs(session.directory)
+        if self._makedirs(session.directory)[:-1]:
+            # More than the session directory was made: the root itself was gone (removed
+            # by someone else while this store was open). What `_ensure_root` writes into
+            # a new root (the .gitignore) must be written into this one too.
+            self._root_ready = False
+            self._ensure_root()
         problems: list[Problem] = []
         meta = self._read_meta(session.session_id, session.directory, problems)
         if meta is None:
@@ -979,8 +988,20 @@ class SessionStore:
         # If the session has to be made (anew) for this record, it starts with defaults,
         # not with what an earlier append of this store would have given it.
         session.init = None
+
+        def build(last: Line | None) -> tuple[bytes, Line]:
+            return line, Line(0, None, line[:-1], len(line))
+
         writer = self._usage_writer(session)
-        writer.append(lambda last: (line, Line(0, None, line[:-1], len(line))))
+        try:
+            writer.append(build)
+        except FileNotFoundError:
+            # As in `_append`: the session directory vanished under us (removed by another
+            # process), so make the session again and retry once.
+            session.prepared = False
+            writer.close()
+            writer = self._usage_writer(session)
+            writer.append(build)
 
     @_storage_errors
     def usage(self, session_id: str) -> Iterator[dict[str, Any]]:
