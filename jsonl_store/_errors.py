@@ -156,23 +156,21 @@ class SessionNotFound(JsonlStoreError, KeyError):
 _PERMISSION_ERRNOS = frozenset({_errno.EACCES, _errno.EPERM, _errno.EROFS})
 
 
-def storage_error(
-    exc: OSError, doing: str, *, session_id: str | None = None, cls: type[StorageError] | None = None
-) -> StorageError:
+def storage_error(exc: OSError, doing: str, *, session_id: str | None = None, where: str | None = None) -> StorageError:
     """The `StorageError` that stands for ``exc``; the caller raises it ``from exc``.
 
-    ``doing`` says what failed (``"append to session 's1'"``); the message adds the
-    system's reason, and the path goes to ``path``/``filename``. ``cls`` forces a class
-    (`DurabilityError`); otherwise the class keeps the built-in a caller would catch.
+    ``doing`` says what failed (``"update_session('s1')"``); the message adds the
+    system's reason. ``filename`` is the OSError's, else ``where``: calls on a
+    descriptor (write, fsync, pread) name no file, and a caller must still learn where
+    the failure was. The class keeps the built-in a caller would catch.
     """
-    if cls is None:
-        if isinstance(exc, PermissionError) or exc.errno in _PERMISSION_ERRNOS:
-            cls = StoragePermissionError
-        elif isinstance(exc, FileNotFoundError) or exc.errno == _errno.ENOENT:
-            cls = StorageFileNotFoundError
-        else:
-            cls = StorageError
-    filename = exc.filename if isinstance(exc.filename, str) else None
+    if isinstance(exc, PermissionError) or exc.errno in _PERMISSION_ERRNOS:
+        cls: type[StorageError] = StoragePermissionError
+    elif isinstance(exc, FileNotFoundError) or exc.errno == _errno.ENOENT:
+        cls = StorageFileNotFoundError
+    else:
+        cls = StorageError
+    filename = exc.filename if isinstance(exc.filename, str) else where
     reason = exc.strerror or str(exc) or type(exc).__name__
     return cls(
         f"{doing} failed: {reason}",
@@ -182,3 +180,9 @@ def storage_error(
         session_id=session_id,
         path=filename,
     )
+
+
+def name_file(exc: OSError, path: str) -> None:
+    """Give an OSError from a call on a descriptor (no file name of its own) the file's path."""
+    if exc.filename is None:
+        exc.filename = path

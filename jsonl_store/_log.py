@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from . import _codec
-from ._errors import DurabilityError, LockTimeout
+from ._errors import DurabilityError, LockTimeout, name_file
 from ._fs import FileSystem
 from ._paths import cut_name
 from ._records import Problem
@@ -92,7 +92,11 @@ def scan(
     position = start
     is_sealed = _codec.is_sealed
     while position < end:
-        chunk = fs.pread(fd, min(CHUNK, end - position), position)
+        try:
+            chunk = fs.pread(fd, min(CHUNK, end - position), position)
+        except OSError as exc:
+            name_file(exc, path)
+            raise
         if not chunk:
             break
         position += len(chunk)
@@ -418,6 +422,9 @@ class LogWriter:
                 line.end += start
                 self.size = start + len(data)
                 self.last = line
+            except OSError as exc:
+                name_file(exc, self.path)  # reading the tail, cutting it: calls on descriptors
+                raise
             finally:
                 self._unlock()
             if self.durable:

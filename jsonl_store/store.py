@@ -79,11 +79,15 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def _failure(exc: OSError, method: str, session_id: object) -> StorageError:
-    """The `StorageError` a public method raises for an ``OSError`` (raise it ``from exc``)."""
+def _failure(store: SessionStore, exc: OSError, method: str, session_id: object) -> StorageError:
+    """The `StorageError` a public method raises for an ``OSError`` (raise it ``from exc``).
+
+    An error that names no file is placed in the session's directory, else the root.
+    """
     if isinstance(session_id, str):
-        return storage_error(exc, f"{method}({session_id!r})", session_id=session_id)
-    return storage_error(exc, f"{method}()")
+        where = os.path.join(store.root, session_id) if is_session_id(session_id) else store.root
+        return storage_error(exc, f"{method}({session_id!r})", session_id=session_id, where=where)
+    return storage_error(exc, f"{method}()", where=store.root)
 
 
 def _storage_errors(
@@ -104,7 +108,7 @@ def _storage_errors(
         except JsonlStoreError:
             raise
         except OSError as exc:
-            raise _failure(exc, name, args[0] if args else kwargs.get("session_id")) from exc
+            raise _failure(self, exc, name, args[0] if args else kwargs.get("session_id")) from exc
 
     return call
 
@@ -492,7 +496,7 @@ class SessionStore:
         except JsonlStoreError:
             raise
         except OSError as exc:  # what `_storage_errors` does, without a wrapper call per append
-            raise _failure(exc, "append", session_id) from exc
+            raise _failure(self, exc, "append", session_id) from exc
 
     def append_many(
         self,
@@ -546,7 +550,7 @@ class SessionStore:
         except JsonlStoreError:
             raise
         except OSError as exc:  # as in `append`
-            raise _failure(exc, "append_many", session_id) from exc
+            raise _failure(self, exc, "append_many", session_id) from exc
 
     @staticmethod
     def _per_message(value: Any, kind: type, count: int, name: str) -> list[Any]:
@@ -739,7 +743,7 @@ class SessionStore:
         except JsonlStoreError:
             raise
         except OSError as exc:
-            raise _failure(exc, "records", session_id) from exc
+            raise _failure(self, exc, "records", session_id) from exc
         if fd is None:
             return
         problems: list[Problem] = []
@@ -756,7 +760,7 @@ class SessionStore:
         except JsonlStoreError:
             raise
         except OSError as exc:
-            raise _failure(exc, "records", session_id) from exc
+            raise _failure(self, exc, "records", session_id) from exc
         finally:
             self._fs.close(fd)
             self._report(problems)
@@ -1020,7 +1024,7 @@ class SessionStore:
         except FileNotFoundError:
             return
         except OSError as exc:
-            raise _failure(exc, "usage", session_id) from exc
+            raise _failure(self, exc, "usage", session_id) from exc
         problems: list[Problem] = []
         try:
             size = self._fs.fstat(fd).st_size
@@ -1029,7 +1033,7 @@ class SessionStore:
         except JsonlStoreError:
             raise
         except OSError as exc:
-            raise _failure(exc, "usage", session_id) from exc
+            raise _failure(self, exc, "usage", session_id) from exc
         finally:
             self._fs.close(fd)
             self._report(problems)
