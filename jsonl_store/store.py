@@ -8,6 +8,7 @@ file-system door (``_fs``), and back.
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
 import logging
 import os
@@ -31,6 +32,7 @@ from ._errors import (
     SnapshotConflict,
     StorageError,
     UnsupportedFormat,
+    UnsupportedValue,
     storage_error,
 )
 from ._fs import OS_FS, FileSystem
@@ -48,6 +50,7 @@ from ._paths import (
     validate_session_id,
 )
 from ._records import (
+    MESSAGE_TYPES,
     AssistantMessage,
     CompactedMessage,
     ContextSnapshot,
@@ -214,9 +217,14 @@ class SessionStore:
     ) -> None:
         if durability not in ("fsync", "none"):
             raise InvalidArgument(f"durability must be 'fsync' or 'none', got {durability!r}")
-        if not lock_timeout > 0:
-            raise InvalidArgument(f"lock_timeout must be positive, got {lock_timeout!r}")
-        self.root = os.fspath(root)
+        if not isinstance(lock_timeout, (int, float)) or not lock_timeout > 0:
+            raise InvalidArgument(f"lock_timeout must be a positive number of seconds, got {lock_timeout!r}")
+        if on_problem is not None and not callable(on_problem):
+            raise InvalidArgument(f"on_problem must be callable, got {on_problem!r}")
+        try:
+            self.root = os.fspath(root)
+        except TypeError:
+            raise InvalidArgument(f"root must be a str or a path, got {root!r}") from None
         if not isinstance(self.root, str):
             raise InvalidArgument(f"root must be a str or a str path, got {self.root!r}")
         try:
@@ -556,7 +564,10 @@ class SessionStore:
     def _per_message(value: Any, kind: type, count: int, name: str) -> list[Any]:
         if value is None or isinstance(value, kind):
             return [value] * count
-        values = list(value)
+        try:
+            values = list(value)
+        except TypeError:
+            raise InvalidArgument(f"{name} must be one {kind.__name__} or a list of them, got {value!r}") from None
         if len(values) != count:
             raise InvalidArgument(f"{name} has {len(values)} entries for {count} messages")
         return values
@@ -922,7 +933,12 @@ class SessionStore:
                 raise InvalidArgument(f"metadata must be a mapping, got {type(metadata).__name__}")
             merged_metadata = dict(metadata)
             _codec.encode_json(merged_metadata, "metadata")
-        removed = tuple(remove_metadata)
+        if isinstance(remove_metadata, (str, bytes)):
+            raise InvalidArgument(f"remove_metadata takes a list of keys, not one {type(remove_metadata).__name__}")
+        try:
+            removed = tuple(remove_metadata)
+        except TypeError:
+            raise InvalidArgument(f"remove_metadata takes a list of keys, got {remove_metadata!r}") from None
         for key in removed:
             if not isinstance(key, str):
                 raise InvalidArgument(f"remove_metadata takes metadata keys (str), got {key!r}")
@@ -1071,6 +1087,17 @@ class SessionStore:
         by a store reads its tail once, as `load` does, and a rewrite costs O(tail).
         """
         directory = self._dir(session_id)
+        # Checked before the session is made: nothing may be created for a call that fails.
+        if isinstance(messages, (dict, str, bytes)) or not isinstance(messages, Sequence):
+            raise InvalidArgument("checkpoint takes a sequence of messages")
+        for message in messages:
+            if not isinstance(message, (dict, *MESSAGE_TYPES)):
+                raise UnsupportedValue(
+                    f"a message must be a dict with 'role' or one of the message classes, not {type(message).__name__}"
+                )
+        unknown = set(append_options) - _APPEND_OPTIONS
+        if unknown:
+            raise InvalidArgument(f"checkpoint got unknown append options: {', '.join(sorted(unknown))}")
         wanted = [m for m in messages if _persisted(m)]
         ids = []
         for index, message in enumerate(wanted):
@@ -1258,6 +1285,10 @@ class SessionStore:
         with self._lock(session_id):
             return self._check(session_id, directory, fix=True)
 
+
+
+#: The keywords `checkpoint` passes on to `append_many`.
+_APPEND_OPTIONS = frozenset(inspect.signature(SessionStore.append_many).parameters) - {"self", "session_id", "messages"}
 
 
 def _check_usage(usage: object) -> None:

@@ -408,3 +408,37 @@ def test_root_the_file_system_cannot_name_raises_invalid_argument(tmp_path: Path
     with pytest.raises(InvalidArgument):
         SessionStore(root)
     assert os.listdir(tmp_path) == []
+
+
+# ---------------------------------------------------------------------------------------
+# Arguments of the wrong type: a library error, never a bare TypeError or AttributeError
+# ---------------------------------------------------------------------------------------
+
+WRONG_TYPES: dict[str, Callable[[SessionStore, Path], object]] = {
+    "root-int": lambda s, r: SessionStore(7),  # type: ignore[arg-type]
+    "root-none": lambda s, r: SessionStore(None),  # type: ignore[arg-type]
+    "lock_timeout-str": lambda s, r: SessionStore(r, lock_timeout="30"),  # type: ignore[arg-type]
+    "lock_timeout-none": lambda s, r: SessionStore(r, lock_timeout=None),  # type: ignore[arg-type]
+    "on_problem-not-callable": lambda s, r: SessionStore(r, on_problem="print"),  # type: ignore[arg-type]
+    "append_many-timing-int": lambda s, r: s.append_many("s", [UserMessage(content="x")], timing=5),  # type: ignore[arg-type]
+    "append_many-usage-int": lambda s, r: s.append_many("s", [UserMessage(content="x")], usage=5),  # type: ignore[arg-type]
+    "checkpoint-none": lambda s, r: s.checkpoint("new", None),  # type: ignore[arg-type]
+    "checkpoint-str": lambda s, r: s.checkpoint("new", "hello"),  # type: ignore[arg-type]
+    "checkpoint-int-items": lambda s, r: s.checkpoint("new", [1, 2]),  # type: ignore[list-item]
+    "checkpoint-unknown-option": lambda s, r: s.checkpoint("new", [UserMessage(content="x")], titel="typo"),
+    "update_session-remove-int": lambda s, r: s.update_session("s", remove_metadata=5),  # type: ignore[arg-type]
+    "update_session-remove-str": lambda s, r: s.update_session("s", remove_metadata="key"),
+}
+
+
+@pytest.mark.parametrize("call", sorted(WRONG_TYPES))
+def test_argument_of_the_wrong_type_raises_a_library_error_and_creates_nothing(
+    store: SessionStore, root: Path, call: str
+) -> None:
+    """A wrong type raises InvalidArgument or UnsupportedValue (still a ValueError/TypeError); nothing is written."""
+    store.append("s", UserMessage(content="first"))
+    before = read_tree(root)
+    with pytest.raises(JsonlStoreError) as info:
+        WRONG_TYPES[call](store, root)
+    assert isinstance(info.value, (InvalidArgument, UnsupportedValue))
+    assert read_tree(root) == before
