@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures.thread  # noqa: F401 - imported before a child drops root (see below)
 import errno
+import functools
 import json
 import os
 import shutil
@@ -24,6 +25,8 @@ import stat
 import subprocess
 import sys
 import tempfile
+import traceback
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -231,6 +234,7 @@ EIO_CASES: dict[str, tuple[str | None, bool]] = {
 }
 
 
+@functools.cache
 def _fiu_available() -> str | None:
     if shutil.which("fiu-run") is None:
         return "libfiu is not installed (apt-get install fiu-utils)"
@@ -361,7 +365,12 @@ def _in_child_as(uid: int, action: Callable[[], object]) -> Any:
     child becomes cannot read. Everything the action needs is imported before the fork.
     """
     read_end, write_end = os.pipe()
-    pid = os.fork()
+    with warnings.catch_warnings():
+        # Python 3.12+ warns about fork() in a process with threads (a lock another thread
+        # held stays held in the child). The child takes none of the parent's locks: it
+        # only runs store calls, which make their own.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
         status = 1
         try:
@@ -373,6 +382,8 @@ def _in_child_as(uid: int, action: Callable[[], object]) -> Any:
             while data:
                 data = data[os.write(write_end, data) :]
             status = 0
+        except BaseException:  # noqa: BLE001 - the child must reach os._exit whatever happens
+            traceback.print_exc()  # the parent's failure shows it on captured stderr
         finally:
             os._exit(status)
     os.close(write_end)
