@@ -134,7 +134,12 @@ class StorageFileNotFoundError(StorageError, FileNotFoundError):
 
 
 class DurabilityError(StorageError):
-    """A write or fsync of a log failed; the session's writer refuses appends until reopened."""
+    """A write or fsync of a log failed, with its errno (a short write is ENOSPC).
+
+    A failed write was taken back, so the next append may succeed; after a failed fsync
+    (or a write that could not be taken back) the session's writer refuses appends until
+    the store is closed, because what the kernel kept of them is unknown.
+    """
 
 
 class UnsupportedFormat(JsonlStoreError):
