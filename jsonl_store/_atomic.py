@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from ._errors import name_file
 from ._fs import FileSystem
 from ._ids import new_uuid7
 from ._paths import tmp_name
@@ -23,7 +24,9 @@ def write_temp(fs: FileSystem, directory: str, final_name: str, data: bytes, *, 
             # fdatasync is enough: it flushes the data and the size needed to read it back;
             # the name is made durable by the directory fsync after the rename or link.
             fs.fdatasync(fd)
-    except BaseException:
+    except BaseException as exc:
+        if isinstance(exc, OSError):
+            name_file(exc, path)  # write(2) and fsync(2) name no file; a disk-full caller wants it
         fs.close(fd)
         _unlink_quietly(fs, path)
         raise
@@ -93,6 +96,9 @@ def read_whole(fs: FileSystem, path: str, limit: int | None = None) -> bytes | N
                 offset += len(chunk)
             data = b"".join(parts)
         return data
+    except OSError as exc:
+        name_file(exc, path)
+        raise
     finally:
         fs.close(fd)
 

@@ -21,13 +21,14 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from ._errors import InvalidMessage, UnsupportedValue
+from ._errors import InvalidArgument, InvalidMessage, UnsupportedValue
 from ._records import (
     MESSAGE_TYPES,
     ROLES,
     AnyMessage,
     ContextSnapshot,
     RawMessageRecord,
+    ToolCall,
     UsageRecord,
 )
 
@@ -108,7 +109,7 @@ def encode_message(message: object) -> tuple[bytes, bool]:
         except msgspec.ValidationError as exc:
             raise InvalidMessage(f"message does not match its class: {exc}") from None
         if back != message:
-            raise _explain(msgspec.to_builtins(message, builtin_types=(bytes, bytearray, memoryview)), "$")
+            raise _explain(message, "$")
         return data, False
     raise UnsupportedValue(
         f"a message must be a dict with 'role' or one of the message classes, not {type(message).__name__}"
@@ -145,6 +146,11 @@ def _explain(value: object, where: str) -> InvalidMessage | UnsupportedValue:
     if found is None:
         return InvalidMessage(f"value at {where} does not survive a JSON round trip")
     return found
+
+
+#: The Structs a message is made of; any other Struct inside a message is a value JSON
+#: gives back as a dict, not as itself.
+_SCHEMA_STRUCTS: Final[tuple[type[msgspec.Struct], ...]] = (*MESSAGE_TYPES, ToolCall)
 
 
 def _find_bad(value: object, where: str, depth: int) -> InvalidMessage | UnsupportedValue | None:
@@ -185,12 +191,38 @@ def _find_bad(value: object, where: str, depth: int) -> InvalidMessage | Unsuppo
             if bad is not None:
                 return bad
         return None
-    if isinstance(value, MESSAGE_TYPES):
-        return _find_bad(msgspec.to_builtins(value, builtin_types=(bytes, bytearray, memoryview)), where, depth)
+    if isinstance(value, _SCHEMA_STRUCTS):
+        # Walk the fields themselves: converting the message to builtins first would fail
+        # on the very value being looked for (an object()), or turn it into one JSON can
+        # carry (a set into a list, a datetime into a str) and hide it.
+        for name in value.__struct_fields__:
+            bad = _find_bad(getattr(value, name), f"{where}.{name}", depth + 1)
+            if bad is not None:
+                return bad
+        return None
     return UnsupportedValue(
         f"value at {where} has type {kind.__name__}, which JSON cannot give back unchanged "
         "(use dict, list, str, int, float, bool or None)"
     )
+
+
+def check_label(value: str, name: str) -> None:
+    """Refuse a short identifying string (title, agent name, request id, model) a line cannot hold.
+
+    A lone surrogate is not UTF-8, so no file can hold it. A NUL could be stored as
+    ``\\u0000``, but in a name it is a mistake (a C string cut short) that would reach
+    every terminal and tool that shows the name, so it is refused too. JSON values
+    (messages, metadata, tags) may hold NULs.
+    """
+    if "\x00" in value:
+        raise InvalidArgument(f"{name} must not contain a NUL character, got {value!r}"[:300])
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidArgument(
+                f"{name} holds a lone surrogate at position {exc.start} (not valid UTF-8), got {value!r}"[:300]
+            ) from None
 
 
 # ---------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ ends in hundreds of megabytes of garbage costs one pass over them and flat memor
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import time
@@ -20,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from . import _codec, _lines
-from ._errors import DurabilityError, LockTimeout
+from ._errors import DurabilityError, LockTimeout, name_file
 from ._fs import FileSystem
 from ._ids import new_uuid7
 from ._paths import cut_name, tmp_name
@@ -148,7 +149,11 @@ def scan(
     first_converted = -1
     is_sealed = _codec.is_sealed
     while position < end:
-        chunk = fs.pread(fd, min(CHUNK, end - position), position)
+        try:
+            chunk = fs.pread(fd, min(CHUNK, end - position), position)
+        except OSError as exc:
+            name_file(exc, path)
+            raise
         if not chunk:
             break
         chunk_start = position
@@ -572,10 +577,16 @@ class LogWriter:
         """
         with self.mutex:
             if self.failed is not None:
+                failed = self.failed
                 raise DurabilityError(
                     f"{self.label}: an earlier write or fsync failed; reopen the store to recover",
+                    # The first failure's errno: the caller can still tell ENOSPC from EIO.
+                    errno=getattr(failed, "errno", None),
+                    strerror=getattr(failed, "strerror", None),
+                    filename=self.path,
+                    session_id=self.session_id,
                     path=self.path,
-                ) from self.failed
+                ) from failed
             self._open()
             self._lock()
             try:
@@ -587,6 +598,9 @@ class LogWriter:
                 line.end += start
                 self.size = start + len(data)
                 self.last = line
+            except OSError as exc:
+                name_file(exc, self.path)  # reading the tail, cutting it: calls on descriptors
+                raise
             finally:
                 self._unlock()
             if self.durable:
@@ -597,7 +611,7 @@ class LogWriter:
                     # dirty pages and a second fsync would falsely succeed (PostgreSQL's
                     # "fsyncgate"). Refuse further appends until the store is reopened.
                     self.failed = exc
-                    raise DurabilityError(f"{self.label}: fsync failed: {exc}", path=self.path) from exc
+                    raise self._failure("fsync", exc) from exc
             return line
 
     def restore(self) -> None:
@@ -624,14 +638,26 @@ class LogWriter:
     def _write(self, data: bytes, start: int) -> None:
         try:
             written = self.fs.write(self.fd, data)
+            if written != len(data):
+                # A short write: on a local file system only a full disk (or quota, or
+                # size limit) stops write(2) part-way, and it reports no errno for the
+                # part it did write; ENOSPC is what the next write would fail with.
+                short = f"short write: {written} of {len(data)} bytes"
+                raise OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)} ({short})")
         except OSError as exc:
+            # The record must not stay half-written.
             self._undo(start, exc)
-            raise DurabilityError(f"{self.label}: write failed: {exc}", path=self.path) from exc
-        if written != len(data):
-            # A short write (disk full): the record must not stay half-written.
-            exc2 = OSError(f"short write: {written} of {len(data)} bytes")
-            self._undo(start, exc2)
-            raise DurabilityError(f"{self.label}: write incomplete (disk full?)", path=self.path) from exc2
+            raise self._failure("write", exc) from exc
+
+    def _failure(self, operation: str, exc: OSError) -> DurabilityError:
+        return DurabilityError(
+            f"{self.label}: {operation} failed: {exc.strerror or exc}",
+            errno=exc.errno,
+            strerror=exc.strerror,
+            filename=self.path,
+            session_id=self.session_id,
+            path=self.path,
+        )
 
     def _undo(self, start: int, cause: BaseException) -> None:
         try:

@@ -112,13 +112,17 @@ def create(fs: FileSystem, directory: str, meta: SessionMeta, *, durable: bool) 
 
 
 def check_title(title: str | None) -> None:
-    if title is not None and (not isinstance(title, str) or not 1 <= len(title) <= MAX_TITLE):
-        raise InvalidArgument(f"title must be a str of 1 to {MAX_TITLE} characters, got {title!r}"[:300])
+    if title is not None:
+        if not isinstance(title, str) or not 1 <= len(title) <= MAX_TITLE:
+            raise InvalidArgument(f"title must be a str of 1 to {MAX_TITLE} characters, got {title!r}"[:300])
+        _codec.check_label(title, "title")
 
 
 def check_agent_name(name: str | None) -> None:
-    if name is not None and (not isinstance(name, str) or not 1 <= len(name) <= MAX_AGENT_NAME):
-        raise InvalidArgument(f"agent_name must be a str of 1 to {MAX_AGENT_NAME} characters, got {name!r}")
+    if name is not None:
+        if not isinstance(name, str) or not 1 <= len(name) <= MAX_AGENT_NAME:
+            raise InvalidArgument(f"agent_name must be a str of 1 to {MAX_AGENT_NAME} characters, got {name!r}")
+        _codec.check_label(name, "agent_name")
 
 
 _UNSET: Any = object()

@@ -7,6 +7,8 @@ file-system door (``_fs``), and back.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import itertools
 import logging
 import os
@@ -15,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from typing import Any, Literal, Self
+from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
 
 import msgspec
 
@@ -23,11 +25,15 @@ from . import _atomic, _codec, _meta, _recovery, _session, _snapshots
 from ._errors import (
     InvalidArgument,
     InvalidMessage,
+    JsonlStoreError,
     LockTimeout,
     ParentMismatch,
     SessionNotFound,
     SnapshotConflict,
+    StorageError,
     UnsupportedFormat,
+    UnsupportedValue,
+    storage_error,
 )
 from ._fs import OS_FS, FileSystem
 from ._ids import new_uuid7
@@ -46,6 +52,7 @@ from ._paths import (
     validate_session_id,
 )
 from ._records import (
+    MESSAGE_TYPES,
     AssistantMessage,
     CompactedMessage,
     ContextSnapshot,
@@ -71,6 +78,44 @@ _MAX_OPEN_SESSIONS = 64
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _failure(store: SessionStore, exc: OSError, method: str, session_id: object) -> StorageError:
+    """The `StorageError` a public method raises for an ``OSError`` (raise it ``from exc``).
+
+    An error that names no file is placed in the session's directory, else the root.
+    """
+    if isinstance(session_id, str):
+        where = os.path.join(store.root, session_id) if is_session_id(session_id) else store.root
+        return storage_error(exc, f"{method}({session_id!r})", session_id=session_id, where=where)
+    return storage_error(exc, f"{method}()", where=store.root)
+
+
+def _storage_errors(
+    method: Callable[Concatenate[SessionStore, P], R],
+) -> Callable[Concatenate[SessionStore, P], R]:
+    """Let no bare ``OSError`` out of a public method: it becomes a `StorageError`.
+
+    Errors of this library pass unchanged (`LockTimeout` and `ReadOnlySession` are
+    ``OSError`` subclasses too). `append` and `append_many` do the same inline instead,
+    so the hot path pays no extra call.
+    """
+    name = method.__name__
+
+    @functools.wraps(method)
+    def call(self: SessionStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(self, *args, **kwargs)
+        except JsonlStoreError:
+            raise
+        except OSError as exc:
+            raise _failure(self, exc, name, args[0] if args else kwargs.get("session_id")) from exc
+
+    return call
 
 
 def _message_id(message: Message) -> Any:
@@ -174,9 +219,23 @@ class SessionStore:
     ) -> None:
         if durability not in ("fsync", "none"):
             raise InvalidArgument(f"durability must be 'fsync' or 'none', got {durability!r}")
-        if not lock_timeout > 0:
-            raise InvalidArgument(f"lock_timeout must be positive, got {lock_timeout!r}")
-        self.root = os.fspath(root)
+        if not isinstance(lock_timeout, (int, float)) or not lock_timeout > 0:
+            raise InvalidArgument(f"lock_timeout must be a positive number of seconds, got {lock_timeout!r}")
+        if on_problem is not None and not callable(on_problem):
+            raise InvalidArgument(f"on_problem must be callable, got {on_problem!r}")
+        try:
+            self.root = os.fspath(root)
+        except TypeError:
+            raise InvalidArgument(f"root must be a str or a path, got {root!r}") from None
+        if not isinstance(self.root, str):
+            raise InvalidArgument(f"root must be a str or a str path, got {self.root!r}")
+        try:
+            # What every os call would refuse later, refused here once, as a typed error.
+            os.fsencode(self.root)
+            if "\x00" in self.root:
+                raise ValueError("embedded NUL")
+        except (UnicodeEncodeError, ValueError):
+            raise InvalidArgument(f"root must be a path the file system can name, got {self.root!r}") from None
         self.durability: Durability = durability
         self.lock_timeout = float(lock_timeout)
         self._durable = durability == "fsync"
@@ -190,6 +249,7 @@ class SessionStore:
 
     # -- lifecycle ----------------------------------------------------------------------
 
+    @_storage_errors
     def close(self) -> None:
         """Close every open descriptor. The store can still be used; it reopens lazily.
 
@@ -261,12 +321,14 @@ class SessionStore:
         if session is not None:
             session.close()
 
-    def _makedirs(self, path: str) -> None:
+    def _makedirs(self, path: str) -> list[str]:
         """Make ``path`` and its missing parents; with fsync, make each name durable.
 
         The directory holding ``path`` is fsynced even when ``path`` already existed: the
         process that made it may have crashed (or failed its fsync) before doing so.
+        Returns the directories this call made, parents first.
         """
+        made: list[str] = []
         missing: list[str] = []
         while True:
             try:
@@ -287,11 +349,13 @@ class SessionStore:
                 missing.append(path)
                 path = parent
                 continue
+            made.append(path)
             if self._durable:
                 self._fs.fsync_dir(os.path.dirname(path) or ".")
             if not missing:
                 break
             path = missing.pop()
+        return made
 
     def _ensure_root(self) -> None:
         if self._root_ready:
@@ -319,7 +383,12 @@ class SessionStore:
         anew, so it never blocks the appends that follow.
         """
         self._ensure_root()
-        self._makedirs(session.directory)
+        if self._makedirs(session.directory)[:-1]:
+            # More than the session directory was made: the root itself was gone (removed
+            # by someone else while this store was open). What `_ensure_root` writes into
+            # a new root (the .gitignore) must be written into this one too.
+            self._root_ready = False
+            self._ensure_root()
         problems: list[Problem] = []
         meta = self._read_meta(session.session_id, session.directory, problems)
         if meta is None:
@@ -419,19 +488,24 @@ class SessionStore:
         `UnsupportedValue` for a message that cannot be stored unchanged; nothing is
         written then.
         """
-        return self._append(
-            session_id,
-            [message],
-            request_id=request_id,
-            timings=[timing],
-            usages=[usage],
-            parent_session_id=parent_session_id,
-            title=title,
-            agent_name=agent_name,
-            session_type=session_type,
-            metadata=metadata,
-            tags=tags,
-        )[0]
+        try:
+            return self._append(
+                session_id,
+                [message],
+                request_id=request_id,
+                timings=[timing],
+                usages=[usage],
+                parent_session_id=parent_session_id,
+                title=title,
+                agent_name=agent_name,
+                session_type=session_type,
+                metadata=metadata,
+                tags=tags,
+            )[0]
+        except JsonlStoreError:
+            raise
+        except OSError as exc:  # what `_storage_errors` does, without a wrapper call per append
+            raise _failure(self, exc, "append", session_id) from exc
 
     def append_many(
         self,
@@ -468,25 +542,33 @@ class SessionStore:
             usages[assistants[0]] = usage
         else:
             usages = self._per_message(usage, ModelUsage, count, "usage")
-        return self._append(
-            session_id,
-            messages,
-            request_id=request_id,
-            timings=timings,
-            usages=usages,
-            parent_session_id=parent_session_id,
-            title=title,
-            agent_name=agent_name,
-            session_type=session_type,
-            metadata=metadata,
-            tags=tags,
-        )
+        try:
+            return self._append(
+                session_id,
+                messages,
+                request_id=request_id,
+                timings=timings,
+                usages=usages,
+                parent_session_id=parent_session_id,
+                title=title,
+                agent_name=agent_name,
+                session_type=session_type,
+                metadata=metadata,
+                tags=tags,
+            )
+        except JsonlStoreError:
+            raise
+        except OSError as exc:  # as in `append`
+            raise _failure(self, exc, "append_many", session_id) from exc
 
     @staticmethod
     def _per_message(value: Any, kind: type, count: int, name: str) -> list[Any]:
         if value is None or isinstance(value, kind):
             return [value] * count
-        values = list(value)
+        try:
+            values = list(value)
+        except TypeError:
+            raise InvalidArgument(f"{name} must be one {kind.__name__} or a list of them, got {value!r}") from None
         if len(values) != count:
             raise InvalidArgument(f"{name} has {len(values)} entries for {count} messages")
         return values
@@ -508,8 +590,10 @@ class SessionStore:
     ) -> list[int]:
         session = self._session(session_id)
         # Everything that can fail on bad input is checked before any file is touched.
-        if request_id is not None and not isinstance(request_id, str):
-            raise InvalidArgument(f"request_id must be a str, got {type(request_id).__name__}")
+        if request_id is not None:
+            if not isinstance(request_id, str):
+                raise InvalidArgument(f"request_id must be a str, got {type(request_id).__name__}")
+            _codec.check_label(request_id, "request_id")
         if parent_session_id is not None:
             validate_session_id(parent_session_id)
             if parent_session_id == session_id:
@@ -611,6 +695,7 @@ class SessionStore:
 
     # -- reading ------------------------------------------------------------------------
 
+    @_storage_errors
     def load(self, session_id: str) -> SessionView:
         """The latest valid snapshot plus the raw-log records after its boundary.
 
@@ -648,6 +733,7 @@ class SessionStore:
         session.seen = max(session.seen, view.last_sequence)
         return view
 
+    @_storage_errors
     def records(self, session_id: str, *, after: int = 0) -> Iterator[RawMessageRecord]:
         """Stream the raw log's records with a sequence above ``after``, in constant memory.
 
@@ -663,7 +749,14 @@ class SessionStore:
         return self._records(session_id, directory, after)
 
     def _records(self, session_id: str, directory: str, after: int) -> Iterator[RawMessageRecord]:
-        fd, size = _session.open_log(self._fs, directory)
+        # A generator runs after records() returned, outside `_storage_errors`: it turns
+        # an OSError met while iterating into a StorageError itself.
+        try:
+            fd, size = _session.open_log(self._fs, directory)
+        except JsonlStoreError:
+            raise
+        except OSError as exc:
+            raise _failure(self, exc, "records", session_id) from exc
         if fd is None:
             return
         problems: list[Problem] = []
@@ -678,6 +771,10 @@ class SessionStore:
             for _, record in _session.decode_lines(self._fs, session_id, directory, fd, start, end, floor, problems):
                 if record.sequence > after:
                     yield record
+        except JsonlStoreError:
+            raise
+        except OSError as exc:
+            raise _failure(self, exc, "records", session_id) from exc
         finally:
             self._fs.close(fd)
             self._report(problems)
@@ -688,10 +785,12 @@ class SessionStore:
             meta = self._read_meta(session_id, directory, [])
         return _session.summary(self._fs, session_id, directory, meta)
 
+    @_storage_errors
     def get_session(self, session_id: str) -> SessionSummary | None:
         """The session's summary, or None when it does not exist."""
         return self._summary(session_id, self._dir(session_id))
 
+    @_storage_errors
     def list_sessions(self, *, parent_session_id: str | None = None) -> list[SessionSummary]:
         """Every session (or the children of ``parent_session_id``), newest activity first."""
         if parent_session_id is not None:
@@ -718,6 +817,7 @@ class SessionStore:
 
     # -- snapshots ----------------------------------------------------------------------
 
+    @_storage_errors
     def snapshot(
         self,
         session_id: str,
@@ -805,6 +905,7 @@ class SessionStore:
 
     # -- metadata -----------------------------------------------------------------------
 
+    @_storage_errors
     def update_session(
         self,
         session_id: str,
@@ -836,7 +937,21 @@ class SessionStore:
                 raise InvalidArgument(f"metadata must be a mapping, got {type(metadata).__name__}")
             merged_metadata = dict(metadata)
             _codec.encode_json(merged_metadata, "metadata")
-        removed = tuple(remove_metadata)
+        if isinstance(remove_metadata, (str, bytes)):
+            raise InvalidArgument(f"remove_metadata takes a list of keys, not one {type(remove_metadata).__name__}")
+        try:
+            removed = tuple(remove_metadata)
+        except TypeError:
+            raise InvalidArgument(f"remove_metadata takes a list of keys, got {remove_metadata!r}") from None
+        for key in removed:
+            if not isinstance(key, str):
+                raise InvalidArgument(f"remove_metadata takes metadata keys (str), got {key!r}")
+            if not key.isascii():
+                try:
+                    key.encode("utf-8")
+                except UnicodeEncodeError:
+                    # Such a key can never have been stored; naming it is a caller's bug.
+                    raise InvalidArgument(f"remove_metadata key {key!r} holds a lone surrogate") from None
         missing = SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
         if not self._exists(directory):
             raise missing
@@ -866,6 +981,7 @@ class SessionStore:
 
     # -- token usage --------------------------------------------------------------------
 
+    @_storage_errors
     def record_usage(self, session_id: str, record: ModelUsage | Mapping[str, Any]) -> None:
         """Append one model call's token counts to the session's token-usage log.
 
@@ -889,25 +1005,46 @@ class SessionStore:
         for name in ModelUsage.__struct_fields__:
             if getattr(usage, name) < 0:
                 raise InvalidArgument(f"{name} must not be negative, got {getattr(usage, name)}")
+        for name in ("model", "request_id"):
+            if getattr(usage, name) is not None:
+                _codec.check_label(getattr(usage, name), name)
         line = _codec.encode_usage(usage)
         # If the session has to be made (anew) for this record, it starts with defaults,
         # not with what an earlier append of this store would have given it.
         session.init = None
-        writer = self._usage_writer(session)
-        writer.append(lambda last: (line, Line(0, None, line[:-1], len(line))))
 
+        def build(last: Line | None) -> tuple[bytes, Line]:
+            return line, Line(0, None, line[:-1], len(line))
+
+        writer = self._usage_writer(session)
+        try:
+            writer.append(build)
+        except FileNotFoundError:
+            # As in `_append`: the session directory vanished under us (removed by another
+            # process), so make the session again and retry once.
+            session.prepared = False
+            writer.close()
+            writer = self._usage_writer(session)
+            writer.append(build)
+
+    @_storage_errors
     def usage(self, session_id: str) -> Iterator[dict[str, Any]]:
         """Every token-usage record of the session, oldest first, as dicts."""
         directory = self._dir(session_id)
         self._read_meta(session_id, directory)
-        return self._usage(directory)
+        return self._usage(session_id, directory)
 
-    def _usage(self, directory: str) -> Iterator[dict[str, Any]]:
+    def _usage(self, session_id: str, directory: str) -> Iterator[dict[str, Any]]:
+        # As in `_records`: OSErrors met while iterating become StorageErrors here.
         path = os.path.join(directory, USAGE_NAME)
         try:
             fd = self._fs.open(path, FLAGS_READ)
+        except JsonlStoreError:
+            raise
         except FileNotFoundError:
             return
+        except OSError as exc:
+            raise _failure(self, exc, "usage", session_id) from exc
         problems: list[Problem] = []
         try:
             size = self._fs.fstat(fd).st_size
@@ -921,10 +1058,15 @@ class SessionStore:
                     )
                     continue
                 yield item
+        except JsonlStoreError:
+            raise
+        except OSError as exc:
+            raise _failure(self, exc, "usage", session_id) from exc
         finally:
             self._fs.close(fd)
             self._report(problems)
 
+    @_storage_errors
     def usage_totals(self, session_id: str) -> ModelUsage:
         """The sum of the session's token-usage log."""
         total = ModelUsage()
@@ -939,6 +1081,7 @@ class SessionStore:
 
     # -- whole-state saves ----------------------------------------------------------------
 
+    @_storage_errors
     def checkpoint(self, /, session_id: str, messages: Sequence[Message], **append_options: Any) -> list[int]:
         """Save a runner's full message list by appending only what is not stored yet.
 
@@ -955,6 +1098,17 @@ class SessionStore:
         by a store reads its tail once, as `load` does, and a rewrite costs O(tail).
         """
         directory = self._dir(session_id)
+        # Checked before the session is made: nothing may be created for a call that fails.
+        if isinstance(messages, (dict, str, bytes)) or not isinstance(messages, Sequence):
+            raise InvalidArgument("checkpoint takes a sequence of messages")
+        for message in messages:
+            if not isinstance(message, (dict, *MESSAGE_TYPES)):
+                raise UnsupportedValue(
+                    f"a message must be a dict with 'role' or one of the message classes, not {type(message).__name__}"
+                )
+        unknown = set(append_options) - _APPEND_OPTIONS
+        if unknown:
+            raise InvalidArgument(f"checkpoint got unknown append options: {', '.join(sorted(unknown))}")
         wanted = [m for m in messages if _persisted(m)]
         ids = []
         for index, message in enumerate(wanted):
@@ -1079,6 +1233,7 @@ class SessionStore:
 
     # -- deleting -------------------------------------------------------------------------
 
+    @_storage_errors
     def delete_session(self, session_id: str) -> bool:
         """Delete the session's files; False when there was nothing to delete.
 
@@ -1120,6 +1275,7 @@ class SessionStore:
             self._fs, session_id, directory, fix=fix, durable=self._durable, lock_timeout=self.lock_timeout
         )
 
+    @_storage_errors
     def verify(self, session_id: str | None = None) -> list[Problem]:
         """Every problem on disk (one session or all), with what `repair` would do. Changes nothing."""
         if session_id is None:
@@ -1133,6 +1289,7 @@ class SessionStore:
             return problems
         return self._check(session_id, self._dir(session_id), fix=False)
 
+    @_storage_errors
     def repair(self, session_id: str) -> list[Problem]:
         """Fix what `verify` finds in one session and report it; running it twice changes nothing.
 
@@ -1147,6 +1304,10 @@ class SessionStore:
         with self._lock(session_id):
             return self._check(session_id, directory, fix=True)
 
+
+
+#: The keywords `checkpoint` passes on to `append_many`.
+_APPEND_OPTIONS = frozenset(inspect.signature(SessionStore.append_many).parameters) - {"self", "session_id", "messages"}
 
 
 def _check_usage(usage: object) -> None:
