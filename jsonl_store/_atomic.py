@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from ._errors import name_file
 from ._fs import FILE_MODE, SAFE_FLAGS, FileSystem, open_regular
 from ._ids import new_uuid7
 from ._paths import tmp_name
@@ -24,7 +25,9 @@ def write_temp(fs: FileSystem, directory: str, final_name: str, data: bytes, *, 
             # fdatasync is enough: it flushes the data and the size needed to read it back;
             # the name is made durable by the directory fsync after the rename or link.
             fs.fdatasync(fd)
-    except BaseException:
+    except BaseException as exc:
+        if isinstance(exc, OSError):
+            name_file(exc, path)  # write(2) and fsync(2) name no file; a disk-full caller wants it
         fs.close(fd)
         _unlink_quietly(fs, path)
         raise
@@ -63,10 +66,20 @@ def create_exclusive(fs: FileSystem, directory: str, name: str, data: bytes, *, 
     return created
 
 
-def read_whole(fs: FileSystem, path: str) -> bytes | None:
+class FileTooLarge(Exception):
+    """Internal: a whole-file read refused a file above its cap, without reading it."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"{size} bytes, more than the {limit >> 20} MiB a reader reads whole")
+        self.size = size
+        self.limit = limit
+
+
+def read_whole(fs: FileSystem, path: str, limit: int | None = None) -> bytes | None:
     """The file's bytes, or None when it does not exist.
 
-    Raises `UnsafePath` when ``path`` is a symlink or not a regular file (never followed).
+    Raises `FileTooLarge` for a file over ``limit`` bytes before reading any of it, and
+    `UnsafePath` when ``path`` is a symlink or not a regular file (never followed).
     """
     try:
         fd = open_regular(fs, path, os.O_RDONLY)
@@ -74,6 +87,8 @@ def read_whole(fs: FileSystem, path: str) -> bytes | None:
         return None
     try:
         size = fs.fstat(fd).st_size
+        if limit is not None and size > limit:
+            raise FileTooLarge(size, limit)
         data = fs.pread(fd, size, 0) if size else b""
         if len(data) < size:  # a short read: keep reading until the end
             parts = [data]
@@ -83,6 +98,9 @@ def read_whole(fs: FileSystem, path: str) -> bytes | None:
                 offset += len(chunk)
             data = b"".join(parts)
         return data
+    except OSError as exc:
+        name_file(exc, path)
+        raise
     finally:
         fs.close(fd)
 

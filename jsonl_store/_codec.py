@@ -12,27 +12,42 @@ without parsing. The line is still plain JSON: ``jq`` and ``grep`` work on it un
 from __future__ import annotations
 
 import math
+import sys
+import threading
 import zlib
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 
-from ._errors import InvalidMessage, UnsupportedValue
+from ._errors import InvalidArgument, InvalidMessage, UnsupportedValue
 from ._records import (
     MESSAGE_TYPES,
     ROLES,
     AnyMessage,
     ContextSnapshot,
     RawMessageRecord,
+    ToolCall,
     UsageRecord,
 )
 
 CRC_KEY: Final = b',"crc":"'
 SUFFIX_LENGTH: Final = len(CRC_KEY) + 8 + 2  # ,"crc":" + 8 hex digits + "}
-# msgspec encodes with the interpreter's recursion limit (1000 by default): deeper values
-# fail to encode and are refused with a clear error rather than a RecursionError.
+# msgspec encodes and decodes nested values recursively, within the interpreter's
+# recursion limit (1000 by default) less the frames already on the caller's stack: deeper
+# values fail to encode and are refused with a clear error rather than a RecursionError.
 MAX_DEPTH: Final = 1000
+#: A reader that meets a value too deep for its own stack decodes it again in a fresh
+#: thread with this much room, so whatever a writer accepted (from any stack) reads back.
+DEEP_STACK: Final = 3 * MAX_DEPTH
+
+#: What decoding a line or file that is not what it should be can raise. msgspec decodes
+#: nested JSON recursively and raises RecursionError past the interpreter's limit: a
+#: checksum-valid line nested a thousand levels deep is a bad record, not a crash.
+DECODE_ERRORS: Final = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
+
+T = TypeVar("T")
 
 _encoder = msgspec.json.Encoder()
 _any_decoder = msgspec.json.Decoder()
@@ -94,7 +109,7 @@ def encode_message(message: object) -> tuple[bytes, bool]:
         except msgspec.ValidationError as exc:
             raise InvalidMessage(f"message does not match its class: {exc}") from None
         if back != message:
-            raise _explain(msgspec.to_builtins(message, builtin_types=(bytes, bytearray, memoryview)), "$")
+            raise _explain(message, "$")
         return data, False
     raise UnsupportedValue(
         f"a message must be a dict with 'role' or one of the message classes, not {type(message).__name__}"
@@ -111,11 +126,12 @@ def encode_json(value: object, where: str = "$") -> bytes:
 
 def _encode_value(value: object, where: str) -> bytes:
     try:
-        return _encoder.encode(value)
+        data = _encoder.encode(value)
     except UnicodeEncodeError:
         raise _explain(value, where) from None
     except (TypeError, OverflowError, ValueError, RecursionError):
         raise _explain(value, where) from None
+    return data
 
 
 def _explain(value: object, where: str) -> InvalidMessage | UnsupportedValue:
@@ -130,6 +146,11 @@ def _explain(value: object, where: str) -> InvalidMessage | UnsupportedValue:
     if found is None:
         return InvalidMessage(f"value at {where} does not survive a JSON round trip")
     return found
+
+
+#: The Structs a message is made of; any other Struct inside a message is a value JSON
+#: gives back as a dict, not as itself.
+_SCHEMA_STRUCTS: Final[tuple[type[msgspec.Struct], ...]] = (*MESSAGE_TYPES, ToolCall)
 
 
 def _find_bad(value: object, where: str, depth: int) -> InvalidMessage | UnsupportedValue | None:
@@ -170,12 +191,38 @@ def _find_bad(value: object, where: str, depth: int) -> InvalidMessage | Unsuppo
             if bad is not None:
                 return bad
         return None
-    if isinstance(value, MESSAGE_TYPES):
-        return _find_bad(msgspec.to_builtins(value, builtin_types=(bytes, bytearray, memoryview)), where, depth)
+    if isinstance(value, _SCHEMA_STRUCTS):
+        # Walk the fields themselves: converting the message to builtins first would fail
+        # on the very value being looked for (an object()), or turn it into one JSON can
+        # carry (a set into a list, a datetime into a str) and hide it.
+        for name in value.__struct_fields__:
+            bad = _find_bad(getattr(value, name), f"{where}.{name}", depth + 1)
+            if bad is not None:
+                return bad
+        return None
     return UnsupportedValue(
         f"value at {where} has type {kind.__name__}, which JSON cannot give back unchanged "
         "(use dict, list, str, int, float, bool or None)"
     )
+
+
+def check_label(value: str, name: str) -> None:
+    """Refuse a short identifying string (title, agent name, request id, model) a line cannot hold.
+
+    A lone surrogate is not UTF-8, so no file can hold it. A NUL could be stored as
+    ``\\u0000``, but in a name it is a mistake (a C string cut short) that would reach
+    every terminal and tool that shows the name, so it is refused too. JSON values
+    (messages, metadata, tags) may hold NULs.
+    """
+    if "\x00" in value:
+        raise InvalidArgument(f"{name} must not contain a NUL character, got {value!r}"[:300])
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidArgument(
+                f"{name} holds a lone surrogate at position {exc.start} (not valid UTF-8), got {value!r}"[:300]
+            ) from None
 
 
 # ---------------------------------------------------------------------------------------
@@ -278,6 +325,41 @@ def encode_record(record: RawMessageRecord) -> bytes:
     return seal(_encoder.encode(record))
 
 
+_deep_mutex = threading.Lock()
+
+
+def _in_deep_stack(decode: Callable[..., T], *args: Any) -> T:
+    """``decode(*args)`` again, in a fresh thread whose stack has `DEEP_STACK` levels of room.
+
+    Only ever called after a RecursionError: a value nested close to the limit that a
+    writer accepted from a shallow stack can fail in a reader called from a deeper one.
+    The interpreter's limit is raised for the moment (never lowered), under a lock.
+    """
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, decode(*args)))
+        except BaseException as exc:  # noqa: BLE001 (handed to the calling thread)
+            outcome.append((False, exc))
+
+    with _deep_mutex:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, DEEP_STACK + 100))
+        try:
+            worker = threading.Thread(target=run, name="jsonl_store-deep-decode")
+            worker.start()
+            worker.join()
+        finally:
+            sys.setrecursionlimit(limit)
+    ok, value = outcome[0]
+    if ok:
+        return value  # type: ignore[no-any-return]
+    if isinstance(value, RecursionError):
+        raise msgspec.DecodeError(f"JSON nested deeper than {DEEP_STACK} levels") from None
+    raise value
+
+
 def _decode_with_message(
     body: bytes, key: bytes, plain: msgspec.json.Decoder[Any], typed: msgspec.json.Decoder[Any], session_id: str
 ) -> Any:
@@ -296,9 +378,11 @@ def _decode_with_message(
 
 def decode_record(body: bytes, session_id: str) -> RawMessageRecord:
     """Decode a checksummed record line; raise msgspec errors if it does not fit the schema."""
-    record: RawMessageRecord = _decode_with_message(
-        body, b'"message":', _plain_record_decoder, _typed_record_decoder, session_id
-    )
+    args = (body, b'"message":', _plain_record_decoder, _typed_record_decoder, session_id)
+    try:
+        record: RawMessageRecord = _decode_with_message(*args)
+    except RecursionError:
+        record = _in_deep_stack(_decode_with_message, *args)
     return record
 
 
@@ -307,9 +391,11 @@ def encode_snapshot(snapshot: ContextSnapshot) -> bytes:
 
 
 def decode_snapshot(body: bytes, session_id: str) -> ContextSnapshot:
-    snapshot: ContextSnapshot = _decode_with_message(
-        body, b'"compacted_message":', _plain_snapshot_decoder, _typed_snapshot_decoder, session_id
-    )
+    args = (body, b'"compacted_message":', _plain_snapshot_decoder, _typed_snapshot_decoder, session_id)
+    try:
+        snapshot: ContextSnapshot = _decode_with_message(*args)
+    except RecursionError:
+        snapshot = _in_deep_stack(_decode_with_message, *args)
     return snapshot
 
 
@@ -323,7 +409,12 @@ def decode_usage(body: bytes) -> UsageRecord:
 
 def decode_usage_dict(line: bytes) -> dict[str, Any]:
     """A usage line as the dict it was written as (without the checksum key)."""
-    item: dict[str, Any] = _any_decoder.decode(line)
+    try:
+        item = _any_decoder.decode(line)
+    except RecursionError:
+        item = _in_deep_stack(_any_decoder.decode, line)
+    if not isinstance(item, dict):
+        raise msgspec.ValidationError(f"expected a JSON object, got {type(item).__name__}")
     item.pop("crc", None)
     return item
 
@@ -340,13 +431,20 @@ class _Head(msgspec.Struct):
 _position_decoder = msgspec.json.Decoder(_Head)
 
 
+def _head(body: bytes) -> _Head:
+    try:
+        return _position_decoder.decode(body)
+    except RecursionError:  # skipping a deep message recurses too
+        return _in_deep_stack(_position_decoder.decode, body)
+
+
 def record_summary(body: bytes) -> tuple[int, datetime | None]:
     """A record's sequence and creation time, skipping the message (for session listings)."""
-    head = _position_decoder.decode(body)
+    head = _head(body)
     return head.sequence, head.created_at
 
 
 def record_position(body: bytes) -> tuple[int, int, str]:
     """A record's sequence, batch end and id, without decoding its message into objects."""
-    head = _position_decoder.decode(body)
+    head = _head(body)
     return head.sequence, head.batch_end, head.id

@@ -2,10 +2,13 @@
 
 Every error carries the fields a caller needs to act on it (the session, the path, the
 line or byte offset) and pickles, so it survives a trip through ``multiprocessing``.
+Every ``OSError`` the file system raises reaches the caller as a `StorageError` (see
+`storage_error`), which is still an ``OSError`` with the original ``errno``.
 """
 
 from __future__ import annotations
 
+import errno as _errno
 from typing import Any
 
 
@@ -31,7 +34,12 @@ class JsonlStoreError(Exception):
     def __reduce__(self) -> tuple[Any, ...]:
         # Exceptions with keyword-only fields do not pickle by default (their args hold
         # only the message); rebuild through a helper that restores every field.
-        return (_rebuild, (type(self), self.message, self.__dict__.copy()))
+        fields = self.__dict__.copy()
+        if isinstance(self, OSError):
+            # OSError keeps these in C slots, not in __dict__: copy them explicitly, or
+            # an error that crossed a process boundary would lose its errno.
+            fields.update(errno=self.errno, strerror=self.strerror, filename=self.filename)
+        return (_rebuild, (type(self), self.message, fields))
 
     def __str__(self) -> str:
         where = []
@@ -47,7 +55,8 @@ class JsonlStoreError(Exception):
 def _rebuild(cls: type[JsonlStoreError], message: str, fields: dict[str, Any]) -> JsonlStoreError:
     error = cls.__new__(cls)
     Exception.__init__(error, message)
-    error.__dict__.update(fields)
+    for name, value in fields.items():
+        setattr(error, name, value)  # setattr, not __dict__: OSError's fields are slots
     return error
 
 
@@ -83,16 +92,63 @@ class LockTimeout(JsonlStoreError, TimeoutError):
     """A session's lock was not acquired within the store's lock timeout."""
 
 
-class DurabilityError(JsonlStoreError, OSError):
-    """A write or fsync failed; the session's writer refuses appends until reopened."""
+class StorageError(JsonlStoreError, OSError):
+    """The file system refused an operation: disk full, an I/O error, no permission, ...
+
+    ``errno``, ``strerror`` and ``filename`` are those of the ``OSError`` that caused it,
+    which is also its ``__cause__``; ``except OSError`` code keeps working unchanged.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        errno: int | None = None,
+        strerror: str | None = None,
+        filename: str | None = None,
+        session_id: str | None = None,
+        path: str | None = None,
+        line: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        super().__init__(message, session_id=session_id, path=path, line=line, offset=offset)
+        self.errno = errno
+        self.strerror = strerror
+        self.filename = filename
 
 
-class UnsafePath(JsonlStoreError, OSError):
+class StoragePermissionError(StorageError, PermissionError):
+    """The file system denied access (EACCES, EPERM) or is mounted read-only (EROFS).
+
+    EROFS is a plain ``OSError`` in Python; it is a permission error here because to a
+    caller both mean the same thing: this store cannot be written, fix its permissions.
+    """
+
+
+class StorageFileNotFoundError(StorageError, FileNotFoundError):
+    """A file or directory the store needed vanished or was never there (ENOENT).
+
+    A session that does not exist is `SessionNotFound`; this is a path removed under the
+    store by someone else while it worked (or a root whose parent is missing).
+    """
+
+
+class DurabilityError(StorageError):
+    """A write or fsync of a log failed, with its errno (a short write is ENOSPC).
+
+    A failed write was taken back, so the next append may succeed; after a failed fsync
+    (or a write that could not be taken back) the session's writer refuses appends until
+    the store is closed, because what the kernel kept of them is unknown.
+    """
+
+
+class UnsafePath(StorageError):
     """A name inside a session is a symlink, a directory, a FIFO, a socket or a device.
 
     The store never follows or opens such a name (spec/FORMAT.md §2, "Files and
     permissions"): a person must look at it and put a regular file (or, for a session, a
-    directory) in its place. ``path`` names it.
+    directory) in its place. ``path`` names it; ``errno`` is that of the refused
+    ``open`` (``ELOOP`` for a symlink, ...) or None when ``fstat`` or ``lstat`` refused it.
     """
 
 
@@ -110,3 +166,38 @@ class SessionNotFound(JsonlStoreError, KeyError):
     def __str__(self) -> str:
         # KeyError's own __str__ would print the message with quotes around it.
         return JsonlStoreError.__str__(self)
+
+
+_PERMISSION_ERRNOS = frozenset({_errno.EACCES, _errno.EPERM, _errno.EROFS})
+
+
+def storage_error(exc: OSError, doing: str, *, session_id: str | None = None, where: str | None = None) -> StorageError:
+    """The `StorageError` that stands for ``exc``; the caller raises it ``from exc``.
+
+    ``doing`` says what failed (``"update_session('s1')"``); the message adds the
+    system's reason. ``filename`` is the OSError's, else ``where``: calls on a
+    descriptor (write, fsync, pread) name no file, and a caller must still learn where
+    the failure was. The class keeps the built-in a caller would catch.
+    """
+    if isinstance(exc, PermissionError) or exc.errno in _PERMISSION_ERRNOS:
+        cls: type[StorageError] = StoragePermissionError
+    elif isinstance(exc, FileNotFoundError) or exc.errno == _errno.ENOENT:
+        cls = StorageFileNotFoundError
+    else:
+        cls = StorageError
+    filename = exc.filename if isinstance(exc.filename, str) else where
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return cls(
+        f"{doing} failed: {reason}",
+        errno=exc.errno,
+        strerror=exc.strerror,
+        filename=filename,
+        session_id=session_id,
+        path=filename,
+    )
+
+
+def name_file(exc: OSError, path: str) -> None:
+    """Give an OSError from a call on a descriptor (no file name of its own) the file's path."""
+    if exc.filename is None:
+        exc.filename = path

@@ -123,7 +123,9 @@ def open_regular(
         if what is None:
             raise
         message = f"{name} {what}; the store never follows or opens it"
-        raise UnsafePath(message, session_id=session_id, path=path) from exc
+        raise UnsafePath(
+            message, errno=exc.errno, strerror=exc.strerror, filename=path, session_id=session_id, path=path
+        ) from exc
     try:
         st_mode = fs.fstat(fd).st_mode
     except BaseException:
@@ -132,7 +134,7 @@ def open_regular(
     if not stat.S_ISREG(st_mode):
         fs.close(fd)
         message = f"{name} is {describe_mode(st_mode)}, not a regular file; the store never opens it"
-        raise UnsafePath(message, session_id=session_id, path=path)
+        raise UnsafePath(message, filename=path, session_id=session_id, path=path)
     return fd
 
 
@@ -151,10 +153,12 @@ def check_directory(fs: FileSystem, path: str, *, session_id: str | None = None)
         return False
     except NotADirectoryError as exc:
         message = f"{name} is below something that is not a directory"
-        raise UnsafePath(message, session_id=session_id, path=path) from exc
+        raise UnsafePath(
+            message, errno=exc.errno, strerror=exc.strerror, filename=path, session_id=session_id, path=path
+        ) from exc
     if not stat.S_ISDIR(st_mode):
         message = f"{name} is {describe_mode(st_mode)}, not a session directory; the store never follows it"
-        raise UnsafePath(message, session_id=session_id, path=path)
+        raise UnsafePath(message, filename=path, session_id=session_id, path=path)
     return True
 
 

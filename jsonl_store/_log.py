@@ -5,10 +5,15 @@ normal remains of a crash (a torn line, NUL runs, garbage) and are skipped silen
 a bad line *followed by a good one* is real damage, reported with its offset and reason,
 and reading resumes at the next newline. Writing is one ``write(2)`` per record or batch
 on an ``O_APPEND`` descriptor, under a cheap ``flock`` on that descriptor.
+
+Reading is linear in bytes whatever the file holds: a line longer than `LONG_LINE` is
+never held whole, only read again in chunks to check it (`_lines.locate`), so a log that
+ends in hundreds of megabytes of garbage costs one pass over them and flat memory.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import time
@@ -16,14 +21,18 @@ import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from . import _codec
-from ._errors import DurabilityError, LockTimeout
+from . import _codec, _lines
+from ._errors import DurabilityError, LockTimeout, name_file
 from ._fs import FILE_MODE, SAFE_FLAGS, FileSystem, check_directory, open_regular
-from ._paths import cut_name
+from ._ids import new_uuid7
+from ._paths import cut_name, tmp_name
 from ._records import Problem
 
 CHUNK = 1 << 20  # forward reads: big enough to amortise syscalls, small enough for flat memory
 BACK_CHUNK = 1 << 12  # backward reads: the last record of a log usually fits in 4 KiB
+#: Lines longer than this are checked by reading them again in chunks instead of joining
+#: their pieces: memory stays bounded by this plus a chunk, whatever a line's length.
+LONG_LINE = 8 << 20
 # Opened through `open_regular`, which adds O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC and checks
 # the descriptor is a regular file: one fstat per open, nothing per append.
 FLAGS_READ = os.O_RDONLY
@@ -31,7 +40,11 @@ FLAGS_APPEND = os.O_RDWR | os.O_APPEND | os.O_CREAT
 
 # A record always starts with this key (it is the first field of every record and usage
 # line), so a line whose head is damaged can still be searched for a record glued behind it.
-RECORD_START = b'{"'
+RECORD_START = _lines.RECORD_START
+
+TEXT_CONVERSION = "text-conversion"
+#: What a writer (and `repair`) does about a text conversion: the spec's action text.
+RESTORE_ACTION = "restore the bytes as written (\\n line ends, no byte-order mark)"
 
 
 @dataclass(slots=True)
@@ -44,20 +57,8 @@ class Line:
     end: int
     #: The record's sequence when the writer already knows it (-1: decode ``body``).
     sequence: int = -1
-
-
-def _salvage(raw: bytes) -> int | None:
-    """Find a valid record glued behind damage in one line (a torn write, a NUL run).
-
-    Returns the record's position inside ``raw``. The checksum makes a false match
-    practically impossible, so trying each ``{"`` is safe.
-    """
-    start = raw.find(RECORD_START, 1)
-    while start != -1:
-        if _codec.is_sealed(raw[start:]):
-            return start
-        start = raw.find(RECORD_START, start + 1)
-    return None
+    #: The line carries bytes a text conversion added (``\\r\\n``, a byte-order mark).
+    converted: bool = False
 
 
 def _describe(raw: bytes) -> str:
@@ -66,9 +67,61 @@ def _describe(raw: bytes) -> str:
     if not raw.strip():
         return "blank line"
     # Only called for lines whose checksum failed: one with the suffix has a wrong sum.
-    if raw[-_codec.SUFFIX_LENGTH : -10] == _codec.CRC_KEY:
+    if raw.rstrip(b"\r")[-_codec.SUFFIX_LENGTH : -10] == _codec.CRC_KEY:
         return "checksum mismatch"
     return f"not a record ({len(raw)} bytes)"
+
+
+def _reader(fs: FileSystem, fd: int, base: int) -> _lines.Read:
+    return lambda offset, length: fs.pread(fd, length, base + offset)
+
+
+def _check(raw: bytes, offset: int, number: int | None, end: int) -> tuple[Line | None, str | None]:
+    """A line held in memory that is not one sealed record: what it holds, and its damage."""
+    found = _lines.locate(_lines.in_memory(raw), len(raw), file_start=offset == 0)
+    if found is None:
+        return None, _describe(raw)
+    line = Line(offset + found.start, number, raw[found.start : found.stop], end, converted=found.converted)
+    if found.start == 0 or (found.converted and found.start == len(_lines.BOM) and offset == 0):
+        return line, None  # a whole record, only converted
+    return line, _describe(raw[: found.start])
+
+
+def _check_far(
+    fs: FileSystem, fd: int, offset: int, length: int, number: int | None
+) -> tuple[Line | None, str | None]:
+    """A line too long to hold: check it by reading it again in chunks."""
+    read = _reader(fs, fd, offset)
+    found = _lines.locate(read, length, file_start=offset == 0)
+    if found is None:
+        return None, f"not a record ({length} bytes)"
+    body = fs.pread(fd, found.stop - found.start, offset + found.start)
+    line = Line(offset + found.start, number, body, offset + length + 1, converted=found.converted)
+    if found.start == 0 or (found.converted and found.start == len(_lines.BOM) and offset == 0):
+        return line, None
+    return line, f"not a record ({found.start} bytes)"
+
+
+def _damage(path: str, offset: int, number: int | None, reason: str) -> Problem:
+    return Problem(
+        path=path,
+        kind="damaged-line",
+        reason=reason,
+        action="skipped; reading resumes at the next line",
+        offset=offset,
+        line=number,
+    )
+
+
+def conversion_problem(path: str, count: int, offset: int, action: str) -> Problem:
+    """The one problem a file converted by a text tool gets, however many lines it touched."""
+    return Problem(
+        path=path,
+        kind=TEXT_CONVERSION,
+        reason=f"{count} line(s) carry bytes a text conversion added (\\r\\n line ends or a byte-order mark)",
+        action=action,
+        offset=offset,
+    )
 
 
 def scan(
@@ -84,56 +137,82 @@ def scan(
     """Yield every valid line in ``[start, end)``; report damage followed by good lines.
 
     ``start`` must be the start of a line. Damage after the last good line (the tail) is
-    not reported here: a writer cuts it, `verify` names it. Memory stays bounded by the
-    longest line plus one chunk.
+    not reported here: a writer cuts it, `verify` names it. Lines that a text conversion
+    changed (§8.4) are read as written and reported once, at the end, as one
+    ``text-conversion`` problem. Memory stays bounded by `LONG_LINE` plus one chunk.
     """
     pending: list[Problem] = []
     number = first_line
     offset = start
     carry: list[bytes] = []  # pieces of a line that began in an earlier chunk
+    carried = 0
+    far = False  # the current line is longer than LONG_LINE: its pieces are not kept
     position = start
+    converted = 0
+    first_converted = -1
     is_sealed = _codec.is_sealed
     while position < end:
-        chunk = fs.pread(fd, min(CHUNK, end - position), position)
+        try:
+            chunk = fs.pread(fd, min(CHUNK, end - position), position)
+        except OSError as exc:
+            name_file(exc, path)
+            raise
         if not chunk:
             break
+        chunk_start = position
         position += len(chunk)
         lines = chunk.split(b"\n")
-        if carry:
-            lines[0] = b"".join((*carry, lines[0]))
-            carry.clear()
         rest = lines.pop()
-        if rest:
-            carry.append(rest)
-        for raw in lines:
-            line_end = offset + len(raw) + 1
-            if is_sealed(raw):
+        if far or carried + len(lines[0] if lines else rest) > LONG_LINE:
+            far = True
+            carry.clear()
+            carried = 0
+        for index, raw in enumerate(lines):
+            if index == 0 and (carry or far):
+                if far:
+                    line_end = chunk_start + len(raw) + 1
+                    found, reason = _check_far(fs, fd, offset, line_end - 1 - offset, number)
+                    far = False
+                    raw = b""
+                else:
+                    raw = b"".join((*carry, raw))
+                    carry.clear()
+                    carried = 0
+                    line_end = offset + len(raw) + 1
+                    found, reason = (Line(offset, number, raw, line_end), None) if is_sealed(raw) else _check(
+                        raw, offset, number, line_end
+                    )
+            else:
+                line_end = offset + len(raw) + 1
+                if is_sealed(raw):
+                    found, reason = Line(offset, number, raw, line_end), None
+                else:
+                    found, reason = _check(raw, offset, number, line_end)
+            if reason is not None:
+                pending.append(_damage(path, offset, number, reason))
+            if found is not None:
                 if pending:
                     if problems is not None:
                         problems.extend(pending)
                     pending.clear()
-                yield Line(offset, number, raw, line_end)
-            else:
-                salvaged = _salvage(raw)
-                pending.append(
-                    Problem(
-                        path=path,
-                        kind="damaged-line",
-                        reason=_describe(raw[:salvaged] if salvaged else raw),
-                        action="skipped; reading resumes at the next line",
-                        offset=offset,
-                        line=number,
-                    )
-                )
-                if salvaged is not None:
-                    if problems is not None:
-                        problems.extend(pending)
-                    pending.clear()
-                    yield Line(offset + salvaged, number, raw[salvaged:], line_end)
+                if found.converted:
+                    converted += 1
+                    if first_converted < 0:
+                        first_converted = offset
+                yield found
             offset = line_end
             if number is not None:
                 number += 1
+        if rest and not far:
+            carry.append(rest)
+            carried += len(rest)
+            if carried > LONG_LINE:
+                far = True
+                carry.clear()
+                carried = 0
     # Whatever is left (a line without its newline, pending damage) is the tail: silent.
+    if converted and problems is not None:
+        problems.append(conversion_problem(path, converted, first_converted, "read as written"))
 
 
 def backward(fs: FileSystem, fd: int, size: int, floor: int = 0) -> Iterator[Line]:
@@ -141,36 +220,43 @@ def backward(fs: FileSystem, fd: int, size: int, floor: int = 0) -> Iterator[Lin
 
     ``floor`` must be the start of a line. Bytes after the last newline are not a line.
     Reads in growing chunks from the end, so finding the last record of a healthy log
-    costs about 4 KiB of reading, whatever its length.
+    costs about 4 KiB of reading, whatever its length. A line longer than `LONG_LINE`
+    is not held: only its newlines are searched for, then it is checked in chunks.
     """
-    low = size  # data holds the unread-by-the-caller bytes [low, low + len(data))
+    low = size  # data holds the file's bytes [low, low + len(data))
     data = b""
     step = BACK_CHUNK
+    stop = -1  # position of the '\n' that ends the line being looked for (-1: none yet)
+    search_end = size  # look for the next '\n' before this position
     while True:
-        newline = data.rfind(b"\n")
-        if newline == -1:
-            # No line end in what we hold: it is all unterminated tail, nothing to keep.
-            if low <= floor:
-                return
-            data = b""
-        else:
-            previous = data.rfind(b"\n", 0, newline)
-            if previous != -1 or low <= floor:
-                begin = previous + 1
-                raw = data[begin:newline]
+        index = data.rfind(b"\n", 0, max(0, search_end - low))
+        if index == -1 and low > floor:
+            new_low = max(floor, low - step)
+            chunk = fs.pread(fd, low - new_low, new_low)
+            # Keep what was read only while the line is short; a long one is re-read.
+            data = chunk if len(data) + len(chunk) > LONG_LINE else chunk + data
+            low = new_low
+            step = min(step * 2, CHUNK)
+            continue
+        newline = low + index if index != -1 else floor - 1
+        if stop >= 0:
+            begin = newline + 1
+            if begin >= low and stop <= low + len(data):
+                raw = data[begin - low : stop - low]
                 if _codec.is_sealed(raw):
-                    yield Line(low + begin, None, raw, low + newline + 1)
+                    yield Line(begin, None, raw, stop + 1)
                 else:
-                    salvaged = _salvage(raw)
-                    if salvaged is not None:
-                        yield Line(low + begin + salvaged, None, raw[salvaged:], low + newline + 1)
-                data = data[:begin]
-                continue
-        # Need earlier bytes: the start of the candidate line lies before `low`.
-        new_low = max(floor, low - step)
-        data = fs.pread(fd, low - new_low, new_low) + data
-        low = new_low
-        step = min(step * 2, CHUNK)
+                    found, _ = _check(raw, begin, None, stop + 1)
+                    if found is not None:
+                        yield found
+            else:
+                found, _ = _check_far(fs, fd, begin, stop - begin, None)
+                if found is not None:
+                    yield found
+        if newline < floor:
+            return
+        stop = newline
+        search_end = newline
 
 
 def last_good(
@@ -186,6 +272,20 @@ def last_good(
         if accept is None or accept(line):
             return line.end, line
     return floor, None
+
+
+def first_line_converted(fs: FileSystem, fd: int, size: int) -> bool:
+    """Whether the file's first line shows a text conversion (a BOM, or ``\\r\\n``).
+
+    Reads at most 64 KiB: together with the last line, which every writer reads anyway,
+    this tells a file converted as a whole (a git checkout) at the cost of one read.
+    """
+    head = fs.pread(fd, min(size, 1 << 16), 0)
+    newline = head.find(b"\n")
+    if newline <= 0 or not (head.startswith(_lines.BOM) or head[newline - 1 : newline] == b"\r"):
+        return False
+    found = _lines.locate(_lines.in_memory(head[:newline]), newline, file_start=True)
+    return found is not None and found.converted
 
 
 def free_sidecar(fs: FileSystem, directory: str, name: str) -> str:
@@ -351,12 +451,93 @@ class LogWriter:
         good_end, line = last_good(self.fs, self.fd, size, floor, self.accept)
         if line is None and floor > 0:
             good_end, line = floor, self.last
-        elif line is not None and self.sequence_of is not None:
+        elif (line is not None and line.converted) or (
+            self.size == -1 and line is not None and first_line_converted(self.fs, self.fd, size)
+        ):
+            # A text tool (git with core.autocrlf, an editor) added bytes to the lines: give
+            # the file back what its writers wrote before appending, so the log never mixes
+            # line ends and no record is ever taken for a damaged tail (spec §9.3).
+            self._restore(size)
+            self._sync()
+            return
+        if line is not None and self.sequence_of is not None:
             line.sequence = self._highest_sequence(line)
         if good_end < size:
             self._cut(good_end, size)
         self.size = good_end
         self.last = line
+
+    def _restore(self, size: int) -> None:
+        """Replace the file by its bytes without what a text conversion added; lock held.
+
+        Every valid line loses the ``\\r`` before its ``\\n`` (and the first one a BOM in
+        front of it); every other byte, damage included, is copied as it is. The new file
+        is complete and synced before it takes the name, whatever the durability mode:
+        this rewrites a whole log. Writers of other processes blocked on the old file's
+        lock find it unlinked (``st_nlink == 0``) and reopen the new one, as after a delete.
+        """
+        fs = self.fs
+        temp = os.path.join(self.directory, tmp_name(os.path.basename(self.path), new_uuid7()[-12:]))
+        out = fs.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | SAFE_FLAGS, FILE_MODE)
+        count, first = 0, -1
+        try:
+            pending: list[bytes] = []
+            held = 0
+
+            def emit(data: bytes) -> None:
+                nonlocal held
+                pending.append(data)
+                held += len(data)
+                if held >= CHUNK:
+                    flush()
+
+            def flush() -> None:
+                nonlocal held
+                _write_all(fs, out, b"".join(pending))
+                pending.clear()
+                held = 0
+
+            def copy(start: int, stop: int) -> None:
+                while start < stop:
+                    chunk = fs.pread(self.fd, min(CHUNK, stop - start), start)
+                    if not chunk:
+                        return
+                    emit(chunk)
+                    start += len(chunk)
+
+            position = 0
+            for line in scan(fs, self.fd, self.path, 0, size, None):
+                if not line.converted:
+                    continue  # copied with the bytes around it
+                count += 1
+                bom = line.offset == len(_lines.BOM) and fs.pread(self.fd, len(_lines.BOM), 0) == _lines.BOM
+                if first < 0:
+                    first = 0 if bom else line.offset
+                copy(position, 0 if bom else line.offset)
+                emit(line.body)
+                emit(b"\n")
+                position = line.end
+            copy(position, size)
+            flush()
+            fs.fsync(out)
+        except BaseException:
+            fs.close(out)
+            try:
+                fs.unlink(temp)
+            except FileNotFoundError:
+                pass
+            raise
+        fs.close(out)
+        fs.rename(temp, self.path)
+        fs.fsync_dir(self.directory)
+        # Our descriptor is on the old file: release it (and its lock) and take the new one.
+        fs.close(self.fd)
+        self.fd = -1
+        self._open()
+        self._lock()
+        self.size = -1
+        self.last = None
+        self.cuts.append(conversion_problem(self.path, count, first, RESTORE_ACTION))
 
     def _highest_sequence(self, line: Line) -> int:
         """The highest sequence among the lines just before ``line`` (and ``line`` itself).
@@ -422,10 +603,16 @@ class LogWriter:
         """
         with self.mutex:
             if self.failed is not None:
+                failed = self.failed
                 raise DurabilityError(
                     f"{self.label}: an earlier write or fsync failed; reopen the store to recover",
+                    # The first failure's errno: the caller can still tell ENOSPC from EIO.
+                    errno=getattr(failed, "errno", None),
+                    strerror=getattr(failed, "strerror", None),
+                    filename=self.path,
+                    session_id=self.session_id,
                     path=self.path,
-                ) from self.failed
+                ) from failed
             self._open()
             self._lock()
             try:
@@ -437,6 +624,9 @@ class LogWriter:
                 line.end += start
                 self.size = start + len(data)
                 self.last = line
+            except OSError as exc:
+                name_file(exc, self.path)  # reading the tail, cutting it: calls on descriptors
+                raise
             finally:
                 self._unlock()
             if self.durable:
@@ -447,8 +637,19 @@ class LogWriter:
                     # dirty pages and a second fsync would falsely succeed (PostgreSQL's
                     # "fsyncgate"). Refuse further appends until the store is reopened.
                     self.failed = exc
-                    raise DurabilityError(f"{self.label}: fsync failed: {exc}", path=self.path) from exc
+                    raise self._failure("fsync", exc) from exc
             return line
+
+    def restore(self) -> None:
+        """Open, lock, give back the written bytes of every converted line, cut a damaged tail."""
+        with self.mutex:
+            self._open()
+            self._lock()
+            try:
+                self._restore(self.fs.fstat(self.fd).st_size)
+                self._sync()
+            finally:
+                self._unlock()
 
     def append_nothing(self) -> None:
         """Open, lock and bring the file up to date (cutting a damaged tail); write nothing."""
@@ -463,14 +664,26 @@ class LogWriter:
     def _write(self, data: bytes, start: int) -> None:
         try:
             written = self.fs.write(self.fd, data)
+            if written != len(data):
+                # A short write: on a local file system only a full disk (or quota, or
+                # size limit) stops write(2) part-way, and it reports no errno for the
+                # part it did write; ENOSPC is what the next write would fail with.
+                short = f"short write: {written} of {len(data)} bytes"
+                raise OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)} ({short})")
         except OSError as exc:
+            # The record must not stay half-written.
             self._undo(start, exc)
-            raise DurabilityError(f"{self.label}: write failed: {exc}", path=self.path) from exc
-        if written != len(data):
-            # A short write (disk full): the record must not stay half-written.
-            exc2 = OSError(f"short write: {written} of {len(data)} bytes")
-            self._undo(start, exc2)
-            raise DurabilityError(f"{self.label}: write incomplete (disk full?)", path=self.path) from exc2
+            raise self._failure("write", exc) from exc
+
+    def _failure(self, operation: str, exc: OSError) -> DurabilityError:
+        return DurabilityError(
+            f"{self.label}: {operation} failed: {exc.strerror or exc}",
+            errno=exc.errno,
+            strerror=exc.strerror,
+            filename=self.path,
+            session_id=self.session_id,
+            path=self.path,
+        )
 
     def _undo(self, start: int, cause: BaseException) -> None:
         try:
@@ -480,6 +693,12 @@ class LogWriter:
             # Could not take the partial bytes back: the tail stays damaged until the
             # next open cuts it, so this writer must not append after it.
             self.failed = cause
+
+
+def _write_all(fs: FileSystem, fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[fs.write(fd, view) :]  # type: ignore[arg-type]
 
 
 class _Process:

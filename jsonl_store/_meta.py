@@ -13,7 +13,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from . import _atomic
+from . import _atomic, _codec
 from ._errors import InvalidArgument, MetadataConflict, ReadOnlySession, UnsupportedFormat
 from ._fs import FileSystem
 from ._paths import META_NAME
@@ -50,6 +50,9 @@ class SessionMeta(msgspec.Struct, kw_only=True):
     user_fields: list[str] = msgspec.field(default_factory=list)
 
 
+#: Spec §7: meta.json is read whole, so it is capped; a larger file is `bad-meta`.
+MAX_META_BYTES: Final = 16 << 20
+
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(SessionMeta)
 
@@ -59,12 +62,18 @@ def encode(meta: SessionMeta) -> bytes:
 
 
 def decode(data: bytes) -> SessionMeta:
-    return _decoder.decode(data)
+    try:
+        return _decoder.decode(data)
+    except RecursionError:  # metadata a writer accepted, read from a deeper stack
+        return _codec._in_deep_stack(_decoder.decode, data)
 
 
 def read(fs: FileSystem, directory: str) -> SessionMeta | None:
     """The session's metadata, None when absent; raises msgspec errors when damaged."""
-    data = _atomic.read_whole(fs, os.path.join(directory, META_NAME))
+    try:
+        data = _atomic.read_whole(fs, os.path.join(directory, META_NAME), MAX_META_BYTES)
+    except _atomic.FileTooLarge as exc:
+        raise msgspec.DecodeError(f"meta.json is {exc}") from None
     return None if data is None else decode(data)
 
 
@@ -87,7 +96,14 @@ def check_writable(meta: SessionMeta, session_id: str) -> None:
 
 
 def write(fs: FileSystem, directory: str, meta: SessionMeta, *, durable: bool) -> None:
-    _atomic.replace(fs, directory, META_NAME, encode(meta), durable=durable)
+    data = encode(meta)
+    if len(data) > MAX_META_BYTES:
+        # Refused before writing: a reader would take a larger file for damage (spec §7).
+        raise InvalidArgument(
+            f"meta.json would be {len(data)} bytes; the metadata of a session is capped at "
+            f"{MAX_META_BYTES >> 20} MiB (keep large data in records)"
+        )
+    _atomic.replace(fs, directory, META_NAME, data, durable=durable)
 
 
 def create(fs: FileSystem, directory: str, meta: SessionMeta, *, durable: bool) -> bool:
@@ -96,13 +112,17 @@ def create(fs: FileSystem, directory: str, meta: SessionMeta, *, durable: bool) 
 
 
 def check_title(title: str | None) -> None:
-    if title is not None and (not isinstance(title, str) or not 1 <= len(title) <= MAX_TITLE):
-        raise InvalidArgument(f"title must be a str of 1 to {MAX_TITLE} characters, got {title!r}"[:300])
+    if title is not None:
+        if not isinstance(title, str) or not 1 <= len(title) <= MAX_TITLE:
+            raise InvalidArgument(f"title must be a str of 1 to {MAX_TITLE} characters, got {title!r}"[:300])
+        _codec.check_label(title, "title")
 
 
 def check_agent_name(name: str | None) -> None:
-    if name is not None and (not isinstance(name, str) or not 1 <= len(name) <= MAX_AGENT_NAME):
-        raise InvalidArgument(f"agent_name must be a str of 1 to {MAX_AGENT_NAME} characters, got {name!r}")
+    if name is not None:
+        if not isinstance(name, str) or not 1 <= len(name) <= MAX_AGENT_NAME:
+            raise InvalidArgument(f"agent_name must be a str of 1 to {MAX_AGENT_NAME} characters, got {name!r}")
+        _codec.check_label(name, "agent_name")
 
 
 _UNSET: Any = object()

@@ -3,6 +3,7 @@
 A session is one directory below the store root, named by its session id::
 
     <root>/.gitignore                      lock and temporary files stay out of git
+    <root>/.gitattributes                  git keeps every file's bytes (no CRLF conversion)
     <root>/<session_id>/messages.jsonl     the raw log
     <root>/<session_id>/snapshot-00000001.json
     <root>/<session_id>/meta.json
@@ -25,6 +26,7 @@ META_NAME = "meta.json"
 USAGE_NAME = "usage.jsonl"
 LOCK_NAME = ".lock"
 GITIGNORE_NAME = ".gitignore"
+GITATTRIBUTES_NAME = ".gitattributes"
 
 SNAPSHOT_PREFIX = "snapshot-"
 SNAPSHOT_SUFFIX = ".json"
@@ -43,6 +45,18 @@ GITIGNORE_TEXT = (
     f"/*/*{CUT_INFIX}*\n"
     f"/*/*{DAMAGED_SUFFIX}\n"
     f"/{GITIGNORE_NAME}.*{TMP_SUFFIX}\n"
+    f"/{GITATTRIBUTES_NAME}.*{TMP_SUFFIX}\n"
+)
+
+# `-text` on every path inside a session directory: git then never converts their line
+# endings in the working tree or the repository, whatever core.autocrlf or core.eol say, so
+# a clone holds the bytes the store wrote (https://git-scm.com/docs/gitattributes#_text).
+# Diffs stay textual: `-text` only stops the end-of-line conversion. The root's own
+# .gitignore and .gitattributes are left to git's usual handling; the store never reads them.
+GITATTRIBUTES_TEXT = (
+    "# Written by jsonl_store: git must keep session files' bytes exactly as written.\n"
+    "# A line-end conversion (core.autocrlf) would change what every checksum covers.\n"
+    "/*/** -text\n"
 )
 
 MAX_SESSION_ID_LENGTH = 128

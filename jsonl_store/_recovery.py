@@ -13,10 +13,20 @@ import os
 import stat
 from datetime import UTC, datetime
 
-from . import _meta, _session, _snapshots
+from . import _atomic, _lines, _meta, _session, _snapshots
 from ._errors import UnsafePath, UnsupportedFormat
 from ._fs import FileSystem, check_directory, describe_mode, open_regular
-from ._log import FLAGS_READ, LogWriter, free_sidecar, last_good, scan
+from ._lines import BOM
+from ._log import (
+    FLAGS_READ,
+    RESTORE_ACTION,
+    TEXT_CONVERSION,
+    LogWriter,
+    conversion_problem,
+    free_sidecar,
+    last_good,
+    scan,
+)
 from ._meta import SessionMeta
 from ._paths import (
     LOCK_NAME,
@@ -28,7 +38,7 @@ from ._paths import (
     parse_snapshot_name,
     snapshot_name,
 )
-from ._records import Problem
+from ._records import ContextSnapshot, Problem
 
 #: Problems that make a session unusable (the CLI exits with 2 for them).
 UNUSABLE_KINDS = frozenset({"unsupported-format", "unreadable", "unsafe-path"})
@@ -109,6 +119,13 @@ def _check_session(
         _session.move_aside(fs, directory, META_NAME)
         created = _session.first_record_time(fs, directory) or datetime.now(UTC)
         _meta.write(fs, directory, SessionMeta(created_at=created), durable=durable)
+    if meta is not None:
+        data = _atomic.read_whole(fs, os.path.join(directory, META_NAME), _meta.MAX_META_BYTES) or b""
+        if b"\r\n" in data:
+            # JSON strings hold no raw line break, so every \r\n is a converted line end.
+            problems.append(conversion_problem(os.path.join(directory, META_NAME), data.count(b"\r\n"), 0, RESTORE_ACTION))
+            if fix:
+                _atomic.replace(fs, directory, META_NAME, data.replace(b"\r\n", b"\n"), durable=True)
     # Leftover temporary files: every writer that makes one holds the session lock,
     # and so does repair, so none of them is still being written.
     for name in names:
@@ -125,11 +142,29 @@ def _check_session(
     try:
         for version in _snapshots.versions(fs, directory):
             path = os.path.join(directory, snapshot_name(version))
+            converted = False
+            found: ContextSnapshot | str
             try:
-                snap = _snapshots.read(fs, directory, version, session_id)
-                reason = "the raw log is missing" if fd is None else _snapshots.boundary_problem(fs, fd, size, snap)
+                snap, converted = _snapshots.read_file(fs, directory, version, session_id)
+                found = "the raw log is missing" if fd is None else _snapshots.trusted(fs, fd, size, snap)
+                reason = found if isinstance(found, str) else None
             except _snapshots.DamagedSnapshot as exc:
                 reason = str(exc)
+            if reason is None and converted:
+                problems.append(conversion_problem(path, 1, 0, RESTORE_ACTION))
+            if reason is None and fix and not isinstance(found, str):
+                moved = found.boundary_offset != snap.boundary_offset
+                if converted or moved:
+                    # The file gets back the bytes it was created with (and, when restoring
+                    # a log that was converted only in part moved its boundary record, the
+                    # offsets the record has now): the same snapshot, so replacing it breaks
+                    # no promise of immutability (spec §12).
+                    line = _lines.whole_line(_atomic.read_whole(fs, path, _snapshots.MAX_SNAPSHOT_BYTES) or b"")
+                    if line is not None:
+                        data = line[0] + b"\n"
+                        if moved:
+                            data = _snapshots.reanchored(line[0], found.boundary_offset, found.tail_offset)
+                        _atomic.replace(fs, directory, snapshot_name(version), data, durable=True)
             if reason is not None:
                 problems.append(Problem(path, "bad-snapshot", reason, "move aside"))
                 if fix:
@@ -147,6 +182,7 @@ def _check_log(
     raw_log = name == LOG_NAME
     accept = _session.ends_batch if raw_log else None
     problems: list[Problem] = []
+    removed = 0  # bytes a restore of converted lines takes out before the good part's end
     fd = open_regular(fs, path, FLAGS_READ, session_id=session_id)
     try:
         size = fs.fstat(fd).st_size
@@ -157,26 +193,49 @@ def _check_log(
         else:
             for _ in scan(fs, fd, path, 0, size, problems, first_line=1):
                 pass
-        problems = [dataclasses.replace(p, action="none: readers skip it") for p in problems]
+        converted = any(p.kind == TEXT_CONVERSION for p in problems)
+        problems = [
+            dataclasses.replace(p, action=RESTORE_ACTION if p.kind == TEXT_CONVERSION else "none: readers skip it")
+            for p in problems
+        ]
         good_end, _ = last_good(fs, fd, size, 0, accept)
+        if converted and not fix:
+            removed = _restored_bytes(fs, fd, good_end)
     finally:
         fs.close(fd)
-    if good_end < size:
-        if fix:
-            # The same writer an append uses: it cuts the tail into a sidecar on open.
-            writer = LogWriter(
-                fs, path, directory, durable=True, lock_timeout=lock_timeout, label=path,
-                session_id=session_id, accept=accept,
-            )
-            try:
+    if fix and (converted or good_end < size):
+        # The same writer an append uses: it restores converted lines and cuts the tail
+        # into a sidecar on open, and reports both.
+        writer = LogWriter(
+            fs, path, directory, durable=True, lock_timeout=lock_timeout, label=path,
+            session_id=session_id, accept=accept,
+        )
+        try:
+            if converted:
+                writer.restore()
+            else:
                 writer.append_nothing()
-                problems.extend(writer.cuts)
-            finally:
-                writer.close()
-        else:
-            sidecar = os.path.basename(free_sidecar(fs, directory, cut_name(name, good_end)))
-            problems.append(
-                Problem(path, "torn-tail", f"{size - good_end} bytes after the last good record",
-                        f"cut into {sidecar}", good_end)
-            )
+            problems.extend(p for p in writer.cuts if p.kind != TEXT_CONVERSION)
+        finally:
+            writer.close()
+    elif good_end < size:
+        # Named as repair will make it: after converted lines are restored, the good
+        # part ends ``removed`` bytes earlier.
+        offset = good_end - removed
+        sidecar = os.path.basename(free_sidecar(fs, directory, cut_name(name, offset)))
+        problems.append(
+            Problem(path, "torn-tail", f"{size - good_end} bytes after the last good record",
+                    f"cut into {sidecar}", offset)
+        )
     return problems
+
+
+def _restored_bytes(fs: FileSystem, fd: int, end: int) -> int:
+    """How many bytes restoring the converted lines in ``[0, end)`` removes (§9.3)."""
+    removed = 0
+    for line in scan(fs, fd, "", 0, end, None):
+        if line.converted:
+            removed += line.end - 1 - (line.offset + len(line.body))
+            if line.offset == len(BOM) and fs.pread(fd, len(BOM), 0) == BOM:
+                removed += len(BOM)
+    return removed

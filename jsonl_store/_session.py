@@ -18,7 +18,7 @@ from ._fs import FileSystem, open_regular
 from ._log import FLAGS_READ, Line, last_good, scan
 from ._meta import SessionMeta
 from ._paths import DAMAGED_SUFFIX, LOG_NAME, META_NAME
-from ._records import Problem, RawMessageRecord, SessionSummary
+from ._records import ContextSnapshot, Problem, RawMessageRecord, SessionSummary
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -30,7 +30,7 @@ def read_meta(fs: FileSystem, session_id: str, directory: str, problems: list[Pr
     """
     try:
         meta = _meta.read(fs, directory)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except _codec.DECODE_ERRORS as exc:
         problems.append(
             Problem(
                 path=os.path.join(directory, META_NAME),
@@ -55,6 +55,18 @@ def open_log(fs: FileSystem, directory: str) -> tuple[int | None, int]:
     except FileNotFoundError:
         return None, 0
     return fd, fs.fstat(fd).st_size
+
+
+def size_for(fs: FileSystem, fd: int, size: int, snapshot: ContextSnapshot | None) -> int:
+    """The log size to read up to with ``snapshot``: it may be newer than ``size``.
+
+    A snapshot made after the reader measured the log has its boundary beyond ``size``
+    (spec §10); reading then goes on to the log's current end, so the view is the log as
+    of that snapshot or later, never the snapshot without the records after its boundary.
+    """
+    if snapshot is not None and snapshot.tail_offset > size:
+        return max(size, fs.fstat(fd).st_size)
+    return size
 
 
 def good_end(fs: FileSystem, fd: int, size: int, floor: int) -> int:
@@ -88,7 +100,7 @@ def decode_lines(
     for line in scan(fs, fd, path, start, end, problems, first_line=1 if start == 0 else None):
         try:
             record = decode(line.body, session_id)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        except _codec.DECODE_ERRORS as exc:
             problems.append(
                 Problem(path, "bad-record", f"checksum holds but record does not fit: {exc}", "skipped",
                         line.offset, line.number)
@@ -192,7 +204,7 @@ def sequence_of(line: Line | None) -> int:
 def record_summary(body: bytes) -> tuple[int, datetime | None]:
     try:
         return _codec.record_summary(body)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except _codec.DECODE_ERRORS:
         return 0, None
 
 
@@ -200,7 +212,7 @@ def body_sequence(body: bytes) -> int:
     """The sequence of a checksummed line (0 for one that is not a record)."""
     try:
         return _codec.record_position(body)[0]
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except _codec.DECODE_ERRORS:
         return 0
 
 
@@ -208,6 +220,6 @@ def ends_batch(line: Line) -> bool:
     """Whether the good part of a log may end after ``line`` (it is not mid-batch)."""
     try:
         sequence, batch_end, _ = _codec.record_position(line.body)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except _codec.DECODE_ERRORS:
         return True
     return batch_end <= sequence

@@ -13,10 +13,14 @@ import os
 
 import msgspec
 
-from . import _atomic, _codec
+from . import _atomic, _codec, _lines, _log
+from ._errors import InvalidArgument
 from ._fs import FileSystem
 from ._paths import parse_snapshot_name, snapshot_name
 from ._records import ContextSnapshot, Problem
+
+#: Spec §6: a snapshot file is read whole, so it is capped; a larger one is damaged.
+MAX_SNAPSHOT_BYTES = 16 << 20
 
 
 class DamagedSnapshot(Exception):
@@ -34,27 +38,41 @@ def versions(fs: FileSystem, directory: str) -> list[int]:
 
 
 def read(fs: FileSystem, directory: str, version: int, session_id: str) -> ContextSnapshot:
+    return read_file(fs, directory, version, session_id)[0]
+
+
+def read_file(fs: FileSystem, directory: str, version: int, session_id: str) -> tuple[ContextSnapshot, bool]:
+    """A snapshot file's snapshot, and whether a text conversion changed the file (§8.4)."""
     path = os.path.join(directory, snapshot_name(version))
-    data = _atomic.read_whole(fs, path)
+    try:
+        data = _atomic.read_whole(fs, path, MAX_SNAPSHOT_BYTES)
+    except _atomic.FileTooLarge as exc:
+        raise DamagedSnapshot(f"file is {exc}") from None
     if data is None:
         raise DamagedSnapshot("file vanished")
     if not data.endswith(b"\n"):
         raise DamagedSnapshot(f"incomplete file ({len(data)} bytes, no final newline)")
-    body = _codec.unseal(data[:-1])
-    if body is None:
+    found = _lines.whole_line(data)
+    if found is None:
         raise DamagedSnapshot("checksum mismatch or not a snapshot line")
+    line, converted = found
+    body = line[: -_codec.SUFFIX_LENGTH] + b"}"
     try:
         snapshot = _codec.decode_snapshot(body, session_id)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+    except _codec.DECODE_ERRORS as exc:
         raise DamagedSnapshot(f"does not fit the snapshot schema: {exc}") from None
     if snapshot.version != version:
         raise DamagedSnapshot(f"file name says version {version}, content says {snapshot.version}")
-    return snapshot
+    return snapshot, converted
 
 
 def boundary_problem(fs: FileSystem, log_fd: int, log_size: int, snapshot: ContextSnapshot) -> str | None:
     """Why the log does not hold this snapshot's boundary record (None when it does)."""
     start, end = snapshot.boundary_offset, snapshot.tail_offset
+    if end > log_size:
+        # The reader measured the log before a writer appended the boundary record and
+        # made this snapshot: the log has grown since, and the snapshot is not damaged.
+        log_size = fs.fstat(log_fd).st_size
     if end > log_size:
         return f"boundary ends at byte {end}, past the end of the log ({log_size} bytes)"
     if not 0 <= start < end:
@@ -64,7 +82,7 @@ def boundary_problem(fs: FileSystem, log_fd: int, log_size: int, snapshot: Conte
         return f"no valid record at byte {start}"
     try:
         sequence, _, record_id = _codec.record_position(data[:-1])
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except _codec.DECODE_ERRORS:
         return f"no valid record at byte {start}"
     if sequence != snapshot.compacted_through_sequence or record_id != snapshot.boundary_record_id:
         return (
@@ -72,6 +90,32 @@ def boundary_problem(fs: FileSystem, log_fd: int, log_size: int, snapshot: Conte
             f"sequence {snapshot.compacted_through_sequence} this snapshot was made for"
         )
     return None
+
+
+def trusted(fs: FileSystem, log_fd: int, log_size: int, snapshot: ContextSnapshot) -> ContextSnapshot | str:
+    """The snapshot, with the offsets its boundary record has in this log; or why it is not trusted.
+
+    A log whose lines a text conversion changed (``\\r\\n`` from a git checkout, §8.4)
+    holds the boundary record at another offset than the snapshot says (and so does a log
+    converted in part, then restored); the record is then looked up by sequence and id,
+    so the snapshot stays usable, and `repair` writes the offsets it has now.
+    """
+    reason = boundary_problem(fs, log_fd, log_size, snapshot)
+    if reason is None:
+        return snapshot
+    # Offsets that do not hold: look the record up. This reads the log up to the boundary,
+    # but only for a snapshot that would otherwise be skipped, which a healthy log never has.
+    size = fs.fstat(log_fd).st_size
+    for line in _log.scan(fs, log_fd, "", 0, size, None):
+        try:
+            sequence, _, record_id = _codec.record_position(line.body)
+        except _codec.DECODE_ERRORS:
+            continue
+        if sequence >= snapshot.compacted_through_sequence:
+            if sequence == snapshot.compacted_through_sequence and record_id == snapshot.boundary_record_id:
+                return msgspec.structs.replace(snapshot, boundary_offset=line.offset, tail_offset=line.end)
+            break
+    return reason
 
 
 def latest(
@@ -100,15 +144,36 @@ def latest(
             if log_fd is None:
                 reason = "the raw log is missing"
             else:
-                found = boundary_problem(fs, log_fd, log_size, snapshot)
-                if found is None:
-                    return snapshot
+                found = trusted(fs, log_fd, log_size, snapshot)
+                if not isinstance(found, str):
+                    return found
                 reason = found
         if problems is not None:
             problems.append(
                 Problem(path=path, kind="bad-snapshot", reason=reason, action="skipped for an older snapshot")
             )
     return None
+
+
+def reanchored(line: bytes, boundary_offset: int, tail_offset: int) -> bytes:
+    """A snapshot file's line (sealed, no newline) with its boundary at other offsets.
+
+    Decoded with the message left as plain JSON, so every other byte is written again as
+    it was: the message's keys in their order, unknown keys kept.
+    """
+    snapshot = msgspec.json.decode(line[: -_codec.SUFFIX_LENGTH] + b"}", type=ContextSnapshot)
+    moved = msgspec.structs.replace(snapshot, boundary_offset=boundary_offset, tail_offset=tail_offset)
+    return _codec.encode_snapshot(moved)
+
+
+def check_size(payload: bytes) -> None:
+    """Refuse a compacted message whose snapshot file would pass `MAX_SNAPSHOT_BYTES`."""
+    # The other fields of a snapshot line take well under 1 KiB.
+    if len(payload) + 1024 > MAX_SNAPSHOT_BYTES:
+        raise InvalidArgument(
+            f"the compacted message is {len(payload)} bytes; a snapshot is capped at "
+            f"{MAX_SNAPSHOT_BYTES >> 20} MiB"
+        )
 
 
 def create(fs: FileSystem, directory: str, snapshot: ContextSnapshot, *, durable: bool) -> bool:

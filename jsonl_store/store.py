@@ -8,6 +8,8 @@ file-system door (``_fs``), and back.
 from __future__ import annotations
 
 import errno
+import functools
+import inspect
 import itertools
 import logging
 import os
@@ -19,21 +21,24 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from typing import Any, Literal, Self
+from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
 
 import msgspec
 
 from . import _atomic, _codec, _meta, _recovery, _session, _snapshots
 from ._errors import (
-    DurabilityError,
     InvalidArgument,
     InvalidMessage,
+    JsonlStoreError,
     LockTimeout,
     ParentMismatch,
     SessionNotFound,
     SnapshotConflict,
+    StorageError,
     UnsafePath,
     UnsupportedFormat,
+    UnsupportedValue,
+    storage_error,
 )
 from ._fs import (
     DIR_MODE,
@@ -48,6 +53,8 @@ from ._ids import new_uuid7
 from ._log import FLAGS_READ, Line, LogWriter, backward, scan
 from ._meta import Origin, SessionMeta
 from ._paths import (
+    GITATTRIBUTES_NAME,
+    GITATTRIBUTES_TEXT,
     GITIGNORE_NAME,
     GITIGNORE_TEXT,
     LOCK_NAME,
@@ -58,6 +65,7 @@ from ._paths import (
     validate_session_id,
 )
 from ._records import (
+    MESSAGE_TYPES,
     AssistantMessage,
     CompactedMessage,
     ContextSnapshot,
@@ -99,6 +107,44 @@ def _open_sessions_limit() -> int:
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _failure(store: SessionStore, exc: OSError, method: str, session_id: object) -> StorageError:
+    """The `StorageError` a public method raises for an ``OSError`` (raise it ``from exc``).
+
+    An error that names no file is placed in the session's directory, else the root.
+    """
+    if isinstance(session_id, str):
+        where = os.path.join(store.root, session_id) if is_session_id(session_id) else store.root
+        return storage_error(exc, f"{method}({session_id!r})", session_id=session_id, where=where)
+    return storage_error(exc, f"{method}()", where=store.root)
+
+
+def _storage_errors(
+    method: Callable[Concatenate[SessionStore, P], R],
+) -> Callable[Concatenate[SessionStore, P], R]:
+    """Let no bare ``OSError`` out of a public method: it becomes a `StorageError`.
+
+    Errors of this library pass unchanged (`LockTimeout` and `ReadOnlySession` are
+    ``OSError`` subclasses too). `append` and `append_many` do the same inline instead,
+    so the hot path pays no extra call.
+    """
+    name = method.__name__
+
+    @functools.wraps(method)
+    def call(self: SessionStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(self, *args, **kwargs)
+        except JsonlStoreError:
+            raise
+        except OSError as exc:
+            raise _failure(self, exc, name, args[0] if args else kwargs.get("session_id")) from exc
+
+    return call
 
 
 def _message_id(message: Message) -> Any:
@@ -202,9 +248,23 @@ class SessionStore:
     ) -> None:
         if durability not in ("fsync", "none"):
             raise InvalidArgument(f"durability must be 'fsync' or 'none', got {durability!r}")
-        if not lock_timeout > 0:
-            raise InvalidArgument(f"lock_timeout must be positive, got {lock_timeout!r}")
-        self.root = os.fspath(root)
+        if not isinstance(lock_timeout, (int, float)) or not lock_timeout > 0:
+            raise InvalidArgument(f"lock_timeout must be a positive number of seconds, got {lock_timeout!r}")
+        if on_problem is not None and not callable(on_problem):
+            raise InvalidArgument(f"on_problem must be callable, got {on_problem!r}")
+        try:
+            self.root = os.fspath(root)
+        except TypeError:
+            raise InvalidArgument(f"root must be a str or a path, got {root!r}") from None
+        if not isinstance(self.root, str):
+            raise InvalidArgument(f"root must be a str or a str path, got {self.root!r}")
+        try:
+            # What every os call would refuse later, refused here once, as a typed error.
+            os.fsencode(self.root)
+            if "\x00" in self.root:
+                raise ValueError("embedded NUL")
+        except (UnicodeEncodeError, ValueError):
+            raise InvalidArgument(f"root must be a path the file system can name, got {self.root!r}") from None
         self.durability: Durability = durability
         self.lock_timeout = float(lock_timeout)
         self._durable = durability == "fsync"
@@ -227,6 +287,7 @@ class SessionStore:
 
     # -- lifecycle ----------------------------------------------------------------------
 
+    @_storage_errors
     def close(self) -> None:
         """Close every open descriptor. The store can still be used; it reopens lazily.
 
@@ -318,25 +379,27 @@ class SessionStore:
         if session is not None:
             session.close()
 
-    def _makedirs(self, path: str, *, session_id: str | None = None) -> None:
+    def _makedirs(self, path: str, *, session_id: str | None = None) -> list[str]:
         """Make ``path`` and its missing parents (mode 0700); with fsync, make each name durable.
 
         The directory holding ``path`` is fsynced even when ``path`` already existed: the
         process that made it may have crashed (or failed its fsync) before doing so.
+        Returns the directories this call made, parents first.
         With ``session_id``, ``path`` is a session directory and must not be a symlink
         (`UnsafePath`); the root and its parents may be (a user's ``~/sessions ->
         /data/sessions``). Every error but "exists" is raised, never retried: a name that
         exists but is no directory (a dangling symlink) or a file system that makes no
         directories (``/proc``) used to send this walk up and down forever.
         """
+        made: list[str] = []
         missing: list[str] = []
         while True:  # up, to the nearest directory that exists
             try:
                 self._fs.mkdir(path, DIR_MODE)
-                made = True
+                created = True
                 break
             except FileExistsError:
-                made = False
+                created = False
                 break
             except FileNotFoundError as exc:
                 parent = os.path.dirname(path)
@@ -347,20 +410,22 @@ class SessionStore:
             except OSError as exc:
                 raise _cannot_make(path, exc) from exc
         while True:  # and down again, making each missing one
-            if not made:
+            if created:
+                made.append(path)
+            else:
                 # Made by us before, or by another process just now (which may not have
                 # fsynced its parent yet): it must be a directory, and its name durable.
                 self._check_existing(path, session_id if not missing else None)
             if self._durable:
                 self._fs.fsync_dir(os.path.dirname(path) or ".")
             if not missing:
-                return
+                return made
             path = missing.pop()
             try:
                 self._fs.mkdir(path, DIR_MODE)
-                made = True
+                created = True
             except FileExistsError:
-                made = False
+                created = False
             except OSError as exc:
                 raise _cannot_make(path, exc) from exc
 
@@ -373,19 +438,18 @@ class SessionStore:
             mode = self._fs.stat(path).st_mode  # the root and its parents may be symlinks
         except FileNotFoundError as exc:
             message = f"{os.path.basename(path) or path} is a dangling symlink; no store can be made below it"
-            raise UnsafePath(message, path=path) from exc
+            raise UnsafePath(message, filename=path, path=path) from exc
         if not stat.S_ISDIR(mode):
             message = f"{os.path.basename(path) or path} is not a directory; a store cannot be made below it"
-            raise UnsafePath(message, path=path)
+            raise UnsafePath(message, filename=path, path=path)
 
     def _ensure_root(self) -> None:
         if self._root_ready:
             return
         self._makedirs(self.root)
-        if not self._exists(os.path.join(self.root, GITIGNORE_NAME)):
-            _atomic.create_exclusive(
-                self._fs, self.root, GITIGNORE_NAME, GITIGNORE_TEXT.encode(), durable=self._durable
-            )
+        for name, text in ((GITIGNORE_NAME, GITIGNORE_TEXT), (GITATTRIBUTES_NAME, GITATTRIBUTES_TEXT)):
+            if not self._exists(os.path.join(self.root, name)):
+                _atomic.create_exclusive(self._fs, self.root, name, text.encode(), durable=self._durable)
         self._root_ready = True
 
     def _exists(self, path: str) -> bool:
@@ -425,7 +489,12 @@ class SessionStore:
         anew, so it never blocks the appends that follow.
         """
         self._ensure_root()
-        self._makedirs(session.directory, session_id=session.session_id)
+        if self._makedirs(session.directory, session_id=session.session_id)[:-1]:
+            # More than the session directory was made: the root itself was gone (removed
+            # by someone else while this store was open). What `_ensure_root` writes into
+            # a new root (the .gitignore) must be written into this one too.
+            self._root_ready = False
+            self._ensure_root()
         problems: list[Problem] = []
         meta = self._read_meta(session.session_id, session.directory, problems)
         if meta is None:
@@ -525,19 +594,24 @@ class SessionStore:
         `UnsupportedValue` for a message that cannot be stored unchanged; nothing is
         written then.
         """
-        return self._append(
-            session_id,
-            [message],
-            request_id=request_id,
-            timings=[timing],
-            usages=[usage],
-            parent_session_id=parent_session_id,
-            title=title,
-            agent_name=agent_name,
-            session_type=session_type,
-            metadata=metadata,
-            tags=tags,
-        )[0]
+        try:
+            return self._append(
+                session_id,
+                [message],
+                request_id=request_id,
+                timings=[timing],
+                usages=[usage],
+                parent_session_id=parent_session_id,
+                title=title,
+                agent_name=agent_name,
+                session_type=session_type,
+                metadata=metadata,
+                tags=tags,
+            )[0]
+        except JsonlStoreError:
+            raise
+        except OSError as exc:  # what `_storage_errors` does, without a wrapper call per append
+            raise _failure(self, exc, "append", session_id) from exc
 
     def append_many(
         self,
@@ -574,25 +648,33 @@ class SessionStore:
             usages[assistants[0]] = usage
         else:
             usages = self._per_message(usage, ModelUsage, count, "usage")
-        return self._append(
-            session_id,
-            messages,
-            request_id=request_id,
-            timings=timings,
-            usages=usages,
-            parent_session_id=parent_session_id,
-            title=title,
-            agent_name=agent_name,
-            session_type=session_type,
-            metadata=metadata,
-            tags=tags,
-        )
+        try:
+            return self._append(
+                session_id,
+                messages,
+                request_id=request_id,
+                timings=timings,
+                usages=usages,
+                parent_session_id=parent_session_id,
+                title=title,
+                agent_name=agent_name,
+                session_type=session_type,
+                metadata=metadata,
+                tags=tags,
+            )
+        except JsonlStoreError:
+            raise
+        except OSError as exc:  # as in `append`
+            raise _failure(self, exc, "append_many", session_id) from exc
 
     @staticmethod
     def _per_message(value: Any, kind: type, count: int, name: str) -> list[Any]:
         if value is None or isinstance(value, kind):
             return [value] * count
-        values = list(value)
+        try:
+            values = list(value)
+        except TypeError:
+            raise InvalidArgument(f"{name} must be one {kind.__name__} or a list of them, got {value!r}") from None
         if len(values) != count:
             raise InvalidArgument(f"{name} has {len(values)} entries for {count} messages")
         return values
@@ -614,8 +696,10 @@ class SessionStore:
     ) -> list[int]:
         session = self._session(session_id)
         # Everything that can fail on bad input is checked before any file is touched.
-        if request_id is not None and not isinstance(request_id, str):
-            raise InvalidArgument(f"request_id must be a str, got {type(request_id).__name__}")
+        if request_id is not None:
+            if not isinstance(request_id, str):
+                raise InvalidArgument(f"request_id must be a str, got {type(request_id).__name__}")
+            _codec.check_label(request_id, "request_id")
         if parent_session_id is not None:
             validate_session_id(parent_session_id)
             if parent_session_id == session_id:
@@ -717,6 +801,7 @@ class SessionStore:
 
     # -- reading ------------------------------------------------------------------------
 
+    @_storage_errors
     def load(self, session_id: str) -> SessionView:
         """The latest valid snapshot plus the raw-log records after its boundary.
 
@@ -732,6 +817,7 @@ class SessionStore:
             snapshot = _snapshots.latest(self._fs, directory, session_id, fd, size, problems)
             tail: list[RawMessageRecord] = []
             if fd is not None:
+                size = _session.size_for(self._fs, fd, size, snapshot)
                 start = snapshot.tail_offset if snapshot is not None else 0
                 after = snapshot.compacted_through_sequence if snapshot is not None else 0
                 end = _session.good_end(self._fs, fd, size, start)
@@ -754,6 +840,7 @@ class SessionStore:
         session.seen = max(session.seen, view.last_sequence)
         return view
 
+    @_storage_errors
     def records(self, session_id: str, *, after: int = 0) -> Iterator[RawMessageRecord]:
         """Stream the raw log's records with a sequence above ``after``, in constant memory.
 
@@ -770,7 +857,14 @@ class SessionStore:
         return self._records(session_id, directory, after)
 
     def _records(self, session_id: str, directory: str, after: int) -> Iterator[RawMessageRecord]:
-        fd, size = _session.open_log(self._fs, directory)
+        # A generator runs after records() returned, outside `_storage_errors`: it turns
+        # an OSError met while iterating into a StorageError itself.
+        try:
+            fd, size = _session.open_log(self._fs, directory)
+        except JsonlStoreError:
+            raise
+        except OSError as exc:
+            raise _failure(self, exc, "records", session_id) from exc
         if fd is None:
             return
         problems: list[Problem] = []
@@ -780,10 +874,15 @@ class SessionStore:
                 snapshot = _snapshots.latest(self._fs, directory, session_id, fd, size, None, at_most=after)
                 if snapshot is not None:
                     start, floor = snapshot.tail_offset, snapshot.compacted_through_sequence
+                    size = _session.size_for(self._fs, fd, size, snapshot)
             end = _session.good_end(self._fs, fd, size, start)
             for _, record in _session.decode_lines(self._fs, session_id, directory, fd, start, end, floor, problems):
                 if record.sequence > after:
                     yield record
+        except JsonlStoreError:
+            raise
+        except OSError as exc:
+            raise _failure(self, exc, "records", session_id) from exc
         finally:
             self._fs.close(fd)
             self._report(problems)
@@ -794,6 +893,7 @@ class SessionStore:
             meta = self._read_meta(session_id, directory, [])
         return _session.summary(self._fs, session_id, directory, meta)
 
+    @_storage_errors
     def get_session(self, session_id: str) -> SessionSummary | None:
         """The session's summary, or None when it does not exist."""
         directory = self._dir(session_id)
@@ -801,6 +901,7 @@ class SessionStore:
             return None
         return self._summary(session_id, directory)
 
+    @_storage_errors
     def list_sessions(self, *, parent_session_id: str | None = None) -> list[SessionSummary]:
         """Every session (or the children of ``parent_session_id``), newest activity first."""
         if parent_session_id is not None:
@@ -834,6 +935,7 @@ class SessionStore:
 
     # -- snapshots ----------------------------------------------------------------------
 
+    @_storage_errors
     def snapshot(
         self,
         session_id: str,
@@ -852,6 +954,7 @@ class SessionStore:
         if not _is_compacted(compacted_message):
             raise InvalidArgument("a snapshot's message must be a CompactedMessage (or a dict with role 'compacted')")
         payload, plain = _codec.encode_message(compacted_message)
+        _snapshots.check_size(payload)
         for name, value in (("compacted_through_sequence", compacted_through_sequence), ("expected_version", expected_version)):
             if type(value) is not int or value < 0:
                 raise InvalidArgument(f"{name} must be a non-negative int, got {value!r}")
@@ -920,6 +1023,7 @@ class SessionStore:
 
     # -- metadata -----------------------------------------------------------------------
 
+    @_storage_errors
     def update_session(
         self,
         session_id: str,
@@ -951,7 +1055,21 @@ class SessionStore:
                 raise InvalidArgument(f"metadata must be a mapping, got {type(metadata).__name__}")
             merged_metadata = dict(metadata)
             _codec.encode_json(merged_metadata, "metadata")
-        removed = tuple(remove_metadata)
+        if isinstance(remove_metadata, (str, bytes)):
+            raise InvalidArgument(f"remove_metadata takes a list of keys, not one {type(remove_metadata).__name__}")
+        try:
+            removed = tuple(remove_metadata)
+        except TypeError:
+            raise InvalidArgument(f"remove_metadata takes a list of keys, got {remove_metadata!r}") from None
+        for key in removed:
+            if not isinstance(key, str):
+                raise InvalidArgument(f"remove_metadata takes metadata keys (str), got {key!r}")
+            if not key.isascii():
+                try:
+                    key.encode("utf-8")
+                except UnicodeEncodeError:
+                    # Such a key can never have been stored; naming it is a caller's bug.
+                    raise InvalidArgument(f"remove_metadata key {key!r} holds a lone surrogate") from None
         missing = SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
         if not self._check_dir(session_id, directory):
             raise missing
@@ -981,6 +1099,7 @@ class SessionStore:
 
     # -- token usage --------------------------------------------------------------------
 
+    @_storage_errors
     def record_usage(self, session_id: str, record: ModelUsage | Mapping[str, Any]) -> None:
         """Append one model call's token counts to the session's token-usage log.
 
@@ -1004,50 +1123,84 @@ class SessionStore:
         for name in ModelUsage.__struct_fields__:
             if getattr(usage, name) < 0:
                 raise InvalidArgument(f"{name} must not be negative, got {getattr(usage, name)}")
+        for name in ("model", "request_id"):
+            if getattr(usage, name) is not None:
+                _codec.check_label(getattr(usage, name), name)
         line = _codec.encode_usage(usage)
         # If the session has to be made (anew) for this record, it starts with defaults,
         # not with what an earlier append of this store would have given it.
         session.init = None
-        writer = self._usage_writer(session)
-        writer.append(lambda last: (line, Line(0, None, line[:-1], len(line))))
 
+        def build(last: Line | None) -> tuple[bytes, Line]:
+            return line, Line(0, None, line[:-1], len(line))
+
+        writer = self._usage_writer(session)
+        try:
+            writer.append(build)
+        except FileNotFoundError:
+            # As in `_append`: the session directory vanished under us (removed by another
+            # process), so make the session again and retry once.
+            session.prepared = False
+            writer.close()
+            writer = self._usage_writer(session)
+            writer.append(build)
+
+    @_storage_errors
     def usage(self, session_id: str) -> Iterator[dict[str, Any]]:
         """Every token-usage record of the session, oldest first, as dicts."""
         directory = self._dir(session_id)
         self._check_dir(session_id, directory)
         self._read_meta(session_id, directory)
-        return self._usage(directory)
+        return self._usage(session_id, directory)
 
-    def _usage(self, directory: str) -> Iterator[dict[str, Any]]:
+    def _usage(self, session_id: str, directory: str) -> Iterator[dict[str, Any]]:
+        # As in `_records`: OSErrors met while iterating become StorageErrors here.
         path = os.path.join(directory, USAGE_NAME)
         try:
             fd = open_regular(self._fs, path, FLAGS_READ)
+        except JsonlStoreError:
+            raise
         except FileNotFoundError:
             return
+        except OSError as exc:
+            raise _failure(self, exc, "usage", session_id) from exc
         problems: list[Problem] = []
         try:
             size = self._fs.fstat(fd).st_size
             for line in scan(self._fs, fd, path, 0, size, problems, first_line=1):
-                yield _codec.decode_usage_dict(line.body)
+                try:
+                    item = _codec.decode_usage_dict(line.body)
+                except _codec.DECODE_ERRORS as exc:
+                    problems.append(
+                        Problem(path, "bad-record", f"checksum holds but the line is not a usage record: {exc}",
+                                "skipped", line.offset, line.number)
+                    )
+                    continue
+                yield item
+        except JsonlStoreError:
+            raise
+        except OSError as exc:
+            raise _failure(self, exc, "usage", session_id) from exc
         finally:
             self._fs.close(fd)
             self._report(problems)
 
+    @_storage_errors
     def usage_totals(self, session_id: str) -> ModelUsage:
         """The sum of the session's token-usage log."""
         total = ModelUsage()
         for item in self.usage(session_id):
+            # A line another program wrote may hold anything under these keys: only
+            # non-negative integers are tokens.
+            counts = {name: item.get(name, 0) for name in ModelUsage.__struct_fields__}
             total = total + ModelUsage(
-                input_tokens=item.get("input_tokens", 0),
-                output_tokens=item.get("output_tokens", 0),
-                cache_read_tokens=item.get("cache_read_tokens", 0),
-                cache_write_tokens=item.get("cache_write_tokens", 0),
-                reasoning_tokens=item.get("reasoning_tokens", 0),
+                **{name: v if type(v) is int and v >= 0 else 0 for name, v in counts.items()}
             )
         return total
 
     # -- whole-state saves ----------------------------------------------------------------
 
+    @_storage_errors
     def checkpoint(self, /, session_id: str, messages: Sequence[Message], **append_options: Any) -> list[int]:
         """Save a runner's full message list by appending only what is not stored yet.
 
@@ -1064,6 +1217,17 @@ class SessionStore:
         by a store reads its tail once, as `load` does, and a rewrite costs O(tail).
         """
         directory = self._dir(session_id)
+        # Checked before the session is made: nothing may be created for a call that fails.
+        if isinstance(messages, (dict, str, bytes)) or not isinstance(messages, Sequence):
+            raise InvalidArgument("checkpoint takes a sequence of messages")
+        for message in messages:
+            if not isinstance(message, (dict, *MESSAGE_TYPES)):
+                raise UnsupportedValue(
+                    f"a message must be a dict with 'role' or one of the message classes, not {type(message).__name__}"
+                )
+        unknown = set(append_options) - _APPEND_OPTIONS
+        if unknown:
+            raise InvalidArgument(f"checkpoint got unknown append options: {', '.join(sorted(unknown))}")
         wanted = [m for m in messages if _persisted(m)]
         ids = []
         for index, message in enumerate(wanted):
@@ -1103,6 +1267,8 @@ class SessionStore:
         try:
             cache = session.checkpoint
             snapshot = _snapshots.latest(self._fs, directory, session.session_id, fd, size, None)
+            if fd is not None:
+                size = _session.size_for(self._fs, fd, size, snapshot)
             version = snapshot.version if snapshot else 0
             if (
                 cache is None
@@ -1137,7 +1303,12 @@ class SessionStore:
         if not cache.last_id:
             return True
         raw = self._fs.pread(fd, cache.log_end - cache.last_offset, cache.last_offset)[:-1]
-        return _codec.is_sealed(raw) and _codec.record_position(raw)[2] == cache.last_id
+        if not _codec.is_sealed(raw):
+            return False
+        try:
+            return _codec.record_position(raw)[2] == cache.last_id
+        except _codec.DECODE_ERRORS:
+            return False
 
     def _rewrite(
         self,
@@ -1168,6 +1339,7 @@ class SessionStore:
         ]
         for message in wanted:
             _codec.encode_message(message)  # refuse bad input before the marker is written
+        _snapshots.check_size(_codec.encode_message(compacted)[0])
         # A marker record first: it always advances the boundary (even right after another
         # snapshot) and leaves a trace of the rewrite in the raw log.
         marker = CompactedMessage(
@@ -1180,6 +1352,7 @@ class SessionStore:
 
     # -- deleting -------------------------------------------------------------------------
 
+    @_storage_errors
     def delete_session(self, session_id: str) -> bool:
         """Delete the session's files; False when there was nothing to delete.
 
@@ -1210,7 +1383,7 @@ class SessionStore:
                     mode = self._fs.lstat(path).st_mode
                     if not stat.S_ISREG(mode):
                         raise UnsafePath(f"{name} is {describe_mode(mode)}, not a regular file; nothing was "
-                                         "deleted", session_id=session_id, path=path)
+                                         "deleted", filename=path, session_id=session_id, path=path)
                 for name in names:
                     self._fs.unlink(os.path.join(directory, name))
                     existed = existed or name in (LOG_NAME, META_NAME)
@@ -1228,6 +1401,7 @@ class SessionStore:
             self._fs, session_id, directory, fix=fix, durable=self._durable, lock_timeout=self.lock_timeout
         )
 
+    @_storage_errors
     def verify(self, session_id: str | None = None) -> list[Problem]:
         """Every problem on disk (one session or all), with what `repair` would do. Changes nothing."""
         if session_id is None:
@@ -1241,6 +1415,7 @@ class SessionStore:
             return problems
         return self._check(session_id, self._dir(session_id), fix=False)
 
+    @_storage_errors
     def repair(self, session_id: str) -> list[Problem]:
         """Fix what `verify` finds in one session and report it; running it twice changes nothing.
 
@@ -1261,6 +1436,9 @@ class SessionStore:
 
 
 
+#: The keywords `checkpoint` passes on to `append_many`.
+_APPEND_OPTIONS = frozenset(inspect.signature(SessionStore.append_many).parameters) - {"self", "session_id", "messages"}
+
 _stores: weakref.WeakSet[SessionStore] = weakref.WeakSet()
 
 
@@ -1274,18 +1452,19 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _cannot_make(path: str, exc: OSError) -> OSError:
+def _cannot_make(path: str, exc: OSError) -> StorageError:
     """The typed error for a directory ``mkdir`` refused, keeping ``errno``."""
-    reason = exc.strerror or str(exc)
     if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+        reason = exc.strerror or str(exc)
         return UnsafePath(
-            f"cannot make directory {os.path.basename(path)}: {reason} (a dangling symlink or a file in the way, or a "
-            "file system that holds no new directories, such as /proc)",
+            f"cannot make directory {os.path.basename(path)}: {reason} (a dangling symlink or a file in "
+            "the way, or a file system that holds no new directories, such as /proc)",
+            errno=exc.errno,
+            strerror=exc.strerror,
+            filename=path,
             path=path,
         )
-    error = DurabilityError(f"cannot make directory {os.path.basename(path)}: {reason}", path=path)
-    error.errno, error.strerror, error.filename = exc.errno, exc.strerror, path
-    return error
+    return storage_error(exc, f"making directory {os.path.basename(path)}", where=path)
 
 
 def _check_usage(usage: object) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from .. import Problem, SessionNotFound, SessionStore, SessionSummary
 from ..store import UNUSABLE_KINDS
-from . import _demo, _format
+from . import _demo, _format, _safe
 
 ROOT_ENV = "JSONL_STORE_ROOT"
 DEFAULT_ROOT = "sessions"
@@ -27,18 +27,18 @@ class CliError(Exception):
 
 
 def emit(lines: Iterable[str]) -> None:
-    out = sys.stdout
-    for line in lines:
-        out.write(line + "\n")
+    """Print lines of text; each is escaped (`_safe.escape`), so stored data cannot steer the terminal."""
+    _safe.write_lines(sys.stdout, list(lines))
 
 
 def emit_json(value: Any, *, indent: bool = True) -> None:
-    sys.stdout.write(_format.dumps(value, indent=indent).decode())
+    """Print ``value`` as JSON, with no control or bidi character raw (`_safe.json_text`)."""
+    sys.stdout.write(_safe.json_text(_format.dumps(value, indent=indent), sys.stdout))
 
 
 def warn(problem: Problem) -> None:
     """The store's ``on_problem``: damage met while reading goes to stderr, once per problem."""
-    sys.stderr.write(f"jsonl-store: warning: {problem}\n")
+    _safe.write_lines(sys.stderr, [f"jsonl-store: warning: {problem}"])
 
 
 def root_of(args: argparse.Namespace) -> str:
@@ -196,7 +196,9 @@ def cat(args: argparse.Namespace) -> int:
     existing(store, args.session_id)
     out = sys.stdout
     for record in store.records(args.session_id, after=args.after):
-        out.write(_format.dumps(record).decode())
+        # Always escaped, on a terminal or not: the escapes decode to the same strings, so
+        # `jq` sees no difference, and `cat ... | less` or `| head` cannot run a stored ESC.
+        out.write(_safe.json_text(_format.dumps(record), out))
     return 0
 
 
@@ -254,9 +256,9 @@ def delete(args: argparse.Namespace) -> int:
         if not sys.stdin.isatty():
             raise CliError("not deleting without confirmation: stdin is not a terminal (pass --yes)")
         title = f" {summary.title!r}" if summary.title else ""
-        answer = input(
-            f"Delete session {args.session_id}{title} ({_format.plural(summary.message_count, 'record')})? [y/N] "
-        )
+        records = _format.plural(summary.message_count, "record")
+        question = f"Delete session {args.session_id}{title} ({records})? [y/N] "
+        answer = input(_safe.encodable(_safe.escape(question), sys.stdout))
         if answer.strip().lower() not in ("y", "yes"):
             emit(["not deleted"])
             return 1

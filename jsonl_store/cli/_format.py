@@ -7,6 +7,7 @@ instances and dicts appended as dicts print the same way.
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -16,6 +17,7 @@ import msgspec
 import orjson
 
 from .. import ContextSnapshot, Message, Problem, RawMessageRecord, SessionSummary, SessionView
+from ._safe import escape, json_escape
 
 INDENT = "     "
 #: Without ``--full``, a message body is cut after this many lines or characters.
@@ -23,6 +25,9 @@ MAX_LINES = 12
 MAX_CHARS = 800
 #: Body lines longer than this are wrapped (at spaces; long words stay whole).
 WIDTH = 96
+#: Tool arguments and other values shown inline are cut below this many levels of nesting
+#: (shown as ``{…}`` / ``[…]``), so no stored value can make the formatter recurse deeply.
+MAX_DEPTH = 50
 
 
 # ---------------------------------------------------------------------------------------
@@ -38,17 +43,25 @@ def _builtins(value: Any) -> Any:
 
 
 def dumps(value: Any, *, indent: bool = False) -> bytes:
-    """``value`` as JSON with a final newline: orjson, or msgspec for what orjson refuses.
+    """``value`` as UTF-8 JSON with a final newline.
 
-    A message appended as a dict may hold integers beyond 64 bits, which orjson rejects
-    and the store keeps; msgspec writes them exactly.
+    orjson first; msgspec for what orjson refuses (integers beyond 64 bits, which a dict
+    message may hold and the store keeps; nesting deeper than orjson's 255 levels); the
+    standard library last, for strings holding lone surrogates (a ``--root`` path with
+    bytes that are not UTF-8), which it writes as ``\\udcff`` escapes.
     """
     option = orjson.OPT_UTC_Z | orjson.OPT_APPEND_NEWLINE | (orjson.OPT_INDENT_2 if indent else 0)
     try:
         return orjson.dumps(value, default=_builtins, option=option)
     except TypeError:
+        pass
+    try:
         data = msgspec.json.encode(value)
-        return (msgspec.json.format(data, indent=2) if indent else data) + b"\n"
+    except UnicodeEncodeError:
+        builtins = msgspec.to_builtins(value)
+        text = json.dumps(builtins, indent=2 if indent else None, separators=None if indent else (",", ":"))
+        return text.encode() + b"\n"
+    return (msgspec.json.format(data, indent=2) if indent else data) + b"\n"
 
 
 def message_dict(message: Message) -> dict[str, Any]:
@@ -93,7 +106,8 @@ def plural(n: int, word: str) -> str:
 
 def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, right: Iterable[int] = ()) -> list[str]:
     """Columns padded to their widest cell; ``right`` names the right-aligned ones."""
-    rows = [list(header), *(list(row) for row in rows)]
+    # Cells are escaped here, not only when printed, so widths count what is shown.
+    rows = [list(header), *([escape(cell) for cell in row] for row in rows)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     aligned = set(right)
     lines = []
@@ -106,9 +120,37 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, right: Iterab
 
 
 def _inline(value: Any) -> str:
+    """A value on one line: a string as it is, anything else as compact JSON cut at `MAX_DEPTH`."""
     if isinstance(value, str):
         return value
-    return dumps(value).decode().rstrip("\n")
+    return _compact(value, MAX_DEPTH)
+
+
+def _compact(value: Any, depth: int) -> str:
+    # Recursion is bounded by ``depth``, not by the data: a stored value may be nested
+    # thousands of levels deep, and showing more than a screenful of braces helps nobody.
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        if depth <= 0:
+            return "{…}"
+        items = (f"{_scalar(str(key))}:{_compact(item, depth - 1)}" for key, item in value.items())
+        return "{" + ",".join(items) + "}"
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "[]"
+        if depth <= 0:
+            return "[…]"
+        return "[" + ",".join(_compact(item, depth - 1) for item in value) + "]"
+    if isinstance(value, msgspec.Struct):
+        return _compact(msgspec.structs.asdict(value), depth)
+    return _scalar(value)
+
+
+def _scalar(value: Any) -> str:
+    # JSON's own escapes for controls in a string, so none is left for `escape` to show
+    # in another notation.
+    return json_escape(dumps(value).decode("utf-8", "surrogateescape").rstrip("\n"))
 
 
 def _text(content: Any) -> str:
@@ -128,7 +170,10 @@ def _text(content: Any) -> str:
 
 def _wrap(lines: Iterable[str]) -> list[str]:
     out = []
-    for line in lines:
+    for raw in lines:
+        # The body's layout: tabs become spaces, every other control is escaped before
+        # wrapping (textwrap would turn a "\r" or "\x0b" into a space and hide it).
+        line = escape(raw.expandtabs(4))
         if len(line) <= WIDTH:
             out.append(INDENT + line)
         else:

@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Sequence
 from importlib import metadata
+from typing import TYPE_CHECKING
 
 from .. import JsonlStoreError
 from . import _commands as c
+from ._safe import encodable, escape
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
+#: Arguments that become stored text or a session's file name. (--root and DIR stay
+#: free: a directory name with bytes that are not UTF-8 is a valid path.)
+_TEXT_ARGUMENTS = {"session_id": "ID", "title": "TITLE", "parent": "--parent ID"}
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _version() -> str:
@@ -19,22 +30,36 @@ def _version() -> str:
         return "unknown"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its messages escaped: a usage error quotes the user's argv as given."""
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        if message:
+            stream = file or sys.stderr
+            # Help and usage text are several lines: escape each, keep the newlines.
+            text = "\n".join(escape(line) for line in message.split("\n"))
+            try:
+                stream.write(encodable(text, stream))
+            except (AttributeError, OSError):  # as argparse does: no stream, or a closed one
+                pass
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand (the README test reads its subcommands and options)."""
     root_help = f"the session store (default: ${c.ROOT_ENV}, else ./{c.DEFAULT_ROOT})"
     # --root is accepted before and after the subcommand; SUPPRESS keeps an absent one
     # from overwriting a given one.
-    with_root = argparse.ArgumentParser(add_help=False)
+    with_root = _Parser(add_help=False)
     with_root.add_argument("--root", metavar="DIR", default=argparse.SUPPRESS, help=root_help)
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="jsonl-store",
         parents=[with_root],
         description="Read, check and repair jsonl_store sessions (LLM-agent sessions stored as plain files).",
         epilog="Exit codes: 0 ok; 1 problems found or fixed (verify, repair); 2 bad input or unusable.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
 
     def command(name: str, handler: c.Command, help: str, *, root: bool = True) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help, description=help, parents=[with_root] if root else [])
@@ -93,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fail(message: str) -> int:
-    sys.stderr.write(f"jsonl-store: error: {message}\n")
+    stream = sys.stderr
+    stream.write(encodable(f"jsonl-store: error: {escape(message)}\n", stream))
     return 2
 
 
@@ -101,6 +127,32 @@ def _os_error(exc: OSError) -> str:
     if exc.strerror and exc.filename is not None:
         return f"{exc.strerror}: {exc.filename!r}"
     return str(exc)
+
+
+def _check_text(args: argparse.Namespace) -> None:
+    """Refuse an argument holding bytes that are not UTF-8, before the store sees it.
+
+    Python decodes such argv bytes to lone surrogates (``$'\\xff'`` becomes ``'\\udcff'``),
+    which no JSON file can hold; the store may raise `UnicodeEncodeError` or
+    `InvalidArgument` for them, and this says which argument and which bytes.
+    """
+    for name, shown in _TEXT_ARGUMENTS.items():
+        value = getattr(args, name, None)
+        if isinstance(value, str) and _SURROGATE.search(value):
+            raw = value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raise c.CliError(f"{shown} is not valid UTF-8 text: '{raw}'")
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so flushing it at exit cannot raise `BrokenPipeError` again.
+
+    This is the recipe of https://docs.python.org/3/library/signal.html#note-on-sigpipe.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real descriptor (stdout replaced in-process)
+        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -115,21 +167,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version, and usage errors (argparse prints them)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     try:
+        _check_text(args)
         code: int = args.handler(args)
+        # Flush inside the try, so a reader that went away is noticed here, not at exit.
         sys.stdout.flush()
         return code
+    except BrokenPipeError:
+        # The reader went away (`jsonl-store show ID | head`): it took what it wanted, so
+        # stop quietly with 0, like a pipeline the user meant (the docs' recipe exits 1;
+        # under `set -o pipefail` that would fail every `| head`).
+        _quiet_stdout()
+        return 0
     except (JsonlStoreError, c.CliError) as exc:
         return _fail(str(exc))
-    except BrokenPipeError:
-        # The reader went away (`jsonl-store cat ID | head`): stop quietly, like cat(1).
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
-        return 1
     except OSError as exc:
         return _fail(_os_error(exc))
+    except UnicodeError as exc:
+        # Text the store cannot encode (a lone surrogate reaching it some other way).
+        return _fail(f"not valid UTF-8 text: {exc}")
+    except RecursionError:
+        # Not swallowed: the command fails, but with one line instead of a screen of frames.
+        return _fail("a stored value is nested too deeply to read (RecursionError)")
     except KeyboardInterrupt:
         sys.stderr.write("\n")
         return 130

@@ -51,6 +51,11 @@ def texts(*, max_size: int = 40) -> st.SearchStrategy[str]:
     return st.text(alphabet, max_size=max_size)
 
 
+def _titles() -> st.SearchStrategy[str]:
+    """Titles as tricky as `texts`, but without the NUL the store refuses in a title."""
+    return texts(max_size=10).map(lambda text: text.replace("\x00", "")).filter(bool)
+
+
 def session_ids() -> st.SearchStrategy[str]:
     """Valid session ids: ``[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}`` (kept short here)."""
     return st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,15}", fullmatch=True)
@@ -188,7 +193,7 @@ def _operations(draw: st.DrawFn, session_id: str) -> list[Operation]:
                 message,
                 request_id=draw(st.none() | st.from_regex(r"req-[0-9]{1,4}", fullmatch=True)),
                 usage=draw(st.none() | usages()) if is_assistant else None,
-                title=draw(st.none() | texts(max_size=10).filter(bool)),
+                title=draw(st.none() | _titles()),
                 tags=draw(
                     st.none()
                     | st.dictionaries(st.sampled_from(["a", "b"]), json_values(max_leaves=2), max_size=2)
@@ -213,7 +218,7 @@ def _operations(draw: st.DrawFn, session_id: str) -> list[Operation]:
         return [
             UpdateSession(
                 session_id,
-                title=draw(st.none() | texts(max_size=10).filter(bool)),
+                title=draw(st.none() | _titles()),
                 pinned=draw(st.none() | st.booleans()),
                 metadata=draw(
                     st.none()

@@ -189,11 +189,16 @@ def snapshot_line(
     *,
     boundary_index: int | None = None,
     boundary_id: str | None = None,
+    shift: int = 0,
 ) -> bytes:
-    """A snapshot whose boundary is record ``through`` of ``log`` (line index through - 1)."""
+    """A snapshot whose boundary is record ``through`` of ``log`` (line index through - 1).
+
+    ``shift``: bytes a text conversion added before the boundary record in the file the
+    snapshot was made for.
+    """
     index = through - 1 if boundary_index is None else boundary_index
     payload, plain = _codec.encode_message(message)
-    start = log.offset(index)
+    start = log.offset(index) + shift
     snapshot = ContextSnapshot(
         version=version,
         id=snapshot_id(version),
@@ -230,6 +235,7 @@ ACTIONS = {
     "out-of-order": "none: readers skip it",
     "bad-record": "none: readers skip it",
     "bad-snapshot": "move aside",
+    "text-conversion": "restore the bytes as written (\\n line ends, no byte-order mark)",
 }
 
 
@@ -1262,6 +1268,178 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
 # ---------------------------------------------------------------------------------------
 # Output
 # ---------------------------------------------------------------------------------------
+
+
+
+# -- text conversions (git core.autocrlf, editors): spec §8.4, §9.3 ----------------------
+
+
+def crlf(data: bytes) -> bytes:
+    """Every line end turned into \\r\\n, as git's core.autocrlf=true checkout does."""
+    return data.replace(b"\n", b"\r\n")
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+@vector("recover", "crlf-line-ends")
+def _() -> tuple[dict[str, bytes], dict[str, Any]]:
+    """A git checkout with core.autocrlf=true: every file's lines end in \\r\\n. Nothing is lost:
+    readers read every record, the snapshot is found by its boundary record, the next append
+    restores the written bytes before it writes and cuts nothing."""
+    log = conversation()
+    log.add(UserMessage(id=message_id(5), content="And 7 x 8?"))
+    snapshot = snapshot_line(log, 1, 3, summary(1, "Two products so far."))
+    usage = usage_line(9, input_tokens=12, output_tokens=3)
+    original = {"meta.json": meta(title="Cloned"), "messages.jsonl": log.data(),
+                "snapshot-00000001.json": snapshot, "usage.jsonl": usage}  # fmt: skip
+    files = {name: crlf(data) for name, data in original.items()}
+    found = [
+        problem("text-conversion", "meta.json", 0),
+        problem("text-conversion", "messages.jsonl", 0),
+        problem("text-conversion", "usage.jsonl", 0),
+        problem("text-conversion", "snapshot-00000001.json", 0),
+    ]
+    return files, {
+        "load": {
+            "snapshot_version": 1,
+            "records": [log.expect(s) for s in (4, 5)],
+            "messages": context(log, 4, 5, first=summary(1, "Two products so far.")),
+            "problems": [problem("text-conversion", "messages.jsonl", log.offset(3) + 3)],
+        },
+        "records": [1, 2, 3, 4, 5],
+        "summary": {"title": "Cloned", "message_count": 5, "updated_at": iso(5)},
+        "usage_totals": {"input_tokens": 12, "output_tokens": 3},
+        "verify": acted(found),
+        "repair": acted(found),
+        "after_repair": {
+            "files": sorted(files),
+            "restored": {name: data.decode() for name, data in original.items()},
+            "verify": [],
+            "load_sequences": [4, 5],
+            "snapshot_version": 1,
+        },
+        "append": {"sequence": 6, "problems": [problem("text-conversion", "messages.jsonl", 0)],
+                   "restored": original["messages.jsonl"].decode()},
+        "snapshot": {"expected_version": 1, "through": 5, "version": 2},
+    }  # fmt: skip
+
+
+@vector("recover", "crlf-torn-tail")
+def _() -> tuple[dict[str, bytes], dict[str, Any]]:
+    """A converted log whose writer also died mid-record: repair restores the lines, then cuts
+    the torn line at the offset it has in the restored file; no valid record is cut."""
+    log = conversation()
+    log.add(UserMessage(id=message_id(5), content="This record never finished."))
+    good = b"".join(log.lines[:4])
+    torn = cut(log.lines[4], 40)
+    files = {"meta.json": meta(title="Crashed"), "messages.jsonl": crlf(good) + torn}
+    found = [problem("text-conversion", "messages.jsonl", 0), problem("torn-tail", "messages.jsonl", len(good))]
+    sidecar = f"messages.jsonl.cut-{len(good):012d}"
+    return files, {
+        "load": {
+            "snapshot_version": None,
+            "records": [log.expect(s) for s in range(1, 5)],
+            "messages": context(log, 1, 2, 3, 4),
+            "problems": [problem("text-conversion", "messages.jsonl", 0)],
+        },
+        "records": [1, 2, 3, 4],
+        "verify": acted(found),
+        "repair": acted(found),
+        "after_repair": {
+            "files": sorted({*files, sidecar}),
+            "restored": {"messages.jsonl": good.decode(), sidecar: torn.decode()},
+            "verify": [],
+            "load_sequences": [1, 2, 3, 4],
+        },
+        "append": {"sequence": 5, "problems": found, "restored": good.decode()},
+    }
+
+
+@vector("recover", "mixed-line-ends")
+def _() -> tuple[dict[str, bytes], dict[str, Any]]:
+    """Only records 2 and 3 end in \\r\\n (a hand edit): read as written, one problem for the
+    file, restored by repair. The first and last lines look untouched, so an append writes on."""
+    log = conversation()
+    data = log.lines[0] + crlf(log.lines[1]) + crlf(log.lines[2]) + log.lines[3]
+    found = [problem("text-conversion", "messages.jsonl", log.offset(1))]
+    return {"meta.json": meta(title="Edited"), "messages.jsonl": data}, {
+        "load": {
+            "snapshot_version": None,
+            "records": [log.expect(s) for s in range(1, 5)],
+            "messages": context(log, 1, 2, 3, 4),
+            "problems": found,
+        },
+        "records": [1, 2, 3, 4],
+        "verify": acted(found),
+        "repair": acted(found),
+        "after_repair": {
+            "files": ["messages.jsonl", "meta.json"],
+            "restored": {"messages.jsonl": log.data().decode()},
+            "verify": [],
+            "load_sequences": [1, 2, 3, 4],
+        },
+        "append": {"sequence": 5},
+    }
+
+
+@vector("recover", "mixed-line-ends-snapshot")
+def _() -> tuple[dict[str, bytes], dict[str, Any]]:
+    """A snapshot made while records 2 and 3 ended in \\r\\n: its offsets count those bytes.
+    Readers use it; repair restores the log and writes the snapshot's boundary offsets anew."""
+    log = conversation()
+    log.add(UserMessage(id=message_id(5), content="And 7 x 8?"))
+    data = log.lines[0] + crlf(log.lines[1]) + crlf(log.lines[2]) + log.lines[3] + log.lines[4]
+    made = snapshot_line(log, 1, 4, summary(1, "Both products."), shift=2)
+    found = [problem("text-conversion", "messages.jsonl", log.offset(1))]
+    return {"meta.json": meta(title="Edited"), "messages.jsonl": data, "snapshot-00000001.json": made}, {
+        "load": {
+            "snapshot_version": 1,
+            "records": [log.expect(5)],
+            "messages": context(log, 5, first=summary(1, "Both products.")),
+            "problems": [],
+        },
+        "records": [1, 2, 3, 4, 5],
+        "verify": acted(found),
+        "repair": acted(found),
+        "after_repair": {
+            "files": ["messages.jsonl", "meta.json", "snapshot-00000001.json"],
+            "restored": {
+                "messages.jsonl": log.data().decode(),
+                "snapshot-00000001.json": snapshot_line(log, 1, 4, summary(1, "Both products.")).decode(),
+            },
+            "verify": [],
+            "load_sequences": [5],
+            "snapshot_version": 1,
+        },
+        "append": {"sequence": 6},
+    }
+
+
+@vector("recover", "bom-first-line")
+def _() -> tuple[dict[str, bytes], dict[str, Any]]:
+    """An editor saved the log with a UTF-8 byte-order mark: the first record is read, not
+    salvaged as damage; the next append and repair take the mark out."""
+    log = conversation()
+    found = [problem("text-conversion", "messages.jsonl", 0)]
+    return {"meta.json": meta(title="Saved"), "messages.jsonl": BOM + log.data()}, {
+        "load": {
+            "snapshot_version": None,
+            "records": [log.expect(s) for s in range(1, 5)],
+            "messages": context(log, 1, 2, 3, 4),
+            "problems": found,
+        },
+        "records": [1, 2, 3, 4],
+        "verify": acted(found),
+        "repair": acted(found),
+        "after_repair": {
+            "files": ["messages.jsonl", "meta.json"],
+            "restored": {"messages.jsonl": log.data().decode()},
+            "verify": [],
+            "load_sequences": [1, 2, 3, 4],
+        },
+        "append": {"sequence": 5, "problems": found, "restored": log.data().decode()},
+    }
 
 
 def dump(value: Any, depth: int = 0) -> str:

@@ -154,6 +154,58 @@ def role_snapshot_rounds(args: Args) -> None:
             say(f"won {snapshot.version}")
 
 
+def role_compacting_writer(args: Args) -> None:
+    """Append and snapshot, over and over, until the stop file appears.
+
+    Every ``every`` appends it compacts through its latest record, as an agent loop does.
+    Result: how many snapshots it made.
+    """
+    store = store_of(args)
+    sid = args["sid"]
+    store.append(sid, message("w", 0))
+    say("ready")
+    listen()
+    made, counter = 0, 0
+    deadline = time.monotonic() + STALL_SECONDS
+    while not os.path.exists(args["stop"]) and time.monotonic() < deadline:
+        counter += 1
+        through = store.append(sid, message("w", counter))
+        if counter % args["every"] == 0:
+            store.snapshot(sid, CompactedMessage(content=f"through {through}"), through, made)
+            made += 1
+    result({"snapshots": made})
+
+
+def role_snapshot_reader(args: Args) -> None:
+    """Load the session over and over while a writer compacts it, until the stop file appears.
+
+    Result: how many views were read and every view that reported a problem, went back
+    to an older snapshot, or whose tail does not continue right after its boundary.
+    """
+    store = store_of(args)
+    say("ready")
+    listen()
+    views, newest = 0, 0
+    bad: list[str] = []
+    deadline = time.monotonic() + STALL_SECONDS
+    last = False
+    while not last and time.monotonic() < deadline:
+        last = os.path.exists(args["stop"])
+        view = store.load(args["sid"])
+        views += 1
+        version = view.snapshot.version if view.snapshot else 0
+        if view.problems:
+            bad.append(f"problems {[(p.kind, p.reason) for p in view.problems]}")
+        if version < newest:
+            bad.append(f"snapshot {version} after snapshot {newest}")
+        newest = max(newest, version)
+        boundary = view.snapshot.compacted_through_sequence if view.snapshot else 0
+        sequences = [record.sequence for record in view.raw_tail]
+        if sequences != list(range(boundary + 1, boundary + 1 + len(sequences))):
+            bad.append(f"tail {sequences[:5]}... after boundary {boundary}")
+    result({"views": views, "newest": newest, "bad": bad[:10]})
+
+
 # -- metadata -----------------------------------------------------------------------------
 
 

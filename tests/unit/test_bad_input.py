@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from jsonl_store import (
     AssistantMessage,
     AsyncSessionStore,
     CompactedMessage,
+    InvalidArgument,
     InvalidMessage,
     InvalidSessionId,
     JsonlStoreError,
@@ -72,6 +74,16 @@ BAD_MESSAGES: list[tuple[str, object, type[JsonlStoreError]]] = [
     ),
     ("class-bytes-tool-content", ToolMessage(tool_call_id="c", content=b"x"), UnsupportedValue),
     ("class-wrong-field-type", UserMessage(content=5), InvalidMessage),  # type: ignore[arg-type]
+    ("class-object", UserMessage(content=Custom()), UnsupportedValue),  # type: ignore[arg-type]
+    ("class-plain-object", UserMessage(content=object()), UnsupportedValue),  # type: ignore[arg-type]
+    ("class-object-in-part", UserMessage(content=[{"type": "x", "v": Custom()}]), UnsupportedValue),
+    (
+        "class-object-in-arguments",
+        AssistantMessage(tool_calls=[ToolCall(id="c", name="f", arguments={"a": Custom()})]),
+        UnsupportedValue,
+    ),
+    ("class-set-tool-content", ToolMessage(tool_call_id="c", content={1, 2}), UnsupportedValue),
+    ("class-datetime-part", UserMessage(content=[datetime(2026, 1, 1, tzinfo=UTC)]), UnsupportedValue),
 ]
 
 
@@ -298,3 +310,135 @@ def test_invalid_session_id_raises_from_every_async_method_and_creates_nothing(
         with pytest.raises(InvalidSessionId):
             asyncio.run(attempt(bad_id))
     assert os.listdir(tmp_path) == []
+
+
+def test_message_class_with_an_object_says_where_it_is(store: SessionStore) -> None:
+    """A message class holding an object() is UnsupportedValue naming the field, as the dict form is."""
+    with pytest.raises(UnsupportedValue, match=r"\$\.tool_calls\[0\]\.arguments\.a has type object"):
+        store.append("s", AssistantMessage(tool_calls=[ToolCall(id="c", name="f", arguments={"a": object()})]))
+    with pytest.raises(UnsupportedValue, match=r"\$\.content has type object"):
+        store.snapshot("s", CompactedMessage(content=object()), 1, 0)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------
+# Short identifying strings: no lone surrogate (not UTF-8), no NUL
+# ---------------------------------------------------------------------------------------
+
+SURROGATE = "bad\ud800name"
+LOW_SURROGATE = "\udcff"  # what a command line's undecodable byte 0xff becomes
+NUL = "bad\x00name"
+
+#: (call, the argument's name): each passes ``value`` as one short identifying string.
+LABEL_CALLS: dict[str, tuple[Callable[[SessionStore, str], object], str]] = {
+    "append-title": (lambda s, v: s.append("s", UserMessage(content="x"), title=v), "title"),
+    "append-title-new-session": (lambda s, v: s.append("new", UserMessage(content="x"), title=v), "title"),
+    "append-agent_name": (lambda s, v: s.append("new", UserMessage(content="x"), agent_name=v), "agent_name"),
+    "append-request_id": (lambda s, v: s.append("s", UserMessage(content="x"), request_id=v), "request_id"),
+    "append_many-request_id": (
+        lambda s, v: s.append_many("s", [UserMessage(content="x")], request_id=v),
+        "request_id",
+    ),
+    "checkpoint-request_id": (
+        lambda s, v: s.checkpoint("s", [UserMessage(content="x")], request_id=v),
+        "request_id",
+    ),
+    "update_session-title": (lambda s, v: s.update_session("s", title=v), "title"),
+    "record_usage-model": (lambda s, v: s.record_usage("s", {"input_tokens": 1, "model": v}), "model"),
+    "record_usage-model-new-session": (lambda s, v: s.record_usage("new", {"model": v}), "model"),
+    "record_usage-request_id": (lambda s, v: s.record_usage("s", {"request_id": v}), "request_id"),
+}
+
+
+@pytest.mark.parametrize("value", [SURROGATE, LOW_SURROGATE, NUL], ids=["surrogate", "low-surrogate", "nul"])
+@pytest.mark.parametrize("call", sorted(LABEL_CALLS))
+def test_lone_surrogate_or_nul_in_a_label_raises_invalid_argument_and_writes_nothing(
+    store: SessionStore, root: Path, call: str, value: str
+) -> None:
+    """A title, agent name, request id or model with a lone surrogate or a NUL is refused; no byte changes."""
+    store.append("s", UserMessage(content="first"))
+    store.record_usage("s", {"input_tokens": 1})
+    before = read_tree(root)
+    method, name = LABEL_CALLS[call]
+    with pytest.raises(InvalidArgument, match=name) as info:
+        method(store, value)
+    assert isinstance(info.value, ValueError) and not isinstance(info.value, UnicodeError)
+    assert read_tree(root) == before
+
+
+@pytest.mark.parametrize("value", [SURROGATE, NUL], ids=["surrogate", "nul"])
+def test_bad_label_on_a_fresh_store_creates_not_even_the_root(store: SessionStore, root: Path, value: str) -> None:
+    """The first append of a store refuses a bad title before it makes the root."""
+    with pytest.raises(InvalidArgument):
+        store.append("s", UserMessage(content="x"), title=value)
+    with pytest.raises(InvalidArgument):
+        store.record_usage("s", {"model": value})
+    assert not root.exists()
+
+
+def test_nul_in_json_values_is_stored_and_read_back(store: SessionStore) -> None:
+    """JSON carries \\u0000: message content, metadata and tags may hold a NUL and come back equal."""
+    store.append("s", UserMessage(content="a\x00b"), metadata={"k\x00": "v\x00"}, tags={"t": "\x00"})
+    store.update_session("s", metadata={"m\x00": "\x00"})
+    (record,) = store.records("s")
+    assert record.message.content == "a\x00b"  # type: ignore[union-attr]
+    assert record.metadata == {"k\x00": "v\x00"} and record.tags == {"t": "\x00"}
+    summary = store.get_session("s")
+    assert summary is not None and summary.metadata == {"m\x00": "\x00"}
+
+
+def test_lone_surrogate_in_metadata_or_removed_key_is_refused(store: SessionStore, root: Path) -> None:
+    """A lone surrogate is refused in metadata keys and values and in remove_metadata, writing nothing."""
+    store.append("s", UserMessage(content="first"))
+    before = read_tree(root)
+    with pytest.raises(InvalidMessage):
+        store.update_session("s", metadata={"k\ud800": 1})
+    with pytest.raises(InvalidMessage):
+        store.update_session("s", metadata={"k": "\udfff"})
+    with pytest.raises(InvalidArgument):
+        store.update_session("s", remove_metadata=["k\ud800"])
+    with pytest.raises(InvalidArgument):
+        store.update_session("s", remove_metadata=[7])  # type: ignore[list-item]
+    assert read_tree(root) == before
+
+
+@pytest.mark.parametrize("bad_root", ["sess\x00ions", "sess\ud800ions", b"sessions"], ids=["nul", "surrogate", "bytes"])
+def test_root_the_file_system_cannot_name_raises_invalid_argument(tmp_path: Path, bad_root: Any) -> None:
+    """A store root with a NUL or a lone surrogate (or given as bytes) is refused when the store is made."""
+    root = bad_root if isinstance(bad_root, bytes) else str(tmp_path / bad_root)
+    with pytest.raises(InvalidArgument):
+        SessionStore(root)
+    assert os.listdir(tmp_path) == []
+
+
+# ---------------------------------------------------------------------------------------
+# Arguments of the wrong type: a library error, never a bare TypeError or AttributeError
+# ---------------------------------------------------------------------------------------
+
+WRONG_TYPES: dict[str, Callable[[SessionStore, Path], object]] = {
+    "root-int": lambda s, r: SessionStore(7),  # type: ignore[arg-type]
+    "root-none": lambda s, r: SessionStore(None),  # type: ignore[arg-type]
+    "lock_timeout-str": lambda s, r: SessionStore(r, lock_timeout="30"),  # type: ignore[arg-type]
+    "lock_timeout-none": lambda s, r: SessionStore(r, lock_timeout=None),  # type: ignore[arg-type]
+    "on_problem-not-callable": lambda s, r: SessionStore(r, on_problem="print"),  # type: ignore[arg-type]
+    "append_many-timing-int": lambda s, r: s.append_many("s", [UserMessage(content="x")], timing=5),  # type: ignore[arg-type]
+    "append_many-usage-int": lambda s, r: s.append_many("s", [UserMessage(content="x")], usage=5),  # type: ignore[arg-type]
+    "checkpoint-none": lambda s, r: s.checkpoint("new", None),  # type: ignore[arg-type]
+    "checkpoint-str": lambda s, r: s.checkpoint("new", "hello"),  # type: ignore[arg-type]
+    "checkpoint-int-items": lambda s, r: s.checkpoint("new", [1, 2]),  # type: ignore[list-item]
+    "checkpoint-unknown-option": lambda s, r: s.checkpoint("new", [UserMessage(content="x")], titel="typo"),
+    "update_session-remove-int": lambda s, r: s.update_session("s", remove_metadata=5),  # type: ignore[arg-type]
+    "update_session-remove-str": lambda s, r: s.update_session("s", remove_metadata="key"),
+}
+
+
+@pytest.mark.parametrize("call", sorted(WRONG_TYPES))
+def test_argument_of_the_wrong_type_raises_a_library_error_and_creates_nothing(
+    store: SessionStore, root: Path, call: str
+) -> None:
+    """A wrong type raises InvalidArgument or UnsupportedValue (still a ValueError/TypeError); nothing is written."""
+    store.append("s", UserMessage(content="first"))
+    before = read_tree(root)
+    with pytest.raises(JsonlStoreError) as info:
+        WRONG_TYPES[call](store, root)
+    assert isinstance(info.value, (InvalidArgument, UnsupportedValue))
+    assert read_tree(root) == before

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import inspect
 import pickle
 from pathlib import Path
@@ -22,6 +23,9 @@ from jsonl_store import (
     SessionNotFound,
     SessionStore,
     SnapshotConflict,
+    StorageError,
+    StorageFileNotFoundError,
+    StoragePermissionError,
     UnsafePath,
     UnsupportedFormat,
     UnsupportedValue,
@@ -37,8 +41,11 @@ ERRORS: list[tuple[type[JsonlStoreError], type[BaseException] | None]] = [
     (SnapshotConflict, None),
     (MetadataConflict, None),
     (LockTimeout, TimeoutError),
-    (DurabilityError, OSError),
-    (UnsafePath, OSError),
+    (StorageError, OSError),
+    (StoragePermissionError, PermissionError),
+    (StorageFileNotFoundError, FileNotFoundError),
+    (DurabilityError, StorageError),
+    (UnsafePath, StorageError),
     (UnsupportedFormat, None),
     (ReadOnlySession, PermissionError),
     (SessionNotFound, KeyError),
@@ -121,3 +128,32 @@ def test_package_all_is_sorted_and_complete() -> None:
     assert fixed <= set(jsonl_store.__all__)
     for name in jsonl_store.__all__:
         assert hasattr(jsonl_store, name)
+
+
+def test_storage_error_pickles_its_os_fields() -> None:
+    """errno, strerror and filename live in OSError's slots; they survive pickling too."""
+    error = DurabilityError(
+        "append failed", errno=28, strerror="No space left on device", filename="/s/messages.jsonl", session_id="s"
+    )
+    back = pickle.loads(pickle.dumps(error))
+    assert type(back) is DurabilityError and isinstance(back, StorageError)
+    assert (back.errno, back.strerror, back.filename, back.session_id) == (
+        28, "No space left on device", "/s/messages.jsonl", "s"
+    )
+    assert str(back) == str(error) == "append failed"
+
+
+def test_readme_error_table_lists_every_error_class_with_its_bases() -> None:
+    """The README's Errors table has one row per exported error, naming the built-in it also is."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    table = readme[readme.index("| Error | Also a | Raised when |") :].split("\n\n")[0]
+    rows = {}
+    for row in table.splitlines()[2:]:
+        name, bases = (cell.strip().strip("`") for cell in row.split("|")[1:3])
+        rows[name] = bases
+    assert set(rows) == {cls.__name__ for cls, _ in ERRORS} | {"JsonlStoreError"}
+    for cls, builtin in ERRORS:
+        named = [getattr(jsonl_store, n, None) or getattr(builtins, n) for n in rows[cls.__name__].split("`, `") if n]
+        assert all(issubclass(cls, base) for base in named), cls
+        if builtin is not None:  # the built-in it also is, or a library class that is one
+            assert any(issubclass(base, builtin) for base in named), cls

@@ -740,7 +740,7 @@ def test_gitignore_at_the_root_ignores_lock_temp_cut_and_damaged_files(
     assert any(".cut-" in n for n in names)
     for path, data in read_tree(root).items():
         if data is not None and path not in ignored:
-            assert os.path.basename(path) in {LOG_NAME, META_NAME, "usage.jsonl", GITIGNORE_NAME} or (
+            assert os.path.basename(path) in {LOG_NAME, META_NAME, "usage.jsonl", GITIGNORE_NAME, ".gitattributes"} or (
                 os.path.basename(path).startswith("snapshot-") and path.endswith(".json")
             ), path
 
@@ -757,7 +757,7 @@ def test_git_would_commit_exactly_the_history_files(store: SessionStore, root: P
     ).stdout.split()  # fmt: skip
     assert sorted(listed) == sorted(
         [
-            GITIGNORE_NAME,
+            GITIGNORE_NAME, ".gitattributes",
             "s/messages.jsonl", "s/meta.json", "s/snapshot-00000001.json", "s/usage.jsonl",
             "s.tmp/messages.jsonl", "s.tmp/meta.json",
         ]

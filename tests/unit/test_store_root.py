@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from jsonl_store import DurabilityError, JsonlStoreError, SessionStore, UnsafePath, UserMessage
+from jsonl_store import SessionStore, StorageError, StoragePermissionError, UnsafePath, UserMessage
 from jsonl_store.testing import SimulatedFileSystem
 
 
@@ -73,15 +73,17 @@ def test_root_under_proc_raises_unsafe_path() -> None:
 
 @pytest.mark.parametrize("code", [errno.EACCES, errno.EROFS, errno.ENOSPC, errno.EIO])
 def test_root_whose_mkdir_fails_raises_a_typed_error_keeping_errno(code: int) -> None:
-    """mkdir refused with EACCES, EROFS, ENOSPC or EIO raises a JsonlStoreError OSError carrying that errno."""
+    """mkdir refused with EACCES, EROFS, ENOSPC or EIO raises a StorageError carrying that errno, once."""
     fs = SimulatedFileSystem()
-    fs.fail_next("mkdir", code, path="/data/sessions")
+    fs.fail_next("mkdir", code, path="/data/sessions", count=1000)
     fs.mkdir("/data")
-    with pytest.raises(JsonlStoreError) as caught:
+    with pytest.raises(StorageError) as caught:
         SessionStore("/data/sessions", fs=fs).append("s", UserMessage(content="x"))
-    assert isinstance(caught.value, DurabilityError) and isinstance(caught.value, OSError)
+    assert isinstance(caught.value, OSError) and not isinstance(caught.value, UnsafePath)
+    assert isinstance(caught.value, StoragePermissionError) == (code in (errno.EACCES, errno.EROFS))
     assert caught.value.errno == code
-    assert caught.value.path == "/data/sessions"
+    assert caught.value.filename == "/data/sessions"
+    assert fs.faults_fired == 1
 
 
 def test_session_directory_whose_mkdir_fails_is_tried_once() -> None:

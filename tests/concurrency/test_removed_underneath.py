@@ -1,0 +1,69 @@
+"""A store keeps working when another process removes its session directory or its root.
+
+The removal is done by a real other process (``rm -rf``) or by a second store, while the
+first store holds its descriptors and caches open.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from helpers import meta_path, usage_path
+
+from jsonl_store import ModelUsage, SessionStore, UserMessage
+from jsonl_store._paths import GITIGNORE_NAME, GITIGNORE_TEXT
+
+
+def _remove_in_another_process(path: Path) -> None:
+    subprocess.run(["rm", "-rf", "--", str(path)], check=True)
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("durability", ["fsync", "none"])
+def test_record_usage_after_another_process_removed_the_session_remakes_it(
+    root: Path, durability: str
+) -> None:
+    """record_usage on a session whose directory was removed makes the session again, as append does."""
+    store = SessionStore(root, durability="fsync" if durability == "fsync" else "none")
+    store.append("s", UserMessage(content="hello"), title="first life")
+    store.record_usage("s", ModelUsage(input_tokens=1))  # the usage log is open now
+    _remove_in_another_process(root / "s")
+    store.record_usage("s", {"input_tokens": 7, "model": "m"})
+    assert meta_path(root, "s").exists() and usage_path(root, "s").exists()
+    fresh = SessionStore(root)
+    assert fresh.usage_totals("s") == ModelUsage(input_tokens=7)
+    summary = fresh.get_session("s")
+    assert summary is not None and summary.title is None  # a new session: defaults, not the old title
+    assert store.append("s", UserMessage(content="again")) == 1
+    store.close()
+
+
+def test_record_usage_after_another_store_deleted_the_session_remakes_it(root: Path) -> None:
+    """After delete_session by another store, record_usage makes a new session with its metadata."""
+    store = SessionStore(root, durability="none")
+    store.append("s", UserMessage(content="hello"))
+    store.record_usage("s", ModelUsage(input_tokens=1))
+    assert SessionStore(root).delete_session("s")
+    store.record_usage("s", ModelUsage(output_tokens=2))
+    assert meta_path(root, "s").exists()
+    assert SessionStore(root).usage_totals("s") == ModelUsage(output_tokens=2)
+    store.close()
+
+
+@pytest.mark.parametrize("next_call", ["append-same", "append-other", "record_usage"])
+def test_store_whose_root_was_removed_writes_its_gitignore_again(root: Path, next_call: str) -> None:
+    """When a store has to make its root again, the root gets its .gitignore again."""
+    store = SessionStore(root, durability="none")
+    store.append("s", UserMessage(content="hello"))
+    store.record_usage("s", ModelUsage(input_tokens=1))
+    _remove_in_another_process(root)
+    if next_call == "append-same":
+        assert store.append("s", UserMessage(content="again")) == 1
+    elif next_call == "append-other":
+        assert store.append("t", UserMessage(content="new")) == 1
+    else:
+        store.record_usage("s", ModelUsage(input_tokens=2))
+    assert (root / GITIGNORE_NAME).read_text() == GITIGNORE_TEXT
+    store.close()

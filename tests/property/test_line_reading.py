@@ -1,0 +1,103 @@
+"""Reading forward and backward finds the same lines, whatever the bytes (spec §8.1–§8.4).
+
+The forward scanner (readers) and the backward search (writers, summaries) are two
+implementations of one rule; here they run over random mixes of records, converted line
+ends, byte-order marks, glued records and garbage, with chunk sizes and the long-line
+threshold shrunk to a few bytes so that every path through both (lines split across
+chunks, lines too long to hold) is taken.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+
+import pytest
+from helpers import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jsonl_store import _codec, _lines, _log
+from jsonl_store._fs import OS_FS
+
+
+def _record(n: int, text: str) -> bytes:
+    body = b'{"sequence":%d,"id":"r%d","message":{"role":"user","content":%s}}' % (n, n, _codec._encoder.encode(text))
+    return _codec.seal(body)[:-1]
+
+
+pieces = st.one_of(
+    st.tuples(st.just("record"), st.text(max_size=30)),
+    st.tuples(st.just("crlf"), st.text(max_size=30)),
+    st.tuples(st.just("glued"), st.binary(max_size=30).map(lambda b: b.replace(b"\n", b""))),
+    st.tuples(st.just("garbage"), st.binary(max_size=60).map(lambda b: b.replace(b"\n", b""))),
+)
+
+
+@st.composite
+def logs(draw: st.DrawFn) -> bytes:
+    lines = []
+    for n, (kind, value) in enumerate(draw(st.lists(pieces, max_size=12)), start=1):
+        if kind == "record":
+            lines.append(_record(n, value) + b"\n")
+        elif kind == "crlf":
+            lines.append(_record(n, value) + b"\r\n")
+        elif kind == "glued":
+            lines.append(value + _record(n, "glued") + b"\n")
+        else:
+            lines.append(value + b"\n")
+    data = b"".join(lines)
+    if draw(st.booleans()):
+        data = _lines.BOM + data
+    return data + draw(st.binary(max_size=20))  # an unterminated remainder
+
+
+@contextlib.contextmanager
+def tiny_buffers() -> Iterator[None]:
+    """Chunks of a few bytes and a long-line threshold of 64, for every code path."""
+    patch = pytest.MonkeyPatch()
+    try:
+        patch.setattr(_log, "CHUNK", 16)
+        patch.setattr(_log, "BACK_CHUNK", 8)
+        patch.setattr(_log, "LONG_LINE", 64)
+        patch.setattr(_lines, "_READ", 16)
+        yield
+    finally:
+        patch.undo()
+
+
+def _both(data: bytes) -> tuple[list[tuple[int, bytes, int, bool]], list[tuple[int, bytes, int, bool]]]:
+    with tempfile.NamedTemporaryFile() as file:
+        file.write(data)
+        file.flush()
+        fd = os.open(file.name, os.O_RDONLY)
+        try:
+            forward = [(l.offset, l.body, l.end, l.converted) for l in _log.scan(OS_FS, fd, "", 0, len(data), None)]
+            back = [(l.offset, l.body, l.end, l.converted) for l in _log.backward(OS_FS, fd, len(data))]
+        finally:
+            os.close(fd)
+    return forward, back[::-1]
+
+
+@settings(max_examples=examples(300))
+@given(logs())
+def test_forward_and_backward_reading_agree_with_tiny_buffers(data: bytes) -> None:
+    """scan() and backward() yield the same lines, bodies and offsets, through every buffer path."""
+    with tiny_buffers():
+        forward, back = _both(data)
+    assert forward == back
+    for offset, body, end, _ in forward:
+        assert _codec.is_sealed(body)
+        assert data[offset : offset + len(body)] == body and data[end - 1 : end] == b"\n"
+
+
+@settings(max_examples=examples(100))
+@given(logs())
+def test_tiny_buffers_find_what_normal_buffers_find(data: bytes) -> None:
+    """The same log read with the real buffer sizes gives the same lines as with tiny ones."""
+    normal = _both(data)
+    with tiny_buffers():
+        tiny = _both(data)
+    assert normal == tiny
