@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import os
 import re
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator
 
 from ._errors import InvalidSessionId
 
@@ -63,7 +65,11 @@ MAX_SESSION_ID_LENGTH = 128
 # The safe alphabet: ASCII letters, digits, '_', '-' and '.', not starting with '.' or '-'
 # (no hidden files, no '.'/'..', nothing a shell or a CLI mistakes for an option).
 _SESSION_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}")
-_SNAPSHOT_NAME = re.compile(rf"{SNAPSHOT_PREFIX}(\d{{{SNAPSHOT_DIGITS}}}){re.escape(SNAPSHOT_SUFFIX)}")
+# ASCII digits only: `\d` also matches other scripts' digits, which `int` would read as a
+# version whose file has another name.
+_SNAPSHOT_NAME = re.compile(rf"{SNAPSHOT_PREFIX}([0-9]{{{SNAPSHOT_DIGITS}}}){re.escape(SNAPSHOT_SUFFIX)}")
+# Every name that starts with SNAPSHOT_PREFIX sorts in [SNAPSHOT_PREFIX, _AFTER_PREFIX).
+_AFTER_PREFIX = SNAPSHOT_PREFIX[:-1] + chr(ord(SNAPSHOT_PREFIX[-1]) + 1)
 
 
 def validate_session_id(session_id: object) -> str:
@@ -107,6 +113,20 @@ def parse_snapshot_name(name: str) -> int | None:
     """Return the version a snapshot file name carries, or None for any other name."""
     match = _SNAPSHOT_NAME.fullmatch(name)
     return int(match.group(1)) if match else None
+
+
+def snapshot_versions(names: Iterable[str]) -> Iterator[int]:
+    """The versions the snapshot file names among ``names`` carry, highest first.
+
+    Lazy: names are zero-padded to one width, so sorting them sorts the versions, and
+    only the names a caller goes on to ask for are parsed (the newest one, usually).
+    """
+    ordered = sorted(names)
+    low = bisect_left(ordered, SNAPSHOT_PREFIX)
+    for index in range(bisect_left(ordered, _AFTER_PREFIX, low) - 1, low - 1, -1):
+        version = parse_snapshot_name(ordered[index])
+        if version is not None:
+            yield version
 
 
 def cut_name(log_name: str, offset: int) -> str:

@@ -10,13 +10,16 @@ boundary record at that offset, so a snapshot that outlived its log (power loss 
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Iterator, Sequence
+from itertools import islice
 
 import msgspec
 
 from . import _atomic, _codec, _lines, _log
 from ._errors import InvalidArgument
-from ._fs import FileSystem
-from ._paths import parse_snapshot_name, snapshot_name
+from ._fs import FileSystem, StatResult
+from ._paths import snapshot_name, snapshot_versions
 from ._records import ContextSnapshot, Problem
 
 #: Spec §6: a snapshot file is read whole, so it is capped; a larger one is damaged.
@@ -33,8 +36,84 @@ def versions(fs: FileSystem, directory: str) -> list[int]:
         names = fs.listdir(directory)
     except FileNotFoundError:
         return []
-    found = (parse_snapshot_name(name) for name in names)
-    return sorted(v for v in found if v is not None)
+    return list(snapshot_versions(names))[::-1]
+
+
+#: How long a directory must have gone unchanged before a listing of it is kept: longer
+#: than the coarsest change times in use (FAT's 2 s; ext4 and others count in kernel ticks
+#: of 1-10 ms), so any later change gives the directory change times of its own.
+SETTLED_NS = 3 * 10**9
+#: Versions kept per directory, newest first: enough to step past a damaged newest file
+#: or two, and for `records(after=...)` to find a slightly older boundary.
+KEPT_VERSIONS = 8
+#: Directories kept; past this the cache starts over (one dict, no lock: see `Listings`).
+KEPT_DIRECTORIES = 4096
+#: The clock the file system's change times come from (tests set it forward).
+clock = time.time_ns
+
+
+def _change_key(st: StatResult) -> tuple[object, object, int, int] | None:
+    """What changes whenever an entry of the directory is made, removed or renamed."""
+    mtime = getattr(st, "st_mtime_ns", None)
+    if mtime is None:
+        return None  # a file system without change times: every read lists
+    return (getattr(st, "st_dev", None), getattr(st, "st_ino", None), mtime, getattr(st, "st_ctime_ns", mtime))
+
+
+class Listings:
+    """The newest snapshot versions of session directories, kept while a directory is unchanged.
+
+    Listing a directory of a thousand snapshot files costs more than the rest of a
+    `load`. Every change to a directory's entries (a snapshot made by any process, a
+    file moved aside by `repair`, one removed or copied in by hand) sets its
+    modification and change times, and replacing the directory changes its inode: a
+    listing stays true while one ``stat`` of the directory gives the same times, device
+    and inode. A listing is kept only once the directory has been unchanged for
+    `SETTLED_NS` by this machine's clock (git's "racily clean" rule,
+    https://git-scm.com/docs/racy-git): a change in the same clock tick as the listing
+    would otherwise leave the times as they were. File contents are not cached: the
+    snapshot used is read, and judged, on every call (§10).
+
+    Shared by threads without a lock: each entry is one immutable tuple, replaced whole,
+    and the dict's own operations are atomic.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[tuple[object, object, int, int], tuple[int, ...], bool]] = {}
+
+    def descending(self, fs: FileSystem, directory: str) -> Iterator[int]:
+        """Every snapshot version present in ``directory``, highest first, as a listing gives them."""
+        now = clock()  # before the stat: a change after this point is after the listing too
+        try:
+            st = fs.stat(directory)
+        except FileNotFoundError:
+            return
+        key = _change_key(st)
+        entry = self._entries.get(directory)
+        if key is not None and entry is not None and entry[0] == key:
+            kept, more = entry[1], entry[2]
+            yield from kept
+            if more:
+                # Older than what is kept: list again (rare: the newest files are damaged).
+                yield from (v for v in reversed(versions(fs, directory)) if v < kept[-1])
+            return
+        try:
+            names = fs.listdir(directory)
+        except FileNotFoundError:
+            self._entries.pop(directory, None)
+            return
+        found = snapshot_versions(names)
+        newest = tuple(islice(found, KEPT_VERSIONS + 1))
+        # ``key`` was read before the listing, so a change made while listing shows as a
+        # change next time; only a listing of a directory already settled is kept.
+        if key is not None and max(key[2], key[3]) + SETTLED_NS <= now:
+            if len(self._entries) >= KEPT_DIRECTORIES:
+                self._entries.clear()
+            self._entries[directory] = (key, newest[:KEPT_VERSIONS], len(newest) > KEPT_VERSIONS)
+        else:
+            self._entries.pop(directory, None)
+        yield from newest
+        yield from found
 
 
 def read(fs: FileSystem, directory: str, version: int, session_id: str) -> ContextSnapshot:
@@ -127,12 +206,22 @@ def latest(
     problems: list[Problem] | None,
     *,
     at_most: int | None = None,
+    listings: Listings | None = None,
+    present: Sequence[int] | None = None,
 ) -> ContextSnapshot | None:
     """The newest snapshot that is intact and agrees with the log; report the ones skipped.
 
     With ``at_most``, only snapshots whose boundary is at or before that sequence count.
+    The versions tried are ``present`` (ascending) when given, else those ``listings``
+    knows or lists, else a listing of the directory.
     """
-    for version in reversed(versions(fs, directory)):
+    if present is not None:
+        order: Iterator[int] = reversed(present)
+    elif listings is not None:
+        order = listings.descending(fs, directory)
+    else:
+        order = reversed(versions(fs, directory))
+    for version in order:
         path = os.path.join(directory, snapshot_name(version))
         try:
             snapshot = read(fs, directory, version, session_id)

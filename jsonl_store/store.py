@@ -269,6 +269,10 @@ class SessionStore:
         self.lock_timeout = float(lock_timeout)
         self._durable = durability == "fsync"
         self._fs: FileSystem = fs if fs is not None else OS_FS
+        # What this process knows of snapshot directories is true for every store on the
+        # real file system (each entry is checked against the directory's change times);
+        # a file system passed in gets a cache of its own.
+        self._listings = _SHARED_LISTINGS if fs is None else _snapshots.Listings()
         self._on_problem = on_problem
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._sessions_mutex = threading.Lock()
@@ -814,7 +818,9 @@ class SessionStore:
         meta = self._read_meta(session_id, directory, problems)
         fd, size = _session.open_log(self._fs, directory)
         try:
-            snapshot = _snapshots.latest(self._fs, directory, session_id, fd, size, problems)
+            snapshot = _snapshots.latest(
+                self._fs, directory, session_id, fd, size, problems, listings=self._listings
+            )
             tail: list[RawMessageRecord] = []
             if fd is not None:
                 size = _session.size_for(self._fs, fd, size, snapshot)
@@ -871,7 +877,9 @@ class SessionStore:
         try:
             start, floor = 0, 0
             if after > 0:
-                snapshot = _snapshots.latest(self._fs, directory, session_id, fd, size, None, at_most=after)
+                snapshot = _snapshots.latest(
+                    self._fs, directory, session_id, fd, size, None, at_most=after, listings=self._listings
+                )
                 if snapshot is not None:
                     start, floor = snapshot.tail_offset, snapshot.compacted_through_sequence
                     size = _session.size_for(self._fs, fd, size, snapshot)
@@ -1266,7 +1274,9 @@ class SessionStore:
         fd, size = _session.open_log(self._fs, directory)
         try:
             cache = session.checkpoint
-            snapshot = _snapshots.latest(self._fs, directory, session.session_id, fd, size, None)
+            snapshot = _snapshots.latest(
+                self._fs, directory, session.session_id, fd, size, None, listings=self._listings
+            )
             if fd is not None:
                 size = _session.size_for(self._fs, fd, size, snapshot)
             version = snapshot.version if snapshot else 0
@@ -1440,6 +1450,7 @@ class SessionStore:
 _APPEND_OPTIONS = frozenset(inspect.signature(SessionStore.append_many).parameters) - {"self", "session_id", "messages"}
 
 _stores: weakref.WeakSet[SessionStore] = weakref.WeakSet()
+_SHARED_LISTINGS = _snapshots.Listings()
 
 
 def _after_fork_in_child() -> None:
