@@ -133,10 +133,12 @@ def scan(
     problems: list[Problem] | None,
     *,
     first_line: int | None = None,
+    first_read: int = CHUNK,
 ) -> Iterator[Line]:
     """Yield every valid line in ``[start, end)``; report damage followed by good lines.
 
-    ``start`` must be the start of a line. Damage after the last good line (the tail) is
+    ``start`` must be the start of a line. Reads ``first_read`` bytes first, then twice
+    as many each time up to `CHUNK` (a caller that stops early reads little). Damage after the last good line (the tail) is
     not reported here: a writer cuts it, `verify` names it. Lines that a text conversion
     changed (§8.4) are read as written and reported once, at the end, as one
     ``text-conversion`` problem. Memory stays bounded by `LONG_LINE` plus one chunk.
@@ -151,14 +153,16 @@ def scan(
     converted = 0
     first_converted = -1
     is_sealed = _codec.is_sealed
+    read_size = first_read
     while position < end:
         try:
-            chunk = fs.pread(fd, min(CHUNK, end - position), position)
+            chunk = fs.pread(fd, min(read_size, end - position), position)
         except OSError as exc:
             name_file(exc, path)
             raise
         if not chunk:
             break
+        read_size = min(read_size * 2, CHUNK)
         chunk_start = position
         position += len(chunk)
         lines = chunk.split(b"\n")
@@ -277,11 +281,15 @@ def last_good(
 def first_line_converted(fs: FileSystem, fd: int, size: int) -> bool:
     """Whether the file's first line shows a text conversion (a BOM, or ``\\r\\n``).
 
-    Reads at most 64 KiB: together with the last line, which every writer reads anyway,
-    this tells a file converted as a whole (a git checkout) at the cost of one read.
+    Reads at most 64 KiB (4 KiB first: a first line is short): together with the last
+    line, which every writer reads anyway, this tells a file converted as a whole (a git
+    checkout) at the cost of one read.
     """
-    head = fs.pread(fd, min(size, 1 << 16), 0)
+    head = fs.pread(fd, min(size, BACK_CHUNK), 0)
     newline = head.find(b"\n")
+    if newline < 0 and size > len(head):
+        head = fs.pread(fd, min(size, 1 << 16), 0)
+        newline = head.find(b"\n")
     if newline <= 0 or not (head.startswith(_lines.BOM) or head[newline - 1 : newline] == b"\r"):
         return False
     found = _lines.locate(_lines.in_memory(head[:newline]), newline, file_start=True)

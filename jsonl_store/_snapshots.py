@@ -244,6 +244,74 @@ def latest(
     return None
 
 
+def find_boundary(
+    fs: FileSystem,
+    fd: int,
+    session_id: str,
+    start: int,
+    end: int,
+    after: int,
+    through: int,
+    last_sequence: int,
+) -> _log.Line | None:
+    """The line of record ``through`` if a reader gives it back from ``[start, end)`` (§8, §10).
+
+    ``start`` and ``after`` are the newest snapshot's tail offset and boundary sequence
+    (0 and 0 for none); ``end`` is where the complete records end (`_session.good_end`:
+    a batch cut short is not in the range) and ``last_sequence`` the sequence of the record
+    that ends there. The search starts from whichever end is nearer in sequences, which
+    counts records in a log its writers numbered: its cost is that of the records between
+    the boundary and the previous one, or between it and the end, whichever are fewer.
+    A line that holds no record is skipped, as a reader skips it.
+    """
+    if through - after <= last_sequence - through:
+        # Forward, as a reader goes (§8.6): a record not above the highest before it is
+        # skipped. Small reads first: the boundary is near.
+        highest = after
+        for line in _log.scan(fs, fd, "", start, end, None, first_read=_log.BACK_CHUNK):
+            sequence = _sequence(line)
+            if sequence is None or sequence <= highest:
+                continue
+            if sequence == through:
+                if _is_record(line, session_id):
+                    return line
+                continue  # a bad record: skipped by a reader, as it is here
+            if sequence > through:
+                return None
+            highest = sequence
+        return None
+    # Backward from the end: sequences only grow along a log its writers made (§9.2), so
+    # the first record at or below ``through`` is the one.
+    for line in _log.backward(fs, fd, end, start):
+        sequence = _sequence(line)
+        if sequence is None or sequence > through:
+            continue
+        if sequence == through:
+            if _is_record(line, session_id):
+                return line
+            continue
+        return None
+    return None
+
+
+def _sequence(line: _log.Line) -> int | None:
+    """The line's sequence; None for a line that is no record (sequences start at 1)."""
+    try:
+        sequence = _codec.record_position(line.body)[0]
+    except _codec.DECODE_ERRORS:
+        return None
+    return sequence if sequence > 0 else None
+
+
+def _is_record(line: _log.Line, session_id: str) -> bool:
+    """Whether the whole line fits the record schema (a reader skips one that does not, §8.5)."""
+    try:
+        _codec.decode_record(line.body, session_id)
+    except _codec.DECODE_ERRORS:
+        return False
+    return True
+
+
 def reanchored(line: bytes, boundary_offset: int, tail_offset: int) -> bytes:
     """A snapshot file's line (sealed, no newline) with its boundary at other offsets.
 

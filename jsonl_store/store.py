@@ -50,7 +50,7 @@ from ._fs import (
     register_descriptor_cache,
 )
 from ._ids import new_uuid7
-from ._log import FLAGS_READ, Line, LogWriter, backward, scan
+from ._log import FLAGS_READ, Line, LogWriter, first_line_converted, last_good, scan
 from ._meta import Origin, SessionMeta
 from ._paths import (
     GITATTRIBUTES_NAME,
@@ -968,17 +968,18 @@ class SessionStore:
                 raise InvalidArgument(f"{name} must be a non-negative int, got {value!r}")
         self._require_writable(session_id, directory)
         with self._lock(session_id):
-            fd, size = _session.open_log(self._fs, directory)
-            if fd is None:
-                raise SessionNotFound(f"session {session_id!r} has no records to compact", session_id=session_id)
+            fd, size = self._log_as_written(session_id, directory)
             try:
                 if self._durable:
                     # The snapshot must never be on disk without its boundary record: records
                     # written under durability="none", or before a failed fsync, may still be
                     # only in the page cache.
                     self._fs.fdatasync(fd)
+                # One listing, under the lock, for both the newest snapshot and the next
+                # version: only a snapshot() holding the lock makes a new one.
+                present = _snapshots.versions(self._fs, directory)
                 problems: list[Problem] = []
-                current = _snapshots.latest(self._fs, directory, session_id, fd, size, problems)
+                current = _snapshots.latest(self._fs, directory, session_id, fd, size, problems, present=present)
                 self._report(problems)
                 current_version = current.version if current else 0
                 if expected_version != current_version:
@@ -991,16 +992,13 @@ class SessionStore:
                     raise InvalidArgument(
                         f"the boundary must advance past sequence {previous}, got {compacted_through_sequence}"
                     )
-                boundary = None
                 start = current.tail_offset if current else 0
-                # Search backwards from the end of the complete records: a boundary is
-                # usually recent, so this reads the records after it, not the whole tail.
-                for line in backward(self._fs, fd, _session.good_end(self._fs, fd, size, start), start):
-                    sequence = _session.sequence_of(line)
-                    if sequence <= compacted_through_sequence:
-                        if sequence == compacted_through_sequence:
-                            boundary = line
-                        break
+                size = _session.size_for(self._fs, fd, size, current)
+                end, last = last_good(self._fs, fd, size, start, _session.ends_batch)
+                boundary = _snapshots.find_boundary(
+                    self._fs, fd, session_id, start, end, previous, compacted_through_sequence,
+                    _session.sequence_of(last) if last is not None else previous,
+                )
                 if boundary is None:
                     raise InvalidArgument(
                         f"sequence {compacted_through_sequence} is not in session {session_id!r}'s log"
@@ -1008,7 +1006,7 @@ class SessionStore:
             finally:
                 self._fs.close(fd)
             # Damaged files keep their number, so the next version is above all of them.
-            version = max([current_version, *_snapshots.versions(self._fs, directory)]) + 1
+            version = max([current_version, *present]) + 1
             snapshot = ContextSnapshot(
                 version=version,
                 id=new_uuid7(),
@@ -1028,6 +1026,38 @@ class SessionStore:
         return msgspec.structs.replace(
             snapshot, compacted_message=compacted_message, session_id=session_id
         )
+
+    def _log_as_written(self, session_id: str, directory: str) -> tuple[int, int]:
+        """A read descriptor on the raw log and its size, once the log holds its bytes as written.
+
+        A snapshot's offsets must be those of the restored log (§9.3, §10): made on lines a
+        text conversion lengthened, they would stop holding as soon as a writer restored
+        the log. So a conversion seen in the first or last line is undone first, as the
+        next append would (and as `repair` does), under the append lock.
+        """
+        fd, size = _session.open_log(self._fs, directory)
+        if fd is None:
+            raise SessionNotFound(f"session {session_id!r} has no records to compact", session_id=session_id)
+        try:
+            _, last = last_good(self._fs, fd, size)
+            converted = (last is not None and last.converted) or first_line_converted(self._fs, fd, size)
+        except BaseException:
+            self._fs.close(fd)
+            raise
+        if not converted:
+            return fd, size
+        self._fs.close(fd)
+        writer = self._new_writer(self._session(session_id), LOG_NAME, f"session {session_id!r}")
+        writer.accept = _session.ends_batch
+        try:
+            writer.restore()
+        finally:
+            writer.close()
+        self._report(writer.cuts)
+        fd, size = _session.open_log(self._fs, directory)
+        if fd is None:
+            raise SessionNotFound(f"session {session_id!r} has no records to compact", session_id=session_id)
+        return fd, size
 
     # -- metadata -----------------------------------------------------------------------
 
