@@ -118,6 +118,11 @@ def print_report(ctx: Context, args: argparse.Namespace, elapsed: float) -> None
     else:
         print("targets of issue 5:")
     print(report.targets_table(items))
+    print()
+    print("targets of issue 9 (snapshots):")
+    print(report.targets_table(report.issue9_targets(results, ctx.sizes)))
+    if note := report.first_load_note(results, ctx.sizes):
+        print(note)
     for name, reason in results.skipped.items():
         print(f"{name}: {reason}")
     for note in results.notes:
@@ -126,6 +131,7 @@ def print_report(ctx: Context, args: argparse.Namespace, elapsed: float) -> None
         problem = report.plot(args.plot, results)
         print(problem or f"plot written to {args.plot}")
     if args.json:
+        items = items + report.issue9_targets(results, ctx.sizes)
         report.dump_json(args.json, results, ctx.sizes, items, elapsed)
         print(f"numbers written to {args.json}")
 

@@ -39,6 +39,11 @@ class Sizes:
     procs: tuple[int, ...]
     #: Records per append_many call when building big logs with durability="none".
     build_batch: int
+    #: Log lengths (small, big) of the snapshot() rows: the cost of a boundary one record
+    #: past the previous one must not follow the log's length (issue 9).
+    snapshot_lengths: tuple[int, int] = (2_000, 40_000)
+    #: Snapshot files of the load() row compared with one file (issue 9).
+    snapshot_files: int = 1_000
 
 
 FULL = Sizes(
@@ -97,6 +102,8 @@ TINY = Sizes(
     contention_fast=30,
     procs=(1, 2),
     build_batch=256,
+    snapshot_lengths=(200, 2_000),
+    snapshot_files=50,
 )
 
 

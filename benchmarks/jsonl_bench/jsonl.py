@@ -11,7 +11,7 @@ from typing import Any
 from . import floor, procs, workload
 from .config import Context
 from .damage import tear_last_line
-from .timing import Block, Contender, Row, first_ops, no_gc, per_op, race
+from .timing import Block, Contender, Row, first_ops, no_gc, per_op, race, time_once
 
 GROUP = floor.GROUP
 
@@ -100,6 +100,8 @@ def many_appender(store: Any, session_id: str, total_groups: int) -> Block:
 def run(ctx: Context) -> None:
     _append_curve(ctx)
     _resume(ctx)
+    _snapshot_steps(ctx)
+    _load_snapshot_files(ctx)
     _scan(ctx)
     _list_sessions(ctx)
     _torn_tail(ctx)
@@ -244,6 +246,167 @@ def _first_append(root: str, session_id: str, length: int, repeats: int) -> Row:
         floor="floor.fdatasync",
         op="append",
     )
+
+
+#: Records between the previous boundary and the end of the log in the "late" rows.
+LATE = 100
+#: Where the previous boundary is in the "early" rows.
+EARLY = 100
+#: Snapshots per repeat of the snapshot() rows (one alone is below the timer's noise here).
+STEPS = 5
+
+
+def _snapshot_steps(ctx: Context) -> None:
+    """snapshot() one record past the previous boundary, in a small and a big log, raced.
+
+    Two places for the previous boundary: early (record 100, so the new boundary is far
+    from the end) and late (a few hundred records before the end). Each op moves the
+    boundary on by one record. The first snapshot of each session (no previous one, so
+    reading starts at byte 0 or at the end) is timed once.
+    """
+    from jsonl_store import CompactedMessage
+
+    s, res, root = ctx.sizes, ctx.results, ctx.scratch("jsonl-snapshot-steps")
+    lengths = s.snapshot_lengths
+    with open_store(root, "none") as store:
+        for where in ("early", "late"):
+            contenders = []
+            for length in lengths:
+                sid = f"{where}-{length}"
+                ctx.log(f"jsonl_store: build {length:,} records, snapshot() {where}")
+                build(store, sid, 0, length, s.build_batch)
+                # Late: leave room for every repeat's steps before the end of the log.
+                through = EARLY if where == "early" else length - LATE - STEPS * (s.race_repeats + 1)
+                summary = CompactedMessage(content=f"through {through}")
+                made: list[Any] = []
+                first = time_once(lambda: made.append(store.snapshot(sid, summary, through, 0)))  # noqa: B023
+                res.add(
+                    Row(
+                        f"jsonl.snapshot_first.{where}.{length}",
+                        "jsonl_store",
+                        f"first snapshot(), boundary {length - through:,} records before the end of {length:,} (once)",
+                        [first],
+                        op="snapshot",
+                    )
+                )
+                row = Row(
+                    f"jsonl.snapshot_step.{where}.{length}",
+                    "jsonl_store",
+                    f"snapshot() one record past {'an early' if where == 'early' else 'a late'} boundary, "
+                    f"{length:,} records",
+                    [],
+                    op="snapshot",
+                )
+                contenders.append(Contender(row, _stepper(store, sid, made[0].version, through), STEPS))
+            race(contenders, s.race_repeats)
+            for contender in contenders:
+                res.add(contender.row)
+
+
+def _stepper(store: Any, session_id: str, version: int, through: int) -> Block:
+    """Per op: a snapshot whose boundary is one record past the previous snapshot's."""
+    from jsonl_store import CompactedMessage
+
+    state = [version, through]
+
+    def block(n: int) -> None:
+        for _ in range(n):
+            state[1] += 1
+            summary = CompactedMessage(content=f"through {state[1]}")
+            state[0] = store.snapshot(session_id, summary, state[1], state[0]).version
+
+    return block
+
+
+def _load_snapshot_files(ctx: Context) -> None:
+    """load() of a session with many snapshot files against one with a single file, raced.
+
+    Both sessions hold a 100-record tail after the newest snapshot. Three ways: one store
+    loading again and again; a new store object per load (a process serving requests);
+    and, by emptying the store's cache of directory listings, a process's first load.
+    """
+    s, res, root = ctx.sizes, ctx.results, ctx.scratch("jsonl-snapshot-files")
+    counts = (1, s.snapshot_files)
+    ctx.log(f"jsonl_store: sessions with {counts[0]} and {counts[1]:,} snapshot files")
+    with open_store(root, "none") as store:
+        for count in counts:
+            sid = f"files-{count}"
+            build(store, sid, 0, count + 100, s.build_batch)
+            for version in range(count):
+                _compact_through(store, sid, version + 1, version)
+    _wait_until_settled([os.path.join(root, f"files-{count}") for count in counts])
+    ops = max(1, s.fast_ops // 20)
+    with open_store(root, "none") as store:
+        ways = {
+            "same_store": ("one store, again and again", lambda sid: _repeat_loader(store, sid)),
+            "new_store": ("a new store object each", lambda sid: loader(root, sid)),
+            "first": ("a process's first (no listing cached)", lambda sid: _first_loader(root, sid)),
+        }
+        for way, (text, make) in ways.items():
+            contenders = []
+            for count in counts:
+                sid = f"files-{count}"
+                block = make(sid)
+                row = Row(
+                    f"jsonl.load.snapshot_files.{way}.{count}",
+                    "jsonl_store",
+                    f"load() with {count:,} snapshot file{'s' if count > 1 else ''}, {text}",
+                    [],
+                    op="load",
+                )
+                contenders.append(Contender(row, block, ops))
+            race(contenders, s.race_repeats)
+            for contender in contenders:
+                res.add(contender.row)
+
+
+def _repeat_loader(store: Any, session_id: str) -> Block:
+    """Per op: load() on one store that stays open."""
+
+    def block(n: int) -> None:
+        for _ in range(n):
+            store.load(session_id)
+
+    return block
+
+
+def _compact_through(store: Any, session_id: str, through: int, version: int) -> None:
+    from jsonl_store import CompactedMessage
+
+    store.snapshot(session_id, CompactedMessage(content=f"through {through}"), through, version)
+
+
+def _wait_until_settled(directories: list[str]) -> None:
+    """Sleep until a listing of each directory may be kept (its last change a few seconds old)."""
+    try:
+        from jsonl_store._snapshots import SETTLED_NS
+    except ImportError:  # a version without the listing cache: nothing to wait for
+        return
+    newest = max(max(st.st_mtime_ns, st.st_ctime_ns) for st in map(os.stat, directories))
+    pause = (newest + SETTLED_NS) / 1e9 - time.time() + 0.05
+    if pause > 0:
+        time.sleep(pause)
+
+
+def _first_loader(root: str, session_id: str) -> Block:
+    """Per op: a new store's load() after forgetting every cached listing, as a new process."""
+    try:
+        from jsonl_store import store as store_module
+
+        forget = store_module._SHARED_LISTINGS._entries.clear
+    except (ImportError, AttributeError):  # a version without the cache: every load lists
+
+        def forget() -> None:
+            pass
+
+    load = loader(root, session_id)
+
+    def block(n: int) -> None:
+        for _ in range(n):
+            forget()
+            load(1)
+
+    return block
 
 
 def _scan(ctx: Context) -> None:

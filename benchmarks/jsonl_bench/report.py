@@ -50,7 +50,7 @@ def _fmt_ratio(value: float | None) -> str:
 
 def table(results: Results) -> str:
     """The main table: absolute medians, ops per second, and cost ratios (lower is cheaper)."""
-    header = ("group", "measure", "median", "rate", "÷ floor", "÷ SQLite", "n")
+    header = ("group", "measure", "median", "spread", "rate", "÷ floor", "÷ SQLite", "n")
     lines = [header]
     for row in results.rows.values():
         if row.unit == "text":
@@ -64,13 +64,20 @@ def table(results: Results) -> str:
                 row.group,
                 row.label,
                 value,
+                _fmt_spread(row),
                 rate,
                 _fmt_ratio(ratio(results, row.key, row.floor)),
                 _fmt_ratio(ratio(results, row.key, row.sqlite)),
                 str(len(row.samples)) if row.samples else "",
             )
         )
-    return _align(lines, right={2, 3, 4, 5, 6})
+    return _align(lines, right={2, 3, 4, 5, 6, 7})
+
+
+def _fmt_spread(row: Row) -> str:
+    """± half the range of the repeats, in percent of the median ("" for one repeat)."""
+    spread = row.spread if row.unit == "s/op" else None
+    return "" if spread is None else f"±{spread * 100:,.0f}%"
 
 
 def curve_tables(results: Results) -> str:
@@ -128,6 +135,63 @@ def _check(
 
 def _inverse(value: float | None) -> float | None:
     return None if value is None or value == 0 else 1 / value
+
+
+def _race_ratio(results: Results, key: str, of: str) -> str:
+    """The two medians behind a ratio and their spreads, for the targets table."""
+    parts = []
+    for name in (key, of):
+        row = results.rows.get(name)
+        if row is None or not row.samples:
+            return ""
+        parts.append(fmt_time(row.median) + ("" if row.spread is None else f" ±{row.spread * 100:,.0f}%"))
+    return f" ({parts[0]} vs {parts[1]})"
+
+
+def issue9_targets(results: Results, sizes: Sizes) -> list[Target]:
+    """Issue 9's snapshot targets: cost that follows neither the log's length nor the file count."""
+    r = results
+    small, big = sizes.snapshot_lengths
+    files = sizes.snapshot_files
+    items = []
+    steps = [(where, f"jsonl.snapshot_step.{where}.{big}", f"jsonl.snapshot_step.{where}.{small}") for where in ("early", "late")]
+    target = _check(
+        f"snapshot() one record past the previous boundary, {big:,} vs {small:,} records",
+        "ratio ≤ 1.5, early and late boundary",
+        [(where, ratio(r, key, of), lambda x: x <= 1.5) for where, key, of in steps],
+    )
+    if target.met is not None:
+        target.measured = "; ".join(
+            f"{where} {ratio(r, key, of):,.2f}{_race_ratio(r, key, of)}" for where, key, of in steps
+        )
+    items.append(target)
+    loads = [
+        (way, f"jsonl.load.snapshot_files.{way}.{files}", f"jsonl.load.snapshot_files.{way}.1")
+        for way in ("same_store", "new_store")
+    ]
+    target = _check(
+        f"load() with {files:,} snapshot files vs 1",
+        "ratio ≤ 1.2 (one store; a new store object each)",
+        [(way, ratio(r, key, of), lambda x: x <= 1.2) for way, key, of in loads],
+    )
+    if target.met is not None:
+        target.measured = "; ".join(
+            f"{way.replace('_', ' ')} {ratio(r, key, of):,.2f}{_race_ratio(r, key, of)}" for way, key, of in loads
+        )
+    items.append(target)
+    return items
+
+
+def first_load_note(results: Results, sizes: Sizes) -> str | None:
+    """What a process's first load() pays for many snapshot files: one listing, no target."""
+    key, of = f"jsonl.load.snapshot_files.first.{sizes.snapshot_files}", "jsonl.load.snapshot_files.first.1"
+    value = ratio(results, key, of)
+    if value is None:
+        return None
+    return (
+        f"load() with {sizes.snapshot_files:,} snapshot files vs 1, a process's first (its one listing "
+        f"of the directory): {value:,.2f}{_race_ratio(results, key, of)}"
+    )
 
 
 def targets(results: Results, sizes: Sizes) -> list[Target]:

@@ -42,6 +42,13 @@ class Row:
     def median(self) -> float:
         return statistics.median(self.samples) if self.samples else float("nan")
 
+    @property
+    def spread(self) -> float | None:
+        """Half the range of the repeats, as a fraction of the median (None for one repeat)."""
+        if len(self.samples) < 2 or not self.median:
+            return None
+        return (max(self.samples) - min(self.samples)) / 2 / self.median
+
 
 @dataclass
 class Results:
