@@ -236,6 +236,8 @@ ACTIONS = {
     "bad-record": "none: readers skip it",
     "bad-snapshot": "move aside",
     "text-conversion": "restore the bytes as written (\\n line ends, no byte-order mark)",
+    "unrecognized-records": "none: restore the file's bytes as written, or move it aside; writers never cut these lines",
+    "moved-boundary": "write the boundary offsets anew",
 }
 
 
@@ -1408,6 +1410,83 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
                 "messages.jsonl": log.data().decode(),
                 "snapshot-00000001.json": snapshot_line(log, 1, 4, summary(1, "Both products.")).decode(),
             },
+            "verify": [],
+            "load_sequences": [5],
+            "snapshot_version": 1,
+        },
+        "append": {"sequence": 6},
+    }
+
+
+@vector("recover", "crlf-converted-twice")
+def _() -> tuple[dict[str, bytes], dict[str, Any]]:
+    """unix2dos run twice: every line ends in \\r\\r\\n. Still read whole and restored, never cut."""
+    log = conversation()
+    found = [problem("text-conversion", "messages.jsonl", 0)]
+    return {"meta.json": meta(title="Twice"), "messages.jsonl": log.data().replace(b"\n", b"\r\r\n")}, {
+        "load": {
+            "snapshot_version": None,
+            "records": [log.expect(s) for s in range(1, 5)],
+            "messages": context(log, 1, 2, 3, 4),
+            "problems": found,
+        },
+        "records": [1, 2, 3, 4],
+        "verify": acted(found),
+        "repair": acted(found),
+        "after_repair": {
+            "files": ["messages.jsonl", "meta.json"],
+            "restored": {"messages.jsonl": log.data().decode()},
+            "verify": [],
+            "load_sequences": [1, 2, 3, 4],
+        },
+        "append": {"sequence": 5, "problems": found, "restored": log.data().decode()},
+    }
+
+
+@vector("recover", "reformatted-records")
+def _() -> tuple[dict[str, bytes], dict[str, Any]]:
+    """A tool rewrote records 3 and 4 with spaces after each colon: whole lines that carry a
+    checksum key and fail it. Readers skip them; no writer cuts them (UnrecognizedRecords)."""
+    log = conversation()
+    spaced = [line.replace(b'":', b'": ') for line in log.lines[2:]]
+    data = b"".join(log.lines[:2] + spaced)
+    found = [{**problem("unrecognized-records", "messages.jsonl", log.offset(2))}]
+    return {"meta.json": meta(title="Reformatted"), "messages.jsonl": data}, {
+        "load": {
+            "snapshot_version": None,
+            "records": [log.expect(s) for s in (1, 2)],
+            "messages": context(log, 1, 2),
+            "problems": [],
+        },
+        "records": [1, 2],
+        "verify": acted(found),
+        "repair": acted(found),
+        "after_repair": {"files": ["messages.jsonl", "meta.json"], "verify": acted(found), "load_sequences": [1, 2]},
+        "append": {"raises": "UnrecognizedRecords"},
+    }
+
+
+@vector("recover", "moved-boundary")
+def _() -> tuple[dict[str, bytes], dict[str, Any]]:
+    """A snapshot made while every line ended in \\r\\n, read after a writer restored the log:
+    its offsets count three \\r too many. Found by its boundary record; repair rewrites them."""
+    log = conversation()
+    log.add(UserMessage(id=message_id(5), content="And 7 x 8?"))
+    made = snapshot_line(log, 1, 4, summary(1, "Both products."), shift=3)
+    found = [problem("moved-boundary", "snapshot-00000001.json")]
+    return {"meta.json": meta(title="Moved"), "messages.jsonl": log.data(), "snapshot-00000001.json": made}, {
+        "load": {
+            "snapshot_version": 1,
+            "records": [log.expect(5)],
+            "messages": context(log, 5, first=summary(1, "Both products.")),
+            "problems": [],
+        },
+        "records": [1, 2, 3, 4, 5],
+        "verify": acted(found),
+        "repair": acted(found),
+        "after_repair": {
+            "files": ["messages.jsonl", "meta.json", "snapshot-00000001.json"],
+            "restored": {"snapshot-00000001.json": snapshot_line(log, 1, 4, summary(1, "Both products.")).decode()},
             "verify": [],
             "load_sequences": [5],
             "snapshot_version": 1,
