@@ -1284,6 +1284,36 @@ def crlf(data: bytes) -> bytes:
 BOM = b"\xef\xbb\xbf"
 
 
+def converted(log: Log, title: str, data: bytes, found: list[dict[str, Any]], *, restores: bool) -> tuple[dict[str, bytes], dict[str, Any]]:
+    """A conversation whose log a text tool changed into ``data``: read whole, restored by repair.
+
+    ``restores``: the next append sees the conversion (first or last line) and restores the
+    bytes before it writes, reporting it; otherwise it appends to the log as it is.
+    """
+    expected: dict[str, Any] = {
+        "load": {
+            "snapshot_version": None,
+            "records": [log.expect(s) for s in range(1, 5)],
+            "messages": context(log, 1, 2, 3, 4),
+            "problems": found,
+        },
+        "records": [1, 2, 3, 4],
+        "verify": acted(found),
+        "repair": acted(found),
+        "after_repair": {
+            "files": ["messages.jsonl", "meta.json"],
+            "restored": {"messages.jsonl": log.data().decode()},
+            "verify": [],
+            "load_sequences": [1, 2, 3, 4],
+        },
+        "append": {"sequence": 5},
+    }
+    if restores:
+        expected["append"].update(problems=found, restored=log.data().decode())
+    return {"meta.json": meta(title=title), "messages.jsonl": data}, expected
+
+
+
 @vector("recover", "crlf-line-ends")
 def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     """A git checkout with core.autocrlf=true: every file's lines end in \\r\\n. Nothing is lost:
@@ -1364,25 +1394,7 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     file, restored by repair. The first and last lines look untouched, so an append writes on."""
     log = conversation()
     data = log.lines[0] + crlf(log.lines[1]) + crlf(log.lines[2]) + log.lines[3]
-    found = [problem("text-conversion", "messages.jsonl", log.offset(1))]
-    return {"meta.json": meta(title="Edited"), "messages.jsonl": data}, {
-        "load": {
-            "snapshot_version": None,
-            "records": [log.expect(s) for s in range(1, 5)],
-            "messages": context(log, 1, 2, 3, 4),
-            "problems": found,
-        },
-        "records": [1, 2, 3, 4],
-        "verify": acted(found),
-        "repair": acted(found),
-        "after_repair": {
-            "files": ["messages.jsonl", "meta.json"],
-            "restored": {"messages.jsonl": log.data().decode()},
-            "verify": [],
-            "load_sequences": [1, 2, 3, 4],
-        },
-        "append": {"sequence": 5},
-    }
+    return converted(log, "Edited", data, [problem("text-conversion", "messages.jsonl", log.offset(1))], restores=False)
 
 
 @vector("recover", "mixed-line-ends-snapshot")
@@ -1423,24 +1435,7 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     """unix2dos run twice: every line ends in \\r\\r\\n. Still read whole and restored, never cut."""
     log = conversation()
     found = [problem("text-conversion", "messages.jsonl", 0)]
-    return {"meta.json": meta(title="Twice"), "messages.jsonl": log.data().replace(b"\n", b"\r\r\n")}, {
-        "load": {
-            "snapshot_version": None,
-            "records": [log.expect(s) for s in range(1, 5)],
-            "messages": context(log, 1, 2, 3, 4),
-            "problems": found,
-        },
-        "records": [1, 2, 3, 4],
-        "verify": acted(found),
-        "repair": acted(found),
-        "after_repair": {
-            "files": ["messages.jsonl", "meta.json"],
-            "restored": {"messages.jsonl": log.data().decode()},
-            "verify": [],
-            "load_sequences": [1, 2, 3, 4],
-        },
-        "append": {"sequence": 5, "problems": found, "restored": log.data().decode()},
-    }
+    return converted(log, "Twice", log.data().replace(b"\n", b"\r\r\n"), found, restores=True)
 
 
 @vector("recover", "reformatted-records")
@@ -1501,24 +1496,7 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     salvaged as damage; the next append and repair take the mark out."""
     log = conversation()
     found = [problem("text-conversion", "messages.jsonl", 0)]
-    return {"meta.json": meta(title="Saved"), "messages.jsonl": BOM + log.data()}, {
-        "load": {
-            "snapshot_version": None,
-            "records": [log.expect(s) for s in range(1, 5)],
-            "messages": context(log, 1, 2, 3, 4),
-            "problems": found,
-        },
-        "records": [1, 2, 3, 4],
-        "verify": acted(found),
-        "repair": acted(found),
-        "after_repair": {
-            "files": ["messages.jsonl", "meta.json"],
-            "restored": {"messages.jsonl": log.data().decode()},
-            "verify": [],
-            "load_sequences": [1, 2, 3, 4],
-        },
-        "append": {"sequence": 5, "problems": found, "restored": log.data().decode()},
-    }
+    return converted(log, "Saved", BOM + log.data(), found, restores=True)
 
 
 def dump(value: Any, depth: int = 0) -> str:
