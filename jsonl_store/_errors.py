@@ -152,6 +152,15 @@ class UnsafePath(StorageError):
     """
 
 
+class UnrecognizedRecords(JsonlStoreError, ValueError):
+    """A log ends in lines that look like records but fail their checksums: never cut.
+
+    Lines a crash leaves are torn, zeroed or garbage; several whole lines that carry a
+    checksum key yet fail it are more likely records changed by a tool this version does
+    not know how to undo. Writers refuse to cut them away; a person restores the bytes.
+    """
+
+
 class UnsupportedFormat(JsonlStoreError):
     """A session was written in a format version this reader does not understand."""
 

@@ -3,8 +3,9 @@
 A line is the bytes between two ``\\n``. The common case, a line that is exactly one sealed
 record, is `_codec.is_sealed`. This module handles every other case (spec §8.4):
 
-- a line whose record ends in ``\\r`` (a git checkout with ``core.autocrlf``, an editor
-  saving with Windows line endings): the checksum covers the bytes before ``\\r\\n``;
+- a line whose record is followed by ``\\r`` (a git checkout with ``core.autocrlf``, an
+  editor saving with Windows line endings; ``\\r\\r`` after two conversions) or blanks:
+  the checksum covers the record's own bytes, before them;
 - a UTF-8 byte-order mark in front of a file's first record;
 - a record glued behind damage in the same line (a torn write, a NUL run): salvage.
 
@@ -31,6 +32,10 @@ RECORD_START: Final = b'{"'
 #: line full of ``{"`` from costing more than one pass over its bytes.
 MAX_CANDIDATES: Final = 4096
 _HEX: Final = frozenset(b"0123456789abcdef")
+#: Bytes a text tool may leave after a record, before the ``\n``: carriage returns
+#: (one per conversion to ``\r\n``), blanks and tabs. At most this many are read as one.
+TRAILING: Final = b"\r \t"
+MAX_TRAILING: Final = 64
 _READ: Final = 1 << 20
 
 Read = Callable[[int, int], bytes]
@@ -127,11 +132,14 @@ def locate(read: Read, length: int, *, file_start: bool) -> Found | None:
     """
     if length < SUFFIX_LENGTH + 2:
         return None
-    last = read(max(0, length - SUFFIX_LENGTH - 1), min(length, SUFFIX_LENGTH + 1))
-    stop = length
-    if last.endswith(b"\r"):
-        stop -= 1
-        last = last[:-1]
+    last = read(max(0, length - SUFFIX_LENGTH - MAX_TRAILING), min(length, SUFFIX_LENGTH + MAX_TRAILING))
+    # Line-end conversions can add more than one byte: `unix2dos` run twice gives
+    # "\r\r\n", an editor may leave trailing blanks. A record never ends in any of these.
+    kept = last.rstrip(TRAILING)
+    if len(last) - len(kept) >= MAX_TRAILING:
+        return None  # more trailing bytes than any conversion adds: not a converted record
+    stop = length - (len(last) - len(kept))
+    last = kept
     suffix = last[-SUFFIX_LENGTH:]
     # Every candidate shares the line's end, so a line without a well-formed checksum
     # suffix holds no record at all: decided from its last 19 bytes, whatever its length.

@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from . import _codec, _lines
-from ._errors import DurabilityError, LockTimeout, name_file
+from ._errors import DurabilityError, LockTimeout, StorageError, UnrecognizedRecords, name_file, storage_error
 from ._fs import FILE_MODE, SAFE_FLAGS, FileSystem, check_directory, open_regular
 from ._ids import new_uuid7
-from ._paths import cut_name, tmp_name
+from ._paths import TMP_SUFFIX, cut_name, tmp_name
 from ._records import Problem
 
 CHUNK = 1 << 20  # forward reads: big enough to amortise syscalls, small enough for flat memory
@@ -67,7 +67,7 @@ def _describe(raw: bytes) -> str:
     if not raw.strip():
         return "blank line"
     # Only called for lines whose checksum failed: one with the suffix has a wrong sum.
-    if raw.rstrip(b"\r")[-_codec.SUFFIX_LENGTH : -10] == _codec.CRC_KEY:
+    if raw.rstrip(_lines.TRAILING)[-_codec.SUFFIX_LENGTH : -10] == _codec.CRC_KEY:
         return "checksum mismatch"
     return f"not a record ({len(raw)} bytes)"
 
@@ -290,10 +290,46 @@ def first_line_converted(fs: FileSystem, fd: int, size: int) -> bool:
     if newline < 0 and size > len(head):
         head = fs.pread(fd, min(size, 1 << 16), 0)
         newline = head.find(b"\n")
-    if newline <= 0 or not (head.startswith(_lines.BOM) or head[newline - 1 : newline] == b"\r"):
+    if newline <= 0 or not (head.startswith(_lines.BOM) or head[newline - 1] in _lines.TRAILING):
         return False
     found = _lines.locate(_lines.in_memory(head[:newline]), newline, file_start=True)
     return found is not None and found.converted
+
+
+#: A damaged tail with this many whole lines that look like records is never cut. A line
+#: looks like one when it names the checksum key at all: a tool that re-spaced or
+#: re-encoded a record keeps the name, while a crash leaves torn, zeroed or garbage lines.
+RECORD_LIKE_LIMIT = 2
+RECORD_LIKE_KEY = b'"crc"'
+UNRECOGNIZED_ACTION = "none: restore the file's bytes as written, or move it aside; writers never cut these lines"
+
+
+def record_like_lines(fs: FileSystem, fd: int, start: int, end: int) -> int:
+    """How many whole lines in ``[start, end)`` name the checksum key yet are no valid line.
+
+    Reads in chunks (memory stays flat) and stops counting at `RECORD_LIKE_LIMIT`.
+    """
+    count = 0
+    carry = b""
+    position = start
+    key = RECORD_LIKE_KEY
+    while position < end and count < RECORD_LIKE_LIMIT:
+        chunk = fs.pread(fd, min(CHUNK, end - position), position)
+        if not chunk:
+            break
+        position += len(chunk)
+        lines = (carry + chunk).split(b"\n")
+        rest = lines.pop()
+        for raw in lines:
+            if key in raw and not _codec.is_sealed(raw.rstrip(_lines.TRAILING)):
+                count += 1
+        if len(rest) > LONG_LINE:
+            # Too long to hold: keep only what tells whether it carries the key, and count
+            # it if it does (erring towards not cutting).
+            carry = key if key in rest else rest[-len(key) :]
+        else:
+            carry = rest
+    return count
 
 
 def free_sidecar(fs: FileSystem, directory: str, name: str) -> str:
@@ -485,9 +521,21 @@ class LogWriter:
         lock find it unlinked (``st_nlink == 0``) and reopen the new one, as after a delete.
         """
         fs = self.fs
-        temp = os.path.join(self.directory, tmp_name(os.path.basename(self.path), new_uuid7()[-12:]))
-        out = fs.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | SAFE_FLAGS, FILE_MODE)
+        name = os.path.basename(self.path)
+        # Only a restore makes ``<log>.<token>.tmp``, always under this lock: any such file
+        # now is what a restore that crashed left, a copy of the log as big as the log.
+        for stale in fs.listdir(self.directory):
+            if stale.startswith(name + ".") and stale.endswith(TMP_SUFFIX):
+                try:
+                    fs.unlink(os.path.join(self.directory, stale))
+                except FileNotFoundError:
+                    pass
+        temp = os.path.join(self.directory, tmp_name(name, new_uuid7()[-12:]))
         count, first = 0, -1
+        try:
+            out = fs.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | SAFE_FLAGS, FILE_MODE)
+        except OSError as exc:
+            raise self._restore_failed(exc, size) from exc
         try:
             pending: list[bytes] = []
             held = 0
@@ -528,12 +576,14 @@ class LogWriter:
             copy(position, size)
             flush()
             fs.fsync(out)
-        except BaseException:
+        except BaseException as exc:
             fs.close(out)
             try:
                 fs.unlink(temp)
             except FileNotFoundError:
                 pass
+            if isinstance(exc, OSError):
+                raise self._restore_failed(exc, size) from exc
             raise
         fs.close(out)
         fs.rename(temp, self.path)
@@ -546,6 +596,18 @@ class LogWriter:
         self.size = -1
         self.last = None
         self.cuts.append(conversion_problem(self.path, count, first, RESTORE_ACTION))
+
+    def _restore_failed(self, exc: OSError, size: int) -> StorageError:
+        """What a failed restore tells the caller: the log is intact, and what it needs."""
+        name_file(exc, self.path)
+        return storage_error(
+            exc,
+            f"{self.label}: its line ends were converted (\\r\\n); restoring the bytes as written "
+            f"before appending needs about {size} bytes of free space beside the log, and the log "
+            f"is unchanged; free some space and try again, or run repair",
+            session_id=self.session_id,
+            where=self.path,
+        )
 
     def _highest_sequence(self, line: Line) -> int:
         """The highest sequence among the lines just before ``line`` (and ``line`` itself).
@@ -570,7 +632,18 @@ class LogWriter:
         """Move the damaged tail ``[good_end, size)`` into a sidecar, then truncate."""
         fs = self.fs
         directory, name = os.path.split(self.path)
-        data = fs.pread(self.fd, size - good_end, good_end)
+        suspect = record_like_lines(fs, self.fd, good_end, size)
+        if suspect >= RECORD_LIKE_LIMIT:
+            # The cut rule (spec §9.3) with a margin: what a crash leaves is never several
+            # whole lines that carry a checksum key and fail it.
+            raise UnrecognizedRecords(
+                f"{self.label}: the last {suspect} lines look like records but fail their checksums "
+                f"(changed by a text tool this version cannot undo?); they are not cut: restore the "
+                f"file's bytes as written, or move it aside",
+                session_id=self.session_id,
+                path=self.path,
+                offset=good_end,
+            )
         # Never overwrite an earlier sidecar (two crashes can tear the log at one offset):
         # every cut keeps its bytes in a file of its own.
         while True:
@@ -581,9 +654,14 @@ class LogWriter:
             except FileExistsError:  # taken between the look and the create: look again
                 continue
         try:
-            view = memoryview(data)
-            while view:
-                view = view[fs.write(fd, view) :]  # type: ignore[arg-type]
+            # Copied a chunk at a time: a damaged tail can be any length, memory stays flat.
+            position = good_end
+            while position < size:
+                data = fs.pread(self.fd, min(CHUNK, size - position), position)
+                if not data:
+                    break
+                _write_all(fs, fd, data)
+                position += len(data)
             fs.fsync(fd)
         finally:
             fs.close(fd)

@@ -50,15 +50,18 @@ GITIGNORE_TEXT = (
     f"/{GITATTRIBUTES_NAME}.*{TMP_SUFFIX}\n"
 )
 
-# `-text` on every path inside a session directory: git then never converts their line
-# endings in the working tree or the repository, whatever core.autocrlf or core.eol say, so
-# a clone holds the bytes the store wrote (https://git-scm.com/docs/gitattributes#_text).
-# Diffs stay textual: `-text` only stops the end-of-line conversion. The root's own
+# Git may change a file's bytes on checkout and commit in four ways a parent repository's
+# attributes can ask for: end-of-line conversion (`text`, core.autocrlf), `$Id$` expansion
+# (`ident`), clean/smudge filters such as Git LFS (`filter`) and re-encoding
+# (`working-tree-encoding`); see https://git-scm.com/docs/gitattributes. Unsetting all four
+# for every path inside a session directory keeps the bytes every checksum covers, so a
+# clone holds exactly what the store wrote. Diffs and merges stay textual. The root's own
 # .gitignore and .gitattributes are left to git's usual handling; the store never reads them.
 GITATTRIBUTES_TEXT = (
     "# Written by jsonl_store: git must keep session files' bytes exactly as written.\n"
-    "# A line-end conversion (core.autocrlf) would change what every checksum covers.\n"
-    "/*/** -text\n"
+    "# A line-end conversion, an $Id$ expansion, a filter or a re-encoding would change\n"
+    "# what every checksum covers.\n"
+    "/*/** -text -ident -filter -working-tree-encoding\n"
 )
 
 MAX_SESSION_ID_LENGTH = 128

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import msgspec
 
@@ -80,7 +80,11 @@ class CompactedMessage(_Message, tag="compacted"):
 
 
 AnyMessage: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage | CompactedMessage
-Message: TypeAlias = AnyMessage | dict[str, Any]
+# `_Message` is here for mypy: it types a list of mixed classes, `[UserMessage(...),
+# AssistantMessage(...)]` kept in a variable, as `list[_Message]` (their join), which a
+# `Sequence[AnyMessage | dict[str, Any]]` parameter would refuse. Every message class is
+# one of AnyMessage's, so this admits nothing more at run time.
+Message: TypeAlias = AnyMessage | _Message | dict[str, Any]
 """What `append` takes: a message class instance or a plain dict with a ``"role"`` key."""
 
 ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool", "compacted"})
@@ -156,8 +160,16 @@ class RawMessageRecord(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=
     created_at: datetime
     #: True when the message was appended as a plain dict (it is given back as one).
     plain: bool = False
-    #: The message exactly as appended: a message class instance, or a dict if ``plain``.
-    message: Any
+    #: The message exactly as appended: a message class instance, or a dict if ``plain``
+    #: (or if its role is one this version does not know).
+    if TYPE_CHECKING:
+        # `Message`, not a narrower union: what users collect from records then fits the
+        # `list[Message]` they keep and pass back (a list's item type must match exactly).
+        message: Message
+    else:
+        # Any at run time: msgspec must not decode by this annotation (a plain dict with
+        # a known role would come back as a class); `_codec` picks the decoder instead.
+        message: Any
     request_id: str | None = None
     #: Request-scoped application data captured independently of model messages.
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)

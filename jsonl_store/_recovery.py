@@ -14,17 +14,20 @@ import stat
 from datetime import UTC, datetime
 
 from . import _atomic, _lines, _meta, _session, _snapshots
-from ._errors import UnsafePath, UnsupportedFormat
+from ._errors import UnrecognizedRecords, UnsafePath, UnsupportedFormat
 from ._fs import FileSystem, check_directory, describe_mode, open_regular
 from ._lines import BOM
 from ._log import (
     FLAGS_READ,
+    RECORD_LIKE_LIMIT,
     RESTORE_ACTION,
     TEXT_CONVERSION,
+    UNRECOGNIZED_ACTION,
     LogWriter,
     conversion_problem,
     free_sidecar,
     last_good,
+    record_like_lines,
     scan,
 )
 from ._meta import SessionMeta
@@ -39,6 +42,8 @@ from ._paths import (
     snapshot_name,
 )
 from ._records import ContextSnapshot, Problem
+
+MOVED_ACTION = "write the boundary offsets anew"
 
 #: Problems that make a session unusable (the CLI exits with 2 for them).
 UNUSABLE_KINDS = frozenset({"unsupported-format", "unreadable", "unsafe-path"})
@@ -133,10 +138,17 @@ def _check_session(
             problems.append(Problem(os.path.join(directory, name), "leftover-temp", "unfinished temporary file", "delete"))
             if fix:
                 fs.unlink(os.path.join(directory, name))
+    # Which snapshots' offsets hold before repair restores the log: a restore moves those
+    # records, and rewriting their offsets then is part of the restore, not a problem.
+    held = _offsets_holding(fs, session_id, directory) if fix else set()
     # Logs: mid-log damage is reported and left; a damaged tail is cut.
+    log_converted = False
     for name in (LOG_NAME, USAGE_NAME):
         if name in names:
-            problems.extend(_check_log(fs, session_id, directory, name, fix=fix, lock_timeout=lock_timeout))
+            found_in_log = _check_log(fs, session_id, directory, name, fix=fix, lock_timeout=lock_timeout)
+            if name == LOG_NAME:
+                log_converted = any(p.kind == TEXT_CONVERSION for p in found_in_log)
+            problems.extend(found_in_log)
     # Snapshots.
     fd, size = _session.open_log(fs, directory)
     try:
@@ -152,6 +164,22 @@ def _check_session(
                 reason = str(exc)
             if reason is None and converted:
                 problems.append(conversion_problem(path, 1, 0, RESTORE_ACTION))
+            if reason is None and not isinstance(found, str) and fd is not None:
+                moved = found.boundary_offset != snap.boundary_offset
+                if fix:
+                    report = moved and version not in held
+                elif log_converted:
+                    # Repair restores the log first: what counts is where the record will be.
+                    after = found.boundary_offset - _restored_bytes(fs, fd, found.boundary_offset)
+                    report = moved and after != snap.boundary_offset
+                else:
+                    report = moved
+                if report:
+                    problems.append(
+                        Problem(path, "moved-boundary",
+                                f"the boundary record is at bytes {found.boundary_offset}..{found.tail_offset}, "
+                                f"not {snap.boundary_offset}..{snap.tail_offset}", MOVED_ACTION)
+                    )
             if reason is None and fix and not isinstance(found, str):
                 moved = found.boundary_offset != snap.boundary_offset
                 if converted or moved:
@@ -201,8 +229,18 @@ def _check_log(
         good_end, _ = last_good(fs, fd, size, 0, accept)
         if converted and not fix:
             removed = _restored_bytes(fs, fd, good_end)
+        suspect = record_like_lines(fs, fd, good_end, size) if good_end < size else 0
     finally:
         fs.close(fd)
+    if suspect >= RECORD_LIKE_LIMIT:
+        # Never cut (spec §9.3): a person decides what these lines are.
+        problems.append(
+            Problem(path, "unrecognized-records",
+                    f"the {size - good_end} bytes after the last good record hold {suspect} or more whole lines "
+                    "that look like records but fail their checksums",
+                    UNRECOGNIZED_ACTION, good_end)
+        )
+        good_end = size  # nothing to cut
     if fix and (converted or good_end < size):
         # The same writer an append uses: it restores converted lines and cuts the tail
         # into a sidecar on open, and reports both.
@@ -211,10 +249,13 @@ def _check_log(
             session_id=session_id, accept=accept,
         )
         try:
-            if converted:
-                writer.restore()
-            else:
-                writer.append_nothing()
+            try:
+                if converted:
+                    writer.restore()
+                else:
+                    writer.append_nothing()
+            except UnrecognizedRecords:
+                pass  # restored; the lines it will not cut are reported above
             problems.extend(p for p in writer.cuts if p.kind != TEXT_CONVERSION)
         finally:
             writer.close()
@@ -228,6 +269,25 @@ def _check_log(
                     f"cut into {sidecar}", offset)
         )
     return problems
+
+
+def _offsets_holding(fs: FileSystem, session_id: str, directory: str) -> set[int]:
+    """The versions of the snapshots whose boundary record is where they say, right now."""
+    holding: set[int] = set()
+    fd, size = _session.open_log(fs, directory)
+    if fd is None:
+        return holding
+    try:
+        for version in _snapshots.versions(fs, directory):
+            try:
+                snap = _snapshots.read(fs, directory, version, session_id)
+            except _snapshots.DamagedSnapshot:
+                continue
+            if _snapshots.boundary_problem(fs, fd, size, snap) is None:
+                holding.add(version)
+    finally:
+        fs.close(fd)
+    return holding
 
 
 def _restored_bytes(fs: FileSystem, fd: int, end: int) -> int:

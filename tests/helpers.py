@@ -7,8 +7,10 @@ Offsets may be negative, counting from the end as in slicing.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Iterable
+import signal
+from collections.abc import Callable, Iterable, Iterator
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
@@ -155,3 +157,19 @@ def gitignored(patterns: Iterable[str], path: str) -> bool:
 def examples(n: int) -> int:
     """``n`` hypothesis examples, scaled up when the ``long`` profile is loaded (``--long``)."""
     return max(1, n * settings.default.max_examples // 100)
+
+
+@contextlib.contextmanager
+def fails_after(seconds: int, what: str) -> Iterator[None]:
+    """Turn a call that never returns (a blocked open, a deadlock, a loop) into a failure saying ``what``."""
+
+    def expired(signum: int, frame: object) -> None:
+        raise AssertionError(what)
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -5,8 +5,9 @@
 leave behind (each one a fresh file system, or a real directory via ``materialize``);
 `run_workload` runs a list of store operations and keeps what was acknowledged;
 `check_crash_state`, `verify_recovery` and `check_workload` check that a fresh store
-recovers from each state. Hypothesis strategies (`workloads`, `messages`, ...) are in
-`jsonl_store.testing.strategies`, which needs ``hypothesis``. Example::
+recovers from each state. None of that needs ``hypothesis``; the strategies (`workloads`,
+`messages`, ...) in `jsonl_store.testing.strategies` do, and are also reachable here by
+name, imported on first use. Example::
 
     from jsonl_store import SessionStore, UserMessage
     from jsonl_store.testing import SimulatedFileSystem, crash_states
@@ -18,6 +19,8 @@ recovers from each state. Hypothesis strategies (`workloads`, `messages`, ...) a
         resumed = SessionStore("/store", fs=state.filesystem())
         my_resume_code(resumed)  # must cope with every state
 """
+
+from typing import TYPE_CHECKING, Any, Final
 
 from ._check import CheckCounts, RecoveryFailure, check_crash_state, check_workload, verify_recovery
 from ._crash import CrashKind, CrashState, crash_points, crash_states
@@ -34,7 +37,24 @@ from ._workload import (
     WorkloadResult,
     run_workload,
 )
-from .strategies import faults, json_values, messages, session_ids, texts, tool_batches, usages, workloads
+
+if TYPE_CHECKING:
+    # The type checker sees the strategies' real signatures; at run time `__getattr__`
+    # below imports them only when asked for, so this package needs no hypothesis.
+    from .strategies import faults as faults
+    from .strategies import json_values as json_values
+    from .strategies import messages as messages
+    from .strategies import session_ids as session_ids
+    from .strategies import texts as texts
+    from .strategies import tool_batches as tool_batches
+    from .strategies import usages as usages
+    from .strategies import workloads as workloads
+
+# Names served by `strategies`, which imports hypothesis (the `test` extra). They stay out
+# of `__all__` so that `from jsonl_store.testing import *` works without hypothesis too.
+_STRATEGIES: Final = frozenset(
+    {"faults", "json_values", "messages", "session_ids", "texts", "tool_batches", "usages", "workloads"}
+)
 
 __all__ = [
     "Ack",
@@ -57,16 +77,33 @@ __all__ = [
     "check_workload",
     "crash_points",
     "crash_states",
-    "faults",
     "format_trace",
-    "json_values",
     "load_directory",
-    "messages",
     "run_workload",
-    "session_ids",
-    "texts",
-    "tool_batches",
-    "usages",
     "verify_recovery",
-    "workloads",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a strategy from `strategies` the first time it is asked for (PEP 562)."""
+    if name not in _STRATEGIES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        from . import strategies
+    except ImportError as exc:
+        # Only a missing hypothesis gets the friendlier message; any other import error
+        # inside `strategies` is a bug and surfaces as it is.
+        if exc.name is None or exc.name.partition(".")[0] != "hypothesis":
+            raise
+        raise ImportError(
+            f"jsonl_store.testing.{name} is a hypothesis strategy and needs hypothesis; "
+            "install the test extra: pip install 'jsonl_store[test]'",
+            name="hypothesis",
+        ) from exc
+    value = getattr(strategies, name)
+    globals()[name] = value  # later look-ups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _STRATEGIES)

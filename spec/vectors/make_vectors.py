@@ -236,6 +236,8 @@ ACTIONS = {
     "bad-record": "none: readers skip it",
     "bad-snapshot": "move aside",
     "text-conversion": "restore the bytes as written (\\n line ends, no byte-order mark)",
+    "unrecognized-records": "none: restore the file's bytes as written, or move it aside; writers never cut these lines",
+    "moved-boundary": "write the boundary offsets anew",
 }
 
 
@@ -1282,6 +1284,36 @@ def crlf(data: bytes) -> bytes:
 BOM = b"\xef\xbb\xbf"
 
 
+def converted(log: Log, title: str, data: bytes, found: list[dict[str, Any]], *, restores: bool) -> tuple[dict[str, bytes], dict[str, Any]]:
+    """A conversation whose log a text tool changed into ``data``: read whole, restored by repair.
+
+    ``restores``: the next append sees the conversion (first or last line) and restores the
+    bytes before it writes, reporting it; otherwise it appends to the log as it is.
+    """
+    expected: dict[str, Any] = {
+        "load": {
+            "snapshot_version": None,
+            "records": [log.expect(s) for s in range(1, 5)],
+            "messages": context(log, 1, 2, 3, 4),
+            "problems": found,
+        },
+        "records": [1, 2, 3, 4],
+        "verify": acted(found),
+        "repair": acted(found),
+        "after_repair": {
+            "files": ["messages.jsonl", "meta.json"],
+            "restored": {"messages.jsonl": log.data().decode()},
+            "verify": [],
+            "load_sequences": [1, 2, 3, 4],
+        },
+        "append": {"sequence": 5},
+    }
+    if restores:
+        expected["append"].update(problems=found, restored=log.data().decode())
+    return {"meta.json": meta(title=title), "messages.jsonl": data}, expected
+
+
+
 @vector("recover", "crlf-line-ends")
 def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     """A git checkout with core.autocrlf=true: every file's lines end in \\r\\n. Nothing is lost:
@@ -1362,25 +1394,7 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     file, restored by repair. The first and last lines look untouched, so an append writes on."""
     log = conversation()
     data = log.lines[0] + crlf(log.lines[1]) + crlf(log.lines[2]) + log.lines[3]
-    found = [problem("text-conversion", "messages.jsonl", log.offset(1))]
-    return {"meta.json": meta(title="Edited"), "messages.jsonl": data}, {
-        "load": {
-            "snapshot_version": None,
-            "records": [log.expect(s) for s in range(1, 5)],
-            "messages": context(log, 1, 2, 3, 4),
-            "problems": found,
-        },
-        "records": [1, 2, 3, 4],
-        "verify": acted(found),
-        "repair": acted(found),
-        "after_repair": {
-            "files": ["messages.jsonl", "meta.json"],
-            "restored": {"messages.jsonl": log.data().decode()},
-            "verify": [],
-            "load_sequences": [1, 2, 3, 4],
-        },
-        "append": {"sequence": 5},
-    }
+    return converted(log, "Edited", data, [problem("text-conversion", "messages.jsonl", log.offset(1))], restores=False)
 
 
 @vector("recover", "mixed-line-ends-snapshot")
@@ -1416,30 +1430,73 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     }
 
 
+@vector("recover", "crlf-converted-twice")
+def _() -> tuple[dict[str, bytes], dict[str, Any]]:
+    """unix2dos run twice: every line ends in \\r\\r\\n. Still read whole and restored, never cut."""
+    log = conversation()
+    found = [problem("text-conversion", "messages.jsonl", 0)]
+    return converted(log, "Twice", log.data().replace(b"\n", b"\r\r\n"), found, restores=True)
+
+
+@vector("recover", "reformatted-records")
+def _() -> tuple[dict[str, bytes], dict[str, Any]]:
+    """A tool rewrote records 3 and 4 with spaces after each colon: whole lines that carry a
+    checksum key and fail it. Readers skip them; no writer cuts them (UnrecognizedRecords)."""
+    log = conversation()
+    spaced = [line.replace(b'":', b'": ') for line in log.lines[2:]]
+    data = b"".join(log.lines[:2] + spaced)
+    found = [{**problem("unrecognized-records", "messages.jsonl", log.offset(2))}]
+    return {"meta.json": meta(title="Reformatted"), "messages.jsonl": data}, {
+        "load": {
+            "snapshot_version": None,
+            "records": [log.expect(s) for s in (1, 2)],
+            "messages": context(log, 1, 2),
+            "problems": [],
+        },
+        "records": [1, 2],
+        "verify": acted(found),
+        "repair": acted(found),
+        "after_repair": {"files": ["messages.jsonl", "meta.json"], "verify": acted(found), "load_sequences": [1, 2]},
+        "append": {"raises": "UnrecognizedRecords"},
+    }
+
+
+@vector("recover", "moved-boundary")
+def _() -> tuple[dict[str, bytes], dict[str, Any]]:
+    """A snapshot made while every line ended in \\r\\n, read after a writer restored the log:
+    its offsets count three \\r too many. Found by its boundary record; repair rewrites them."""
+    log = conversation()
+    log.add(UserMessage(id=message_id(5), content="And 7 x 8?"))
+    made = snapshot_line(log, 1, 4, summary(1, "Both products."), shift=3)
+    found = [problem("moved-boundary", "snapshot-00000001.json")]
+    return {"meta.json": meta(title="Moved"), "messages.jsonl": log.data(), "snapshot-00000001.json": made}, {
+        "load": {
+            "snapshot_version": 1,
+            "records": [log.expect(5)],
+            "messages": context(log, 5, first=summary(1, "Both products.")),
+            "problems": [],
+        },
+        "records": [1, 2, 3, 4, 5],
+        "verify": acted(found),
+        "repair": acted(found),
+        "after_repair": {
+            "files": ["messages.jsonl", "meta.json", "snapshot-00000001.json"],
+            "restored": {"snapshot-00000001.json": snapshot_line(log, 1, 4, summary(1, "Both products.")).decode()},
+            "verify": [],
+            "load_sequences": [5],
+            "snapshot_version": 1,
+        },
+        "append": {"sequence": 6},
+    }
+
+
 @vector("recover", "bom-first-line")
 def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     """An editor saved the log with a UTF-8 byte-order mark: the first record is read, not
     salvaged as damage; the next append and repair take the mark out."""
     log = conversation()
     found = [problem("text-conversion", "messages.jsonl", 0)]
-    return {"meta.json": meta(title="Saved"), "messages.jsonl": BOM + log.data()}, {
-        "load": {
-            "snapshot_version": None,
-            "records": [log.expect(s) for s in range(1, 5)],
-            "messages": context(log, 1, 2, 3, 4),
-            "problems": found,
-        },
-        "records": [1, 2, 3, 4],
-        "verify": acted(found),
-        "repair": acted(found),
-        "after_repair": {
-            "files": ["messages.jsonl", "meta.json"],
-            "restored": {"messages.jsonl": log.data().decode()},
-            "verify": [],
-            "load_sequences": [1, 2, 3, 4],
-        },
-        "append": {"sequence": 5, "problems": found, "restored": log.data().decode()},
-    }
+    return converted(log, "Saved", BOM + log.data(), found, restores=True)
 
 
 def dump(value: Any, depth: int = 0) -> str:

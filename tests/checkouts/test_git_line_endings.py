@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from jsonl_store import CompactedMessage, Problem, SessionStore, UserMessage
-GITATTRIBUTES_NAME = ".gitattributes"
+from jsonl_store._paths import GITATTRIBUTES_NAME, GITATTRIBUTES_TEXT
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git command")
 
@@ -108,7 +108,8 @@ def test_the_first_append_to_a_converted_log_restores_it_and_cuts_nothing(tmp_pa
     store.repair(SID)
     git("add", "-A", cwd=clone)
     numstat = git("diff", "--cached", "--numstat", cwd=clone).split()
-    assert numstat == ["3", "0", "sessions/.gitattributes", "1", "0", f"sessions/{SID}/messages.jsonl"]
+    attributes = str(len(GITATTRIBUTES_TEXT.splitlines()))
+    assert numstat == [attributes, "0", "sessions/.gitattributes", "1", "0", f"sessions/{SID}/messages.jsonl"]
 
 
 def test_repair_restores_every_converted_file_and_changes_no_record(tmp_path: Path) -> None:
@@ -131,7 +132,27 @@ def test_a_store_root_without_gitattributes_gets_one_at_the_next_write(tmp_path:
     repo, _ = _repository(tmp_path, attributes=False)
     root = repo / "sessions"
     SessionStore(root).append(SID, UserMessage(content="one more"))
-    assert (root / GITATTRIBUTES_NAME).read_text().splitlines()[-1] == "/*/** -text"
+    assert (root / GITATTRIBUTES_NAME).read_text().splitlines()[-1] == "/*/** -text -ident -filter -working-tree-encoding"
     # And git honours it: the log is no text file to convert.
     attributes = git("check-attr", "text", "--", f"sessions/{SID}/messages.jsonl", cwd=repo)
     assert attributes.strip().endswith("text: unset")
+
+
+def test_a_parent_repository_filter_or_ident_never_touches_session_files(tmp_path: Path) -> None:
+    """Parent attributes asking for $Id$ expansion, an eol and a filter do not reach session files."""
+    repo = tmp_path / "origin"
+    repo.mkdir()
+    git("init", "-q", cwd=repo)
+    (repo / ".gitattributes").write_text("*.jsonl ident text eol=crlf filter=upper\n*.json ident text eol=crlf\n")
+    git("config", "filter.upper.clean", "tr a-z A-Z", cwd=repo)
+    git("config", "filter.upper.smudge", "cat", cwd=repo)
+    store = SessionStore(repo / "sessions")
+    store.append(SID, UserMessage(content="$Id$ stays as it is"))
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "sessions", cwd=repo)
+    for name in ("messages.jsonl", "meta.json"):
+        path = f"sessions/{SID}/{name}"
+        attributes = git("check-attr", "text", "ident", "filter", "working-tree-encoding", "--", path, cwd=repo)
+        assert attributes.count(": unset") == 4, attributes
+        # What git stored is exactly what the store wrote.
+        assert git("show", f"HEAD:{path}", cwd=repo).encode() == (repo / path).read_bytes()

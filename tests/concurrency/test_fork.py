@@ -14,9 +14,9 @@ import traceback
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from helpers import fails_after
 
 from jsonl_store import LockTimeout, SessionStore, UserMessage
 
@@ -27,15 +27,8 @@ EACH = 40
 @pytest.fixture(autouse=True)
 def no_hang() -> Iterator[None]:
     """Turns a child that never reports (a deadlock in the child) into a failure after 60 s."""
-
-    def hung(signum: int, frame: Any) -> None:
-        raise AssertionError("a forked child did not report in time")
-
-    previous = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(60)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+    with fails_after(60, "a forked child did not report in time"):
+        yield
 
 
 def _fork(child: Callable[[], str]) -> tuple[int, int]:

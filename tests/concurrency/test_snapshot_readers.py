@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +63,8 @@ class _PausedAfterMeasuring:
         return getattr(self._fs, name)
 
 
-def test_a_snapshot_made_between_a_readers_measure_and_its_listing_is_trusted() -> None:
-    """Exact interleaving: the reader measures the log, a writer appends and snapshots, the reader goes on."""
-    fs = SimulatedFileSystem()
-    writer = SessionStore("/store", fs=fs)
+def _three_records_then_a_compaction(writer: SessionStore) -> Callable[[], None]:
+    """Append three records now; the returned call appends two more and snapshots through the first."""
     for n in range(3):
         writer.append(SID, UserMessage(id=f"m{n}", content=f"before {n}"))
 
@@ -74,6 +73,13 @@ def test_a_snapshot_made_between_a_readers_measure_and_its_listing_is_trusted() 
         writer.append(SID, UserMessage(id="m4", content="after the boundary"))
         writer.snapshot(SID, CompactedMessage(id="c1", content="through 4"), through, 0)
 
+    return compact
+
+
+def test_a_snapshot_made_between_a_readers_measure_and_its_listing_is_trusted() -> None:
+    """Exact interleaving: the reader measures the log, a writer appends and snapshots, the reader goes on."""
+    fs = SimulatedFileSystem()
+    compact = _three_records_then_a_compaction(SessionStore("/store", fs=fs))
     reported: list[Problem] = []
     reader = SessionStore("/store", fs=_PausedAfterMeasuring(fs, compact), on_problem=reported.append)  # type: ignore[arg-type]
     view = reader.load(SID)
@@ -86,15 +92,7 @@ def test_a_snapshot_made_between_a_readers_measure_and_its_listing_is_trusted() 
 def test_records_after_a_boundary_written_during_the_read_are_not_lost(tmp_path: Path) -> None:
     """The same interleaving on real files: records(after=n) starts at the new snapshot and misses nothing."""
     root = tmp_path / "store"
-    writer = SessionStore(root)
-    for n in range(3):
-        writer.append(SID, UserMessage(id=f"m{n}", content=f"before {n}"))
-
-    def compact() -> None:
-        through = writer.append(SID, UserMessage(id="m3", content="boundary"))
-        writer.append(SID, UserMessage(id="m4", content="after"))
-        writer.snapshot(SID, CompactedMessage(id="c1", content="through 4"), through, 0)
-
+    compact = _three_records_then_a_compaction(SessionStore(root))
     reported: list[Problem] = []
     paused = _PausedAfterMeasuring(OS_FS, compact)  # type: ignore[arg-type]
     reader = SessionStore(root, fs=paused, on_problem=reported.append)  # type: ignore[arg-type]

@@ -440,3 +440,27 @@ def test_read_only_mount_reads_and_refuses_writes_with_permission_error(tmp_path
         assert read_tree(root) == before
     finally:
         _umount(disk)
+
+
+def test_restoring_a_converted_log_on_a_full_disk_says_what_it_needs_and_keeps_the_log(
+    small_disk: Path,
+) -> None:
+    """An append that must first restore a \\r\\n log, with no room for the copy: ENOSPC, log intact."""
+    root = small_disk / "store"
+    store = _session(root)
+    for n in range(40):
+        store.append("s", UserMessage(content=f"record {n} " + "y" * 500))
+    store.close()
+    log = root / "s" / "messages.jsonl"
+    log.write_bytes(log.read_bytes().replace(b"\n", b"\r\n"))
+    before = _tree(root)
+    filler = _fill(small_disk)
+    with pytest.raises(StorageError) as info:
+        SessionStore(root, on_problem=lambda problem: None).append("s", UserMessage(content="after"))
+    _assert_storage_error(info.value, errno.ENOSPC)
+    assert "free space" in str(info.value)
+    assert _tree(root) == before  # the converted log as it was, no temporary copy left
+    filler.unlink()
+    fresh = SessionStore(root, on_problem=lambda problem: None)
+    assert fresh.append("s", UserMessage(content="after")) == 43
+    assert b"\r" not in log.read_bytes()

@@ -217,7 +217,7 @@ def test_summaries_and_appends_stay_cheap_when_a_log_ends_in_a_long_garbage_line
     assert fs.read <= 2 * size
     fs.read = 0
     assert store.append(SID, UserMessage(content="after the garbage")) == 3
-    assert fs.read <= 3 * size  # find the good end, copy the tail into its sidecar
+    assert fs.read <= 4 * size  # find the good end, check it holds no records, copy it aside
 
 
 # -- size caps ---------------------------------------------------------------------------
@@ -256,3 +256,22 @@ def test_writers_refuse_metadata_and_snapshots_a_reader_would_refuse(root: Path)
     with pytest.raises(InvalidArgument):
         store.snapshot(SID, CompactedMessage(content="a" * (16 << 20)), 2, 0)
     assert {name: (directory / name).read_bytes() for name in os.listdir(directory)} == before
+
+
+def test_cutting_a_long_garbage_tail_copies_it_in_chunks(root: Path) -> None:
+    """The append that cuts a 48 MiB garbage tail into its sidecar never holds the tail whole."""
+    directory = _session(root, 2)
+    log = directory / LOG_NAME
+    good = log.read_bytes()
+    junk = _garbage(LONG)
+    log.write_bytes(good + junk)
+    store = SessionStore(root, on_problem=lambda problem: None)
+    tracemalloc.start()
+    try:
+        assert store.append(SID, UserMessage(content="after the garbage")) == 3
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 24 << 20
+    [sidecar] = [name for name in os.listdir(directory) if ".cut-" in name]
+    assert (directory / sidecar).read_bytes() == junk  # every byte kept

@@ -8,14 +8,13 @@ Each case runs under an alarm, so a loop fails the test instead of hanging the r
 from __future__ import annotations
 
 import errno
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from helpers import fails_after
 
 from jsonl_store import SessionStore, StorageError, StoragePermissionError, UnsafePath, UserMessage
 from jsonl_store.testing import SimulatedFileSystem
@@ -24,15 +23,8 @@ from jsonl_store.testing import SimulatedFileSystem
 @pytest.fixture(autouse=True)
 def no_loop() -> Iterator[None]:
     """Turns an endless loop into a failure after 20 s."""
-
-    def looped(signum: int, frame: Any) -> None:
-        raise AssertionError("making the store root did not return")
-
-    previous = signal.signal(signal.SIGALRM, looped)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+    with fails_after(20, "making the store root did not return"):
+        yield
 
 
 def _append(root: Path | str) -> None:

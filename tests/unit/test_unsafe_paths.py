@@ -10,13 +10,12 @@ itself may be a symlink a user chose.
 from __future__ import annotations
 
 import os
-import signal
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from helpers import fails_after
 
 from jsonl_store import (
     CompactedMessage,
@@ -34,15 +33,8 @@ OUTSIDE = b"precious bytes that are not a session log\nline two, no newline at t
 @pytest.fixture(autouse=True)
 def no_hang() -> Iterator[None]:
     """Turns a blocking open (a FIFO read without O_NONBLOCK) into a failure, not a hung run."""
-
-    def hung(signum: int, frame: Any) -> None:
-        raise AssertionError("a call blocked on a special file")
-
-    previous = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+    with fails_after(20, "a call blocked on a special file"):
+        yield
 
 
 def _session(root: Path) -> Path:
