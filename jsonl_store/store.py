@@ -376,6 +376,19 @@ class SessionStore:
             old.close()
         return session
 
+    def _saw(self, session_id: str, sequence: int) -> None:
+        """Remember that the caller has seen the session up to ``sequence`` (for `checkpoint`).
+
+        A read opens nothing for writing: a session this store has not opened gets only an
+        entry in ``_seen``, so loading many sessions never evicts another one's writer.
+        """
+        with self._sessions_mutex:
+            session = self._sessions.get(session_id)
+            if session is not None:
+                session.seen = max(session.seen, sequence)
+            else:
+                self._seen[session_id] = max(self._seen.get(session_id, 0), sequence)
+
     def _forget(self, session_id: str) -> None:
         """Close and drop what this store keeps open for a session (before delete or repair)."""
         with self._sessions_mutex:
@@ -842,8 +855,7 @@ class SessionStore:
             raw_tail=tail,
             problems=problems,
         )
-        session = self._session(session_id)
-        session.seen = max(session.seen, view.last_sequence)
+        self._saw(session_id, view.last_sequence)
         return view
 
     @_storage_errors

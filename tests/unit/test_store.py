@@ -854,3 +854,19 @@ def test_nested_root_made_while_another_process_makes_its_parent() -> None:
     store = SessionStore("/r/a/b", fs=fs)
     assert store.append("s", user()) == 1
     assert fs.raced and [r.sequence for r in store.records("s")] == [1]
+
+
+def test_loading_many_sessions_never_closes_a_writer_the_store_holds(root: Path) -> None:
+    """Reads open nothing for writing: 200 loads leave the writer of another session open."""
+    store = SessionStore(root)
+    for n in range(200):
+        SessionStore(root).append(f"read-{n}", UserMessage(content="x"))
+    store.append("writer", UserMessage(content="first"))
+    writer = store._sessions["writer"].log  # noqa: SLF001 (the descriptor cache under test)
+    assert writer is not None and writer.fd >= 0
+    fd = writer.fd
+    for n in range(200):
+        store.load(f"read-{n}")
+    assert list(store._sessions) == ["writer"]  # noqa: SLF001
+    assert writer.fd == fd  # still open: the next append reads nothing again
+    assert store.append("writer", UserMessage(content="second")) == 2
