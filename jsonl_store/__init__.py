@@ -20,6 +20,7 @@ from ._errors import (
     UnsupportedFormat,
     UnsupportedValue,
 )
+from ._fs import FileSystem, OsFileSystem
 from ._records import (
     AnyMessage,
     AssistantMessage,
@@ -56,6 +57,7 @@ __all__ = [
     "CompactedMessage",
     "ContextSnapshot",
     "DurabilityError",
+    "FileSystem",
     "InvalidArgument",
     "InvalidMessage",
     "InvalidSessionId",
@@ -65,6 +67,7 @@ __all__ = [
     "MessageTiming",
     "MetadataConflict",
     "ModelUsage",
+    "OsFileSystem",
     "ParentMismatch",
     "Problem",
     "RawMessageRecord",

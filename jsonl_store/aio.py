@@ -13,6 +13,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
+from ._fs import FileSystem
 from ._records import Problem, RawMessageRecord
 from .store import Durability, SessionStore
 
@@ -48,8 +49,11 @@ class AsyncSessionStore:
         durability: Durability = "fsync",
         lock_timeout: float = 30.0,
         on_problem: Callable[[Problem], None] | None = None,
+        fs: FileSystem | None = None,
     ) -> None:
-        self.sync = SessionStore(root, durability=durability, lock_timeout=lock_timeout, on_problem=on_problem)
+        self.sync = SessionStore(
+            root, durability=durability, lock_timeout=lock_timeout, on_problem=on_problem, fs=fs
+        )
 
     async def __aenter__(self) -> Self:
         return self

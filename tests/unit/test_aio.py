@@ -209,3 +209,19 @@ def test_async_iterators_never_touch_files_on_the_event_loop_thread(tmp_path: Pa
 
     loop_thread = asyncio.run(main())
     assert fs.threads and loop_thread not in fs.threads
+
+
+def test_the_async_store_runs_on_a_file_system_it_is_given() -> None:
+    """AsyncSessionStore(fs=...) writes through the given FileSystem, as SessionStore does."""
+    from jsonl_store.testing import SimulatedFileSystem
+
+    fs = SimulatedFileSystem()
+
+    async def run() -> list[Any]:
+        async with AsyncSessionStore("/store", fs=fs) as astore:
+            await astore.append("s", UserMessage(content="on the simulated disk"))
+            view = await astore.load("s")
+        return [m.content for m in view.messages]  # type: ignore[union-attr]
+
+    assert asyncio.run(run()) == ["on the simulated disk"]
+    assert fs.exists("/store/s/messages.jsonl")
