@@ -13,14 +13,19 @@ from ._paths import tmp_name
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | SAFE_FLAGS
 
 
+def write_all(fs: FileSystem, fd: int, data: bytes) -> None:
+    """Write every byte of ``data`` to ``fd``, going on after short writes."""
+    view = memoryview(data)
+    while view:
+        view = view[fs.write(fd, view) :]  # type: ignore[arg-type]
+
+
 def write_temp(fs: FileSystem, directory: str, final_name: str, data: bytes, *, durable: bool) -> str:
     """Write ``data`` to a new temporary file beside ``final_name``; return its path."""
     path = os.path.join(directory, tmp_name(final_name, new_uuid7()[-12:]))
     fd = fs.open(path, _CREATE, FILE_MODE)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[fs.write(fd, view) :]  # type: ignore[arg-type]
+        write_all(fs, fd, data)
         if durable:
             # fdatasync is enough: it flushes the data and the size needed to read it back;
             # the name is made durable by the directory fsync after the rename or link.

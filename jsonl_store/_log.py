@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from . import _codec, _lines
+from . import _atomic, _codec, _lines
 from ._errors import DurabilityError, LockTimeout, StorageError, UnrecognizedRecords, name_file, storage_error
 from ._fs import FILE_MODE, SAFE_FLAGS, FileSystem, check_directory, open_regular
 from ._ids import new_uuid7
@@ -549,7 +549,7 @@ class LogWriter:
 
             def flush() -> None:
                 nonlocal held
-                _write_all(fs, out, b"".join(pending))
+                _atomic.write_all(fs, out, b"".join(pending))
                 pending.clear()
                 held = 0
 
@@ -660,7 +660,7 @@ class LogWriter:
                 data = fs.pread(self.fd, min(CHUNK, size - position), position)
                 if not data:
                     break
-                _write_all(fs, fd, data)
+                _atomic.write_all(fs, fd, data)
                 position += len(data)
             fs.fsync(fd)
         finally:
@@ -779,12 +779,6 @@ class LogWriter:
             # Could not take the partial bytes back: the tail stays damaged until the
             # next open cuts it, so this writer must not append after it.
             self.failed = cause
-
-
-def _write_all(fs: FileSystem, fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[fs.write(fd, view) :]  # type: ignore[arg-type]
 
 
 class _Process:
