@@ -76,30 +76,30 @@ def _reader(fs: FileSystem, fd: int, base: int) -> _lines.Read:
     return lambda offset, length: fs.pread(fd, length, base + offset)
 
 
-def _check(raw: bytes, offset: int, number: int | None, end: int) -> tuple[Line | None, str | None]:
-    """A line held in memory that is not one sealed record: what it holds, and its damage."""
+def _line(raw: bytes, offset: int, number: int | None, end: int) -> tuple[Line | None, str | None]:
+    """A line held in memory: the record it holds (if any), and the damage to report (if any)."""
+    if _codec.is_sealed(raw):  # the common case, and the only one on a healthy log's hot path
+        return Line(offset, number, raw, end), None
     found = _lines.locate(_lines.in_memory(raw), len(raw), file_start=offset == 0)
     if found is None:
         return None, _describe(raw)
     line = Line(offset + found.start, number, raw[found.start : found.stop], end, converted=found.converted)
-    if found.start == 0 or (found.converted and found.start == len(_lines.BOM) and offset == 0):
-        return line, None  # a whole record, only converted
-    return line, _describe(raw[: found.start])
+    return line, None if _whole(found, offset) else _describe(raw[: found.start])
 
 
-def _check_far(
-    fs: FileSystem, fd: int, offset: int, length: int, number: int | None
-) -> tuple[Line | None, str | None]:
-    """A line too long to hold: check it by reading it again in chunks."""
-    read = _reader(fs, fd, offset)
-    found = _lines.locate(read, length, file_start=offset == 0)
+def _far_line(fs: FileSystem, fd: int, offset: int, length: int, number: int | None) -> tuple[Line | None, str | None]:
+    """`_line` for a line too long to hold: checked by reading it again in chunks."""
+    found = _lines.locate(_reader(fs, fd, offset), length, file_start=offset == 0)
     if found is None:
         return None, f"not a record ({length} bytes)"
     body = fs.pread(fd, found.stop - found.start, offset + found.start)
     line = Line(offset + found.start, number, body, offset + length + 1, converted=found.converted)
-    if found.start == 0 or (found.converted and found.start == len(_lines.BOM) and offset == 0):
-        return line, None
-    return line, f"not a record ({found.start} bytes)"
+    return line, None if _whole(found, offset) else f"not a record ({found.start} bytes)"
+
+
+def _whole(found: _lines.Found, offset: int) -> bool:
+    """The record is the whole line, only converted: a BOM before a file's first one is no damage."""
+    return found.start == 0 or (found.converted and offset == 0 and found.start == len(_lines.BOM))
 
 
 def _damage(path: str, offset: int, number: int | None, reason: str) -> Problem:
@@ -172,26 +172,21 @@ def scan(
             carry.clear()
             carried = 0
         for index, raw in enumerate(lines):
-            if index == 0 and (carry or far):
-                if far:
-                    line_end = chunk_start + len(raw) + 1
-                    found, reason = _check_far(fs, fd, offset, line_end - 1 - offset, number)
-                    far = False
-                    raw = b""
-                else:
+            if index == 0 and far:
+                line_end = chunk_start + len(raw) + 1
+                found, reason = _far_line(fs, fd, offset, line_end - 1 - offset, number)
+                far = False
+            else:
+                if index == 0 and carry:
                     raw = b"".join((*carry, raw))
                     carry.clear()
                     carried = 0
-                    line_end = offset + len(raw) + 1
-                    found, reason = (Line(offset, number, raw, line_end), None) if is_sealed(raw) else _check(
-                        raw, offset, number, line_end
-                    )
-            else:
                 line_end = offset + len(raw) + 1
+                # The sealed check inline too: one call fewer per line on the read path.
                 if is_sealed(raw):
                     found, reason = Line(offset, number, raw, line_end), None
                 else:
-                    found, reason = _check(raw, offset, number, line_end)
+                    found, reason = _line(raw, offset, number, line_end)
             if reason is not None:
                 pending.append(_damage(path, offset, number, reason))
             if found is not None:
@@ -246,17 +241,11 @@ def backward(fs: FileSystem, fd: int, size: int, floor: int = 0) -> Iterator[Lin
         if stop >= 0:
             begin = newline + 1
             if begin >= low and stop <= low + len(data):
-                raw = data[begin - low : stop - low]
-                if _codec.is_sealed(raw):
-                    yield Line(begin, None, raw, stop + 1)
-                else:
-                    found, _ = _check(raw, begin, None, stop + 1)
-                    if found is not None:
-                        yield found
+                found, _ = _line(data[begin - low : stop - low], begin, None, stop + 1)
             else:
-                found, _ = _check_far(fs, fd, begin, stop - begin, None)
-                if found is not None:
-                    yield found
+                found, _ = _far_line(fs, fd, begin, stop - begin, None)
+            if found is not None:
+                yield found
         if newline < floor:
             return
         stop = newline
