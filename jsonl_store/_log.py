@@ -293,32 +293,41 @@ RECORD_LIKE_KEY = b'"crc"'
 UNRECOGNIZED_ACTION = "none: restore the file's bytes as written, or move it aside; writers never cut these lines"
 
 
+class _RecordLike:
+    """Counts, chunk by chunk, the whole lines that name the checksum key yet are no valid line."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._carry = b""
+
+    def feed(self, chunk: bytes) -> None:
+        lines = (self._carry + chunk).split(b"\n")
+        rest = lines.pop()
+        for raw in lines:
+            if RECORD_LIKE_KEY in raw and not _codec.is_sealed(raw.rstrip(_lines.TRAILING)):
+                self.count += 1
+        if len(rest) > LONG_LINE:
+            # Too long to hold: keep only what tells whether it carries the key, and count
+            # it if it does (erring towards not cutting).
+            self._carry = RECORD_LIKE_KEY if RECORD_LIKE_KEY in rest else rest[-len(RECORD_LIKE_KEY) :]
+        else:
+            self._carry = rest
+
+
 def record_like_lines(fs: FileSystem, fd: int, start: int, end: int) -> int:
     """How many whole lines in ``[start, end)`` name the checksum key yet are no valid line.
 
     Reads in chunks (memory stays flat) and stops counting at `RECORD_LIKE_LIMIT`.
     """
-    count = 0
-    carry = b""
+    counter = _RecordLike()
     position = start
-    key = RECORD_LIKE_KEY
-    while position < end and count < RECORD_LIKE_LIMIT:
+    while position < end and counter.count < RECORD_LIKE_LIMIT:
         chunk = fs.pread(fd, min(CHUNK, end - position), position)
         if not chunk:
             break
         position += len(chunk)
-        lines = (carry + chunk).split(b"\n")
-        rest = lines.pop()
-        for raw in lines:
-            if key in raw and not _codec.is_sealed(raw.rstrip(_lines.TRAILING)):
-                count += 1
-        if len(rest) > LONG_LINE:
-            # Too long to hold: keep only what tells whether it carries the key, and count
-            # it if it does (erring towards not cutting).
-            carry = key if key in rest else rest[-len(key) :]
-        else:
-            carry = rest
-    return count
+        counter.feed(chunk)
+    return counter.count
 
 
 def free_sidecar(fs: FileSystem, directory: str, name: str) -> str:
@@ -621,18 +630,6 @@ class LogWriter:
         """Move the damaged tail ``[good_end, size)`` into a sidecar, then truncate."""
         fs = self.fs
         directory, name = os.path.split(self.path)
-        suspect = record_like_lines(fs, self.fd, good_end, size)
-        if suspect >= RECORD_LIKE_LIMIT:
-            # The cut rule (spec §9.3) with a margin: what a crash leaves is never several
-            # whole lines that carry a checksum key and fail it.
-            raise UnrecognizedRecords(
-                f"{self.label}: the last {suspect} lines look like records but fail their checksums "
-                f"(changed by a text tool this version cannot undo?); they are not cut: restore the "
-                f"file's bytes as written, or move it aside",
-                session_id=self.session_id,
-                path=self.path,
-                offset=good_end,
-            )
         # Never overwrite an earlier sidecar (two crashes can tear the log at one offset):
         # every cut keeps its bytes in a file of its own.
         while True:
@@ -642,18 +639,34 @@ class LogWriter:
                 break
             except FileExistsError:  # taken between the look and the create: look again
                 continue
+        suspect = _RecordLike()
         try:
             # Copied a chunk at a time: a damaged tail can be any length, memory stays flat.
+            # The same pass looks for lines like records, so the tail is read once.
             position = good_end
             while position < size:
                 data = fs.pread(self.fd, min(CHUNK, size - position), position)
                 if not data:
                     break
                 _atomic.write_all(fs, fd, data)
+                suspect.feed(data)
                 position += len(data)
-            fs.fsync(fd)
+            if suspect.count < RECORD_LIKE_LIMIT:
+                fs.fsync(fd)
         finally:
             fs.close(fd)
+        if suspect.count >= RECORD_LIKE_LIMIT:
+            # The cut rule (spec §9.3) with a margin: what a crash leaves is never several
+            # whole lines that carry a checksum key and fail it. Nothing is cut.
+            fs.unlink(sidecar)
+            raise UnrecognizedRecords(
+                f"{self.label}: the last {suspect.count} lines look like records but fail their checksums "
+                f"(changed by a text tool this version cannot undo?); they are not cut: restore the "
+                f"file's bytes as written, or move it aside",
+                session_id=self.session_id,
+                path=self.path,
+                offset=good_end,
+            )
         fs.fsync_dir(directory)
         fs.ftruncate(self.fd, good_end)
         fs.fsync(self.fd)

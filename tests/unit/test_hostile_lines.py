@@ -217,7 +217,7 @@ def test_summaries_and_appends_stay_cheap_when_a_log_ends_in_a_long_garbage_line
     assert fs.read <= 2 * size
     fs.read = 0
     assert store.append(SID, UserMessage(content="after the garbage")) == 3
-    assert fs.read <= 4 * size  # find the good end, check it holds no records, copy it aside
+    assert fs.read <= 3 * size  # find the good end, copy the tail aside (checked as it is copied)
 
 
 # -- size caps ---------------------------------------------------------------------------
