@@ -148,38 +148,39 @@ def _race_ratio(results: Results, key: str, of: str) -> str:
     return f" ({parts[0]} vs {parts[1]})"
 
 
+def _ratio_target(
+    results: Results, name: str, requirement: str, pairs: list[tuple[str, str, str]], limit: float
+) -> Target:
+    """A target met when every ``(label, measured key, baseline key)`` ratio is at most ``limit``."""
+    target = _check(name, requirement, [(label, ratio(results, key, of), lambda x: x <= limit) for label, key, of in pairs])
+    if target.met is not None:
+        target.measured = "; ".join(
+            f"{label} {ratio(results, key, of):,.2f}{_race_ratio(results, key, of)}" for label, key, of in pairs
+        )
+    return target
+
+
 def issue9_targets(results: Results, sizes: Sizes) -> list[Target]:
     """Issue 9's snapshot targets: cost that follows neither the log's length nor the file count."""
-    r = results
     small, big = sizes.snapshot_lengths
     files = sizes.snapshot_files
-    items = []
     steps = [(where, f"jsonl.snapshot_step.{where}.{big}", f"jsonl.snapshot_step.{where}.{small}") for where in ("early", "late")]
-    target = _check(
-        f"snapshot() one record past the previous boundary, {big:,} vs {small:,} records",
-        "ratio ≤ 1.5, early and late boundary",
-        [(where, ratio(r, key, of), lambda x: x <= 1.5) for where, key, of in steps],
-    )
-    if target.met is not None:
-        target.measured = "; ".join(
-            f"{where} {ratio(r, key, of):,.2f}{_race_ratio(r, key, of)}" for where, key, of in steps
-        )
-    items.append(target)
     loads = [
-        (way, f"jsonl.load.snapshot_files.{way}.{files}", f"jsonl.load.snapshot_files.{way}.1")
+        (way.replace("_", " "), f"jsonl.load.snapshot_files.{way}.{files}", f"jsonl.load.snapshot_files.{way}.1")
         for way in ("same_store", "new_store")
     ]
-    target = _check(
-        f"load() with {files:,} snapshot files vs 1",
-        "ratio ≤ 1.2 (one store; a new store object each)",
-        [(way, ratio(r, key, of), lambda x: x <= 1.2) for way, key, of in loads],
-    )
-    if target.met is not None:
-        target.measured = "; ".join(
-            f"{way.replace('_', ' ')} {ratio(r, key, of):,.2f}{_race_ratio(r, key, of)}" for way, key, of in loads
-        )
-    items.append(target)
-    return items
+    return [
+        _ratio_target(
+            results,
+            f"snapshot() one record past the previous boundary, {big:,} vs {small:,} records",
+            "ratio ≤ 1.5, early and late boundary",
+            steps,
+            1.5,
+        ),
+        _ratio_target(
+            results, f"load() with {files:,} snapshot files vs 1", "ratio ≤ 1.2 (one store; a new store object each)", loads, 1.2
+        ),
+    ]
 
 
 def first_load_note(results: Results, sizes: Sizes) -> str | None:

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from helpers import fails_after
+
 from jsonl_store import CompactedMessage, Problem, SessionStore, UserMessage
 from jsonl_store._fs import OS_FS
 from jsonl_store.testing import SimulatedFileSystem
@@ -26,8 +28,9 @@ def test_readers_racing_a_compacting_writer_see_only_healthy_snapshots(tmp_path:
     children.go(writer, *readers)
     # Let them race until the writer has made a good number of snapshots.
     store = SessionStore(root)
-    while (snapshot := store.load(SID).snapshot) is None or snapshot.version < SNAPSHOTS:
-        pass
+    with fails_after(120, "the compacting writer stopped making snapshots"):
+        while (snapshot := store.load(SID).snapshot) is None or snapshot.version < SNAPSHOTS:
+            pass
     stop.touch()
     made = writer.result()["snapshots"]
     for reader in readers:
