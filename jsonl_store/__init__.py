@@ -21,6 +21,7 @@ from ._errors import (
     UnsupportedValue,
 )
 from ._fs import FileSystem, OsFileSystem
+from ._problems import Problem, ProblemKind
 from ._records import (
     AnyMessage,
     AssistantMessage,
@@ -29,16 +30,13 @@ from ._records import (
     Message,
     MessageTiming,
     ModelUsage,
-    Problem,
     RawMessageRecord,
-    SessionSummary,
-    SessionView,
     SystemMessage,
     ToolCall,
     ToolMessage,
     UserMessage,
 )
-from ._repair import (
+from ._tool_batches import (
     INTERRUPTED_NOTICE,
     close_interrupted,
     is_provider_valid,
@@ -46,6 +44,7 @@ from ._repair import (
     provider_violation,
     repair_context,
 )
+from ._view import SessionSummary, SessionView
 from .aio import AsyncSessionStore
 from .store import SessionStore
 
@@ -70,6 +69,7 @@ __all__ = [
     "OsFileSystem",
     "ParentMismatch",
     "Problem",
+    "ProblemKind",
     "RawMessageRecord",
     "ReadOnlySession",
     "SessionNotFound",

@@ -26,7 +26,7 @@ from ._errors import DurabilityError, LockTimeout, StorageError, UnrecognizedRec
 from ._fs import FILE_MODE, SAFE_FLAGS, FileSystem, check_directory, open_regular
 from ._ids import new_uuid7
 from ._paths import TMP_SUFFIX, cut_name, tmp_name
-from ._records import Problem
+from ._problems import DISCARD, READ_AS_WRITTEN, RESTORE, SKIPPED_LINE, Problem, Reporter, cut_into
 
 CHUNK = 1 << 20  # forward reads: big enough to amortise syscalls, small enough for flat memory
 BACK_CHUNK = 1 << 12  # backward reads: the last record of a log usually fits in 4 KiB
@@ -42,9 +42,6 @@ FLAGS_APPEND = os.O_RDWR | os.O_APPEND | os.O_CREAT
 # line), so a line whose head is damaged can still be searched for a record glued behind it.
 RECORD_START = _lines.RECORD_START
 
-TEXT_CONVERSION = "text-conversion"
-#: What a writer (and `repair`) does about a text conversion: the spec's action text.
-RESTORE_ACTION = "restore the bytes as written (\\n line ends, no byte-order mark)"
 
 
 @dataclass(slots=True)
@@ -107,7 +104,7 @@ def _damage(path: str, offset: int, number: int | None, reason: str) -> Problem:
         path=path,
         kind="damaged-line",
         reason=reason,
-        action="skipped; reading resumes at the next line",
+        action=SKIPPED_LINE,
         offset=offset,
         line=number,
     )
@@ -117,7 +114,7 @@ def conversion_problem(path: str, count: int, offset: int, action: str) -> Probl
     """The one problem a file converted by a text tool gets, however many lines it touched."""
     return Problem(
         path=path,
-        kind=TEXT_CONVERSION,
+        kind="text-conversion",
         reason=f"{count} line(s) carry bytes a text conversion added (\\r\\n line ends or a byte-order mark)",
         action=action,
         offset=offset,
@@ -130,7 +127,7 @@ def scan(
     path: str,
     start: int,
     end: int,
-    problems: list[Problem] | None,
+    reporter: Reporter,
     *,
     first_line: int | None = None,
     first_read: int = CHUNK,
@@ -191,8 +188,8 @@ def scan(
                 pending.append(_damage(path, offset, number, reason))
             if found is not None:
                 if pending:
-                    if problems is not None:
-                        problems.extend(pending)
+                    for problem in pending:
+                        reporter.report(problem)
                     pending.clear()
                 if found.converted:
                     converted += 1
@@ -210,8 +207,8 @@ def scan(
                 carry.clear()
                 carried = 0
     # Whatever is left (a line without its newline, pending damage) is the tail: silent.
-    if converted and problems is not None:
-        problems.append(conversion_problem(path, converted, first_converted, "read as written"))
+    if converted:
+        reporter.report(conversion_problem(path, converted, first_converted, READ_AS_WRITTEN))
 
 
 def backward(fs: FileSystem, fd: int, size: int, floor: int = 0) -> Iterator[Line]:
@@ -290,7 +287,6 @@ def first_line_converted(fs: FileSystem, fd: int, size: int) -> bool:
 #: re-encoded a record keeps the name, while a crash leaves torn, zeroed or garbage lines.
 RECORD_LIKE_LIMIT = 2
 RECORD_LIKE_KEY = b'"crc"'
-UNRECOGNIZED_ACTION = "none: restore the file's bytes as written, or move it aside; writers never cut these lines"
 
 
 class _RecordLike:
@@ -367,6 +363,7 @@ class LogWriter:
         on_new_file: Callable[[], None] | None = None,
         accept: Callable[[Line], bool] | None = None,
         sequence_of: Callable[[bytes], int] | None = None,
+        reporter: Reporter = DISCARD,
     ) -> None:
         self.fs = fs
         self.path = path
@@ -384,7 +381,8 @@ class LogWriter:
         self.size = 0
         self.last: Line | None = None
         self.failed: BaseException | None = None
-        self.cuts: list[Problem] = []
+        #: Where the writer says what it restored or cut (spec §12: a writer reports its cuts).
+        self.reporter = reporter
         _writers.add(self)
 
     # -- descriptor and lock ------------------------------------------------------------
@@ -560,7 +558,7 @@ class LogWriter:
                     start += len(chunk)
 
             position = 0
-            for line in scan(fs, self.fd, self.path, 0, size, None):
+            for line in scan(fs, self.fd, self.path, 0, size, DISCARD):
                 if not line.converted:
                     continue  # copied with the bytes around it
                 count += 1
@@ -593,7 +591,7 @@ class LogWriter:
         self._lock()
         self.size = -1
         self.last = None
-        self.cuts.append(conversion_problem(self.path, count, first, RESTORE_ACTION))
+        self.reporter.report(conversion_problem(self.path, count, first, RESTORE))
 
     def _restore_failed(self, exc: OSError, size: int) -> StorageError:
         """What a failed restore tells the caller: the log is intact, and what it needs."""
@@ -670,12 +668,12 @@ class LogWriter:
         fs.fsync_dir(directory)
         fs.ftruncate(self.fd, good_end)
         fs.fsync(self.fd)
-        self.cuts.append(
+        self.reporter.report(
             Problem(
                 path=self.path,
                 kind="torn-tail",
                 reason=f"{size - good_end} bytes after the last good record",
-                action=f"cut into {os.path.basename(sidecar)}",
+                action=cut_into(os.path.basename(sidecar)),
                 offset=good_end,
             )
         )

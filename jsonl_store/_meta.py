@@ -8,6 +8,7 @@ change goes through `merge`, which applies only the fields a caller named.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final, Literal
 
@@ -191,3 +192,83 @@ def merge(
     if changed:
         meta.version += 1
     return changed
+
+
+class Update:
+    """One `update_session` call's fields, checked before the lock is taken."""
+
+    __slots__ = ("expected_version", "metadata", "origin", "pinned", "removed", "title")
+
+    def __init__(
+        self,
+        title: str | None,
+        pinned: bool,
+        metadata: dict[str, Any] | None,
+        removed: tuple[str, ...],
+        expected_version: int | None,
+        origin: Origin,
+    ) -> None:
+        self.title = title
+        self.pinned = pinned
+        self.metadata = metadata
+        self.removed = removed
+        self.expected_version = expected_version
+        self.origin = origin
+
+    @classmethod
+    def checked(
+        cls,
+        *,
+        title: str | None,
+        pinned: bool,
+        metadata: Any,
+        remove_metadata: Any,
+        expected_version: int | None,
+        origin: Origin,
+    ) -> Update:
+        """The update, or `InvalidArgument` for a field that cannot be stored (nothing is read yet)."""
+        if title is not _UNSET:
+            check_title(title)
+        if pinned is not _UNSET and type(pinned) is not bool:
+            raise InvalidArgument(f"pinned must be a bool, got {pinned!r}")
+        if origin not in ("user", "runtime"):
+            raise InvalidArgument(f"origin must be 'user' or 'runtime', got {origin!r}")
+        merged = _UNSET
+        if metadata is not _UNSET and metadata is not None:
+            if not isinstance(metadata, Mapping):
+                raise InvalidArgument(f"metadata must be a mapping, got {type(metadata).__name__}")
+            merged = dict(metadata)
+            _codec.encode_json(merged, "metadata")
+        return cls(title, pinned, merged, _removed_keys(remove_metadata), expected_version, origin)
+
+    def apply(self, meta: SessionMeta, session_id: str) -> bool:
+        """Merge into ``meta`` in place (`merge`); whether anything changed."""
+        return merge(
+            meta,
+            title=self.title,
+            pinned=self.pinned,
+            metadata=self.metadata,
+            remove_metadata=self.removed,
+            expected_version=self.expected_version,
+            origin=self.origin,
+            session_id=session_id,
+        )
+
+
+def _removed_keys(remove_metadata: Any) -> tuple[str, ...]:
+    if isinstance(remove_metadata, (str, bytes)):
+        raise InvalidArgument(f"remove_metadata takes a list of keys, not one {type(remove_metadata).__name__}")
+    try:
+        removed = tuple(remove_metadata)
+    except TypeError:
+        raise InvalidArgument(f"remove_metadata takes a list of keys, got {remove_metadata!r}") from None
+    for key in removed:
+        if not isinstance(key, str):
+            raise InvalidArgument(f"remove_metadata takes metadata keys (str), got {key!r}")
+        if not key.isascii():
+            try:
+                key.encode("utf-8")
+            except UnicodeEncodeError:
+                # Such a key can never have been stored; naming it is a caller's bug.
+                raise InvalidArgument(f"remove_metadata key {key!r} holds a lone surrogate") from None
+    return removed

@@ -20,9 +20,6 @@ from ._lines import BOM
 from ._log import (
     FLAGS_READ,
     RECORD_LIKE_LIMIT,
-    RESTORE_ACTION,
-    TEXT_CONVERSION,
-    UNRECOGNIZED_ACTION,
     LogWriter,
     conversion_problem,
     free_sidecar,
@@ -41,19 +38,28 @@ from ._paths import (
     parse_snapshot_name,
     snapshot_name,
 )
-from ._records import ContextSnapshot, Problem
-
-MOVED_ACTION = "write the boundary offsets anew"
-
-#: Problems that make a session unusable (the CLI exits with 2 for them).
-UNUSABLE_KINDS = frozenset({"unsupported-format", "unreadable", "unsafe-path"})
-
-#: What a person must do about an `UnsafePath`; repair never follows, opens or deletes it.
-UNSAFE_ACTION = "none: put a regular file (a directory for a session) in its place; repair never touches it"
+from ._problems import (
+    CHECK_SYSTEM,
+    DELETE,
+    DISCARD,
+    LEAVE_UNRECOGNIZED,
+    LEAVE_UNSAFE,
+    LEFT_FOR_READERS,
+    MOVE_ASIDE,
+    NEEDS_NEWER,
+    REANCHOR,
+    RESTORE,
+    Problem,
+    Reporter,
+    cut_into,
+)
+from ._reader import LogReader, ends_batch
+from ._records import ContextSnapshot
 
 
 def unsafe_problem(exc: UnsafePath) -> Problem:
-    return Problem(exc.path or "", "unsafe-path", exc.message, UNSAFE_ACTION)
+    """The problem an `UnsafePath` is: repair never follows, opens or deletes the path."""
+    return Problem(exc.path or "", "unsafe-path", exc.message, LEAVE_UNSAFE)
 
 
 def unsafe_paths(fs: FileSystem, session_id: str, directory: str) -> list[Problem]:
@@ -69,7 +75,7 @@ def unsafe_paths(fs: FileSystem, session_id: str, directory: str) -> list[Proble
         names = fs.listdir(directory)
     except UnsafePath as exc:
         return [unsafe_problem(exc)]
-    problems = []
+    problems: list[Problem] = []
     for name in names:
         known = name in (LOG_NAME, USAGE_NAME, META_NAME, LOCK_NAME) or parse_snapshot_name(name) is not None
         if not known and not name.endswith(TMP_SUFFIX):  # repair deletes temporary files
@@ -81,7 +87,7 @@ def unsafe_paths(fs: FileSystem, session_id: str, directory: str) -> list[Proble
             continue
         if not stat.S_ISREG(mode):
             reason = f"{name} is {describe_mode(mode)}, not a regular file"
-            problems.append(Problem(path, "unsafe-path", reason, UNSAFE_ACTION))
+            problems.append(Problem(path, "unsafe-path", reason, LEAVE_UNSAFE))
     return problems
 
 
@@ -99,25 +105,26 @@ def check(
     try:
         return _check_session(fs, session_id, directory, fix=fix, durable=durable, lock_timeout=lock_timeout)
     except UnsupportedFormat as exc:
-        return [Problem(os.path.join(directory, META_NAME), "unsupported-format", str(exc), "none: needs a newer jsonl_store")]
+        return [Problem(os.path.join(directory, META_NAME), "unsupported-format", str(exc), NEEDS_NEWER)]
     except UnsafePath as exc:  # swapped in after the look above
         return [unsafe_problem(exc)]
     except OSError as exc:
         if fix:
             raise
-        return [Problem(directory, "unreadable", str(exc), "none: check permissions and the file system")]
+        return [Problem(directory, "unreadable", str(exc), CHECK_SYSTEM)]
 
 
 def _check_session(
     fs: FileSystem, session_id: str, directory: str, *, fix: bool, durable: bool, lock_timeout: float
 ) -> list[Problem]:
-    problems: list[Problem] = []
+    met = Reporter()
     try:
         names = fs.listdir(directory)
     except (FileNotFoundError, NotADirectoryError):
         return []
     # Metadata.
-    meta = _session.read_meta(fs, session_id, directory, problems)
+    meta = _session.read_meta(fs, session_id, directory, met)
+    problems = met.problems
     if fix and meta is not None:
         _meta.check_writable(meta, session_id)
     if meta is None and META_NAME in names and fix:
@@ -128,14 +135,14 @@ def _check_session(
         data = _atomic.read_whole(fs, os.path.join(directory, META_NAME), _meta.MAX_META_BYTES) or b""
         if b"\r\n" in data:
             # JSON strings hold no raw line break, so every \r\n is a converted line end.
-            problems.append(conversion_problem(os.path.join(directory, META_NAME), data.count(b"\r\n"), 0, RESTORE_ACTION))
+            problems.append(conversion_problem(os.path.join(directory, META_NAME), data.count(b"\r\n"), 0, RESTORE))
             if fix:
                 _atomic.replace(fs, directory, META_NAME, data.replace(b"\r\n", b"\n"), durable=True)
     # Leftover temporary files: every writer that makes one holds the session lock,
     # and so does repair, so none of them is still being written.
     for name in names:
         if name.endswith(TMP_SUFFIX):
-            problems.append(Problem(os.path.join(directory, name), "leftover-temp", "unfinished temporary file", "delete"))
+            problems.append(Problem(os.path.join(directory, name), "leftover-temp", "unfinished temporary file", DELETE))
             if fix:
                 fs.unlink(os.path.join(directory, name))
     # Which snapshots' offsets hold before repair restores the log: a restore moves those
@@ -147,11 +154,11 @@ def _check_session(
         if name in names:
             found_in_log = _check_log(fs, session_id, directory, name, fix=fix, lock_timeout=lock_timeout)
             if name == LOG_NAME:
-                log_converted = any(p.kind == TEXT_CONVERSION for p in found_in_log)
+                log_converted = any(p.kind == "text-conversion" for p in found_in_log)
             problems.extend(found_in_log)
     # Snapshots.
-    fd, size = _session.open_log(fs, directory)
-    try:
+    with LogReader(fs, session_id, directory) as log:
+        fd, size = log.fd, log.size
         for version in _snapshots.versions(fs, directory):
             path = os.path.join(directory, snapshot_name(version))
             converted = False
@@ -163,7 +170,7 @@ def _check_session(
             except _snapshots.DamagedSnapshot as exc:
                 reason = str(exc)
             if reason is None and converted:
-                problems.append(conversion_problem(path, 1, 0, RESTORE_ACTION))
+                problems.append(conversion_problem(path, 1, 0, RESTORE))
             if reason is None and not isinstance(found, str) and fd is not None:
                 moved = found.boundary_offset != snap.boundary_offset
                 if fix:
@@ -178,7 +185,7 @@ def _check_session(
                     problems.append(
                         Problem(path, "moved-boundary",
                                 f"the boundary record is at bytes {found.boundary_offset}..{found.tail_offset}, "
-                                f"not {snap.boundary_offset}..{snap.tail_offset}", MOVED_ACTION)
+                                f"not {snap.boundary_offset}..{snap.tail_offset}", REANCHOR)
                     )
             if reason is None and fix and not isinstance(found, str):
                 moved = found.boundary_offset != snap.boundary_offset
@@ -194,12 +201,9 @@ def _check_session(
                             data = _snapshots.reanchored(line[0], found.boundary_offset, found.tail_offset)
                         _atomic.replace(fs, directory, snapshot_name(version), data, durable=True)
             if reason is not None:
-                problems.append(Problem(path, "bad-snapshot", reason, "move aside"))
+                problems.append(Problem(path, "bad-snapshot", reason, MOVE_ASIDE))
                 if fix:
                     _session.move_aside(fs, directory, snapshot_name(version))
-    finally:
-        if fd is not None:
-            fs.close(fd)
     return problems
 
 
@@ -208,23 +212,24 @@ def _check_log(
 ) -> list[Problem]:
     path = os.path.join(directory, name)
     raw_log = name == LOG_NAME
-    accept = _session.ends_batch if raw_log else None
-    problems: list[Problem] = []
+    accept = ends_batch if raw_log else None
+    found = Reporter()
     removed = 0  # bytes a restore of converted lines takes out before the good part's end
     fd = open_regular(fs, path, FLAGS_READ, session_id=session_id)
     try:
         size = fs.fstat(fd).st_size
         if raw_log:
-            end = _session.good_end(fs, fd, size, 0)
-            for _ in _session.decode_lines(fs, session_id, directory, fd, 0, end, 0, problems):
-                pass
+            with LogReader(fs, session_id, directory, found) as log:
+                for _ in log.records():
+                    pass
         else:
-            for _ in scan(fs, fd, path, 0, size, problems, first_line=1):
+            for _ in scan(fs, fd, path, 0, size, found, first_line=1):
                 pass
-        converted = any(p.kind == TEXT_CONVERSION for p in problems)
+        converted = any(p.kind == "text-conversion" for p in found.problems)
+        # What readers did becomes what repair does (spec §12).
         problems = [
-            dataclasses.replace(p, action=RESTORE_ACTION if p.kind == TEXT_CONVERSION else "none: readers skip it")
-            for p in problems
+            dataclasses.replace(p, action=RESTORE if p.kind == "text-conversion" else LEFT_FOR_READERS)
+            for p in found.problems
         ]
         good_end, _ = last_good(fs, fd, size, 0, accept)
         if converted and not fix:
@@ -238,15 +243,16 @@ def _check_log(
             Problem(path, "unrecognized-records",
                     f"the {size - good_end} bytes after the last good record hold {suspect} or more whole lines "
                     "that look like records but fail their checksums",
-                    UNRECOGNIZED_ACTION, good_end)
+                    LEAVE_UNRECOGNIZED, good_end)
         )
         good_end = size  # nothing to cut
     if fix and (converted or good_end < size):
         # The same writer an append uses: it restores converted lines and cuts the tail
         # into a sidecar on open, and reports both.
+        cuts = Reporter()
         writer = LogWriter(
             fs, path, directory, durable=True, lock_timeout=lock_timeout, label=path,
-            session_id=session_id, accept=accept,
+            session_id=session_id, accept=accept, reporter=cuts,
         )
         try:
             try:
@@ -256,7 +262,7 @@ def _check_log(
                     writer.append_nothing()
             except UnrecognizedRecords:
                 pass  # restored; the lines it will not cut are reported above
-            problems.extend(p for p in writer.cuts if p.kind != TEXT_CONVERSION)
+            problems.extend(p for p in cuts.problems if p.kind != "text-conversion")
         finally:
             writer.close()
     elif good_end < size:
@@ -266,7 +272,7 @@ def _check_log(
         sidecar = os.path.basename(free_sidecar(fs, directory, cut_name(name, offset)))
         problems.append(
             Problem(path, "torn-tail", f"{size - good_end} bytes after the last good record",
-                    f"cut into {sidecar}", offset)
+                    cut_into(sidecar), offset)
         )
     return problems
 
@@ -274,26 +280,23 @@ def _check_log(
 def _offsets_holding(fs: FileSystem, session_id: str, directory: str) -> set[int]:
     """The versions of the snapshots whose boundary record is where they say, right now."""
     holding: set[int] = set()
-    fd, size = _session.open_log(fs, directory)
-    if fd is None:
-        return holding
-    try:
+    with LogReader(fs, session_id, directory) as log:
+        if log.fd is None:
+            return holding
         for version in _snapshots.versions(fs, directory):
             try:
                 snap = _snapshots.read(fs, directory, version, session_id)
             except _snapshots.DamagedSnapshot:
                 continue
-            if _snapshots.boundary_problem(fs, fd, size, snap) is None:
+            if _snapshots.boundary_problem(fs, log.fd, log.size, snap) is None:
                 holding.add(version)
-    finally:
-        fs.close(fd)
     return holding
 
 
 def _restored_bytes(fs: FileSystem, fd: int, end: int) -> int:
     """How many bytes restoring the converted lines in ``[0, end)`` removes (§9.3)."""
     removed = 0
-    for line in scan(fs, fd, "", 0, end, None):
+    for line in scan(fs, fd, "", 0, end, DISCARD):
         if line.converted:
             removed += line.end - 1 - (line.offset + len(line.body))
             if line.offset == len(BOM) and fs.pread(fd, len(BOM), 0) == BOM:

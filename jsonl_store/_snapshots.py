@@ -20,7 +20,8 @@ from . import _atomic, _codec, _lines, _log
 from ._errors import InvalidArgument
 from ._fs import FileSystem, StatResult
 from ._paths import snapshot_name, snapshot_versions
-from ._records import ContextSnapshot, Problem
+from ._problems import DISCARD, SKIPPED_SNAPSHOT, Problem, Reporter
+from ._records import ContextSnapshot
 
 #: Spec §6: a snapshot file is read whole, so it is capped; a larger one is damaged.
 MAX_SNAPSHOT_BYTES = 16 << 20
@@ -185,7 +186,7 @@ def trusted(fs: FileSystem, log_fd: int, log_size: int, snapshot: ContextSnapsho
     # Offsets that do not hold: look the record up. This reads the log up to the boundary,
     # but only for a snapshot that would otherwise be skipped, which a healthy log never has.
     size = fs.fstat(log_fd).st_size
-    for line in _log.scan(fs, log_fd, "", 0, size, None):
+    for line in _log.scan(fs, log_fd, "", 0, size, DISCARD):
         try:
             sequence, _, record_id = _codec.record_position(line.body)
         except _codec.DECODE_ERRORS:
@@ -203,7 +204,7 @@ def latest(
     session_id: str,
     log_fd: int | None,
     log_size: int,
-    problems: list[Problem] | None,
+    reporter: Reporter,
     *,
     at_most: int | None = None,
     listings: Listings | None = None,
@@ -237,10 +238,7 @@ def latest(
                 if not isinstance(found, str):
                     return found
                 reason = found
-        if problems is not None:
-            problems.append(
-                Problem(path=path, kind="bad-snapshot", reason=reason, action="skipped for an older snapshot")
-            )
+        reporter.report(Problem(path=path, kind="bad-snapshot", reason=reason, action=SKIPPED_SNAPSHOT))
     return None
 
 
@@ -257,7 +255,7 @@ def find_boundary(
     """The line of record ``through`` if a reader gives it back from ``[start, end)`` (§8, §10).
 
     ``start`` and ``after`` are the newest snapshot's tail offset and boundary sequence
-    (0 and 0 for none); ``end`` is where the complete records end (`_session.good_end`:
+    (0 and 0 for none); ``end`` is where the complete records end (`LogReader.last_good`:
     a batch cut short is not in the range) and ``last_sequence`` the sequence of the record
     that ends there. The search starts from whichever end is nearer in sequences, which
     counts records in a log its writers numbered: its cost is that of the records between
@@ -268,7 +266,7 @@ def find_boundary(
         # Forward, as a reader goes (§8.6): a record not above the highest before it is
         # skipped. Small reads first: the boundary is near.
         highest = after
-        for line in _log.scan(fs, fd, "", start, end, None, first_read=_log.BACK_CHUNK):
+        for line in _log.scan(fs, fd, "", start, end, DISCARD, first_read=_log.BACK_CHUNK):
             sequence = _sequence(line)
             if sequence is None or sequence <= highest:
                 continue

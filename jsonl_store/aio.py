@@ -14,7 +14,8 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
 from ._fs import FileSystem
-from ._records import Problem, RawMessageRecord
+from ._problems import Problem
+from ._records import RawMessageRecord
 from .store import Durability, SessionStore
 
 T = TypeVar("T")

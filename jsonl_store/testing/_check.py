@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 import msgspec
 
-from .._records import CompactedMessage, Message, ModelUsage, SessionSummary, UserMessage
-from .._repair import provider_violation
+from .._records import CompactedMessage, Message, ModelUsage, UserMessage
+from .._tool_batches import provider_violation
+from .._view import SessionSummary
 from ._crash import CrashState, crash_points, crash_states
 from ._simfs import Fault, SimulatedFileSystem
 from ._workload import (

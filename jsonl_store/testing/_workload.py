@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import msgspec
 
-from .._records import CompactedMessage, ContextSnapshot, Message, ModelUsage, SessionSummary
+from .._records import CompactedMessage, ContextSnapshot, Message, ModelUsage
+from .._view import SessionSummary
 from ._simfs import SimulatedFileSystem
 
 if TYPE_CHECKING:

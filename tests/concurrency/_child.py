@@ -293,7 +293,7 @@ def role_meta_reader(args: Args) -> None:
 def role_hold_session_lock(args: Args) -> None:
     """Enter the session's lock, say ``locked``, and never leave it."""
     store = store_of(args)
-    with store._lock(args["sid"]):
+    with store._handles.lock(args["sid"]):
         say("locked")
         time.sleep(STALL_SECONDS)
 

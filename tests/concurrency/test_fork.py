@@ -112,7 +112,7 @@ def test_child_forked_while_the_parent_holds_the_lock_does_not_hold_it(tmp_path:
         outcome.append(store.update_session(SID, title="after").title or "")
         return ",".join(outcome)
 
-    with store._lock(SID):
+    with store._handles.lock(SID):
         pid, read = _fork(child)
         assert os.read(tried_read, 1) == b"t"
     os.write(go_write, b"g")
@@ -126,12 +126,12 @@ def test_child_forked_while_another_thread_is_inside_the_store_can_use_it(tmp_pa
     """A fork while another thread holds the store's mutexes (mid-call, here held by hand) leaves the child a working store."""
     store = SessionStore(tmp_path, durability="none")
     store.append(SID, UserMessage(content="before"))
-    session = store._sessions[SID]
+    session = store._handles._sessions[SID]
     assert session.log is not None
     held, release = threading.Event(), threading.Event()
 
     def inside_a_call() -> None:
-        with store._sessions_mutex, session.mutex, session.log.mutex:  # type: ignore[union-attr]
+        with store._handles._mutex, session.mutex, session.log.mutex:  # type: ignore[union-attr]
             held.set()
             release.wait(30)
 

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from jsonl_store import _codec, _lines, _log
 from jsonl_store._fs import OS_FS
+from jsonl_store._problems import DISCARD
 
 
 def _record(n: int, text: str) -> bytes:
@@ -74,7 +75,7 @@ def _both(data: bytes) -> tuple[list[tuple[int, bytes, int, bool]], list[tuple[i
         file.flush()
         fd = os.open(file.name, os.O_RDONLY)
         try:
-            forward = [(l.offset, l.body, l.end, l.converted) for l in _log.scan(OS_FS, fd, "", 0, len(data), None)]
+            forward = [(l.offset, l.body, l.end, l.converted) for l in _log.scan(OS_FS, fd, "", 0, len(data), DISCARD)]
             back = [(l.offset, l.body, l.end, l.converted) for l in _log.backward(OS_FS, fd, len(data))]
         finally:
             os.close(fd)

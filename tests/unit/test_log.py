@@ -21,6 +21,7 @@ from jsonl_store import (
 )
 from jsonl_store._fs import OS_FS, OsFileSystem
 from jsonl_store._paths import cut_name
+from jsonl_store._problems import Reporter
 
 
 def user(text: str) -> UserMessage:
@@ -46,10 +47,13 @@ def scan_bytes(tmp_path: Path, data: bytes, problems: list[Problem] | None = Non
     path = tmp_path / "log"
     path.write_bytes(data)
     fd = os.open(path, os.O_RDONLY)
+    reporter = Reporter()
     try:
-        return list(_log.scan(OS_FS, fd, str(path), 0, len(data), problems, first_line=1))
+        return list(_log.scan(OS_FS, fd, str(path), 0, len(data), reporter, first_line=1))
     finally:
         os.close(fd)
+        if problems is not None:
+            problems.extend(reporter.problems)
 
 
 def last_good_bytes(tmp_path: Path, data: bytes) -> tuple[int, _log.Line | None]:

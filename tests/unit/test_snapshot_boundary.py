@@ -25,6 +25,7 @@ from jsonl_store import (
 from jsonl_store._fs import OS_FS
 from jsonl_store._log import scan
 from jsonl_store._paths import LOG_NAME
+from jsonl_store._problems import DISCARD
 from jsonl_store.testing import SimulatedFileSystem
 
 SID = "s"
@@ -63,7 +64,7 @@ def _offsets(fs: Any, directory: str) -> dict[int, tuple[int, int]]:
     fd = fs.open(os.path.join(directory, LOG_NAME), os.O_RDONLY)
     try:
         size = fs.fstat(fd).st_size
-        return {_codec.record_position(line.body)[0]: (line.offset, line.end) for line in scan(fs, fd, "", 0, size, None)}
+        return {_codec.record_position(line.body)[0]: (line.offset, line.end) for line in scan(fs, fd, "", 0, size, DISCARD)}
     finally:
         fs.close(fd)
 
@@ -123,7 +124,7 @@ def test_every_sequence_after_the_previous_boundary_is_found_at_its_offsets(tmp_
         for through in range(5, 31):
             fd = os.open(tmp_path / SID / LOG_NAME, os.O_RDONLY)
             try:
-                snapshot = _snapshots.latest(OS_FS, str(tmp_path / SID), SID, fd, os.fstat(fd).st_size, None)
+                snapshot = _snapshots.latest(OS_FS, str(tmp_path / SID), SID, fd, os.fstat(fd).st_size, DISCARD)
                 assert snapshot is not None
                 line = _snapshots.find_boundary(
                     OS_FS, fd, SID, snapshot.tail_offset, os.fstat(fd).st_size, 4, through, 30

@@ -51,7 +51,7 @@ import pytest
 import jsonl_store
 from jsonl_store import CompactedMessage, SessionStore, UserMessage, _codec, _meta
 from jsonl_store._paths import GITATTRIBUTES_TEXT, GITIGNORE_TEXT, LOCK_NAME
-from jsonl_store._records import Problem
+from jsonl_store._problems import Problem
 
 REPO = Path(__file__).resolve().parents[2]
 VECTORS = REPO / "spec" / "vectors"

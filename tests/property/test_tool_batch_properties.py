@@ -23,7 +23,7 @@ from jsonl_store._records import (
     ToolMessage,
     UserMessage,
 )
-from jsonl_store._repair import (
+from jsonl_store._tool_batches import (
     INTERRUPTED_NOTICE,
     close_interrupted,
     includes,

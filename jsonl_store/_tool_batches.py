@@ -35,9 +35,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
-from ._records import AssistantMessage, Message, ToolBatchPolicy, ToolMessage
+from ._records import AssistantMessage, Message, ToolMessage
+
+#: What to do with an incomplete tool batch in the middle of the history.
+ToolBatchPolicy: TypeAlias = Literal["drop", "close"]
 
 INTERRUPTED_NOTICE = (
     "This tool call was interrupted before its result was recorded. It may have run in "

@@ -1,4 +1,4 @@
-"""Scenario tests for tool-batch repair (`jsonl_store._repair`)."""
+"""Scenario tests for tool-batch repair (`jsonl_store._tool_batches`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from jsonl_store._records import (
     ToolMessage,
     UserMessage,
 )
-from jsonl_store._repair import (
+from jsonl_store._tool_batches import (
     INTERRUPTED_NOTICE,
     close_interrupted,
     includes,

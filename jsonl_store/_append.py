@@ -1,0 +1,208 @@
+"""An append's arguments checked and its records encoded, before any file is touched.
+
+`encode` does everything that can fail on bad input, then hands the writer a `Batch`
+whose `build` runs under the append lock and only numbers the lines (spec §9.1): the
+next sequence is known only there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from . import _codec, _meta
+from ._errors import InvalidArgument, ParentMismatch
+from ._handles import OpenSession, now
+from ._ids import new_uuid7
+from ._log import Line
+from ._paths import validate_session_id
+from ._reader import sequence_of
+from ._records import AssistantMessage, Message, MessageTiming, ModelUsage
+
+
+def is_assistant(message: Message) -> bool:
+    if isinstance(message, dict):
+        return message.get("role") == "assistant"
+    return isinstance(message, AssistantMessage)
+
+
+def per_message(value: Any, kind: type, count: int, name: str) -> list[Any]:
+    """One value for the whole batch, or one per message, as a list of ``count``."""
+    if value is None or isinstance(value, kind):
+        return [value] * count
+    try:
+        values = list(value)
+    except TypeError:
+        raise InvalidArgument(f"{name} must be one {kind.__name__} or a list of them, got {value!r}") from None
+    if len(values) != count:
+        raise InvalidArgument(f"{name} has {len(values)} entries for {count} messages")
+    return values
+
+
+def usages_for(messages: Sequence[Message], usage: object) -> list[ModelUsage | None]:
+    """``usage`` per message: a single `ModelUsage` belongs to the batch's only assistant message."""
+    count = len(messages)
+    if isinstance(usage, ModelUsage):
+        assistants = [i for i, m in enumerate(messages) if is_assistant(m)]
+        if len(assistants) != 1:
+            raise InvalidArgument(
+                f"a single usage needs exactly one assistant message in the batch, found {len(assistants)}"
+            )
+        usages: list[ModelUsage | None] = [None] * count
+        usages[assistants[0]] = usage
+        return usages
+    return per_message(usage, ModelUsage, count, "usage")
+
+
+def check_usage(usage: object) -> None:
+    # Structs do not check types on construction; a string here would write a record
+    # that no reader can decode, so the counts are checked before anything is written.
+    if not isinstance(usage, ModelUsage):
+        raise InvalidArgument(f"usage must be a ModelUsage, got {type(usage).__name__}")
+    for name in usage.__struct_fields__:
+        value = getattr(usage, name)
+        if type(value) is not int or value < 0:
+            raise InvalidArgument(f"usage.{name} must be a non-negative int, got {value!r}")
+
+
+def check_timing(timing: object) -> None:
+    if not isinstance(timing, MessageTiming):
+        raise InvalidArgument(f"timing must be a MessageTiming, got {type(timing).__name__}")
+    for name in timing.__struct_fields__:
+        value = getattr(timing, name)
+        expected: type = int if name.endswith("_ns") else datetime
+        if value is None and name not in ("started_at", "completed_at", "duration_ns"):
+            continue
+        if not isinstance(value, expected) or isinstance(value, bool):
+            raise InvalidArgument(f"timing.{name} must be {expected.__name__}, got {value!r}")
+
+
+def json_object(value: Mapping[str, Any] | None, name: str) -> Any:
+    if value is not None and not isinstance(value, Mapping):
+        raise InvalidArgument(f"{name} must be a mapping, got {type(value).__name__}")
+    if not value:
+        return None  # left out of the line, read back as {}
+    return msgspec.Raw(_codec.encode_json(dict(value), name))
+
+
+def check_session_options(
+    session_id: str, request_id: str | None, parent_session_id: str | None, session_type: int
+) -> None:
+    if request_id is not None:
+        if not isinstance(request_id, str):
+            raise InvalidArgument(f"request_id must be a str, got {type(request_id).__name__}")
+        _codec.check_label(request_id, "request_id")
+    if parent_session_id is not None:
+        validate_session_id(parent_session_id)
+        if parent_session_id == session_id:
+            raise InvalidArgument(f"session {session_id!r} cannot be its own parent")
+    if type(session_type) is not int:
+        raise InvalidArgument(f"session_type must be an int, got {session_type!r}")
+
+
+class Batch:
+    """The encoded records of one append, waiting for their sequences."""
+
+    __slots__ = ("bodies", "parent", "sequences", "session", "stored")
+
+    def __init__(self, session: OpenSession, bodies: list[tuple[bytes, bytes] | None], parent: str | None) -> None:
+        self.session = session
+        #: Per message: the line without sequence and checksum, or None (``persist=False``).
+        self.bodies = bodies
+        self.stored = len(bodies) - bodies.count(None)
+        self.parent = parent
+        self.sequences: list[int] = []
+
+    def build(self, last: Line | None) -> tuple[bytes, Line]:
+        """The batch's lines after ``last``, numbered; runs under the append lock."""
+        # Checked under the lock: the session may have been deleted and made anew (with
+        # another parent) since this store cached its parent.
+        parent = self.parent
+        if parent is not None and self.session.parent != parent:
+            session_id = self.session.session_id
+            raise ParentMismatch(
+                f"session {session_id!r} has parent {self.session.parent!r}; a parent never changes (got {parent!r})",
+                session_id=session_id,
+            )
+        sequence = sequence_of(last)
+        # Every record of a multi-record batch names the batch's last sequence, so a
+        # reader can tell a batch torn by a power loss and give it back whole or not at all.
+        batch_end = sequence + self.stored if self.stored > 1 else 0
+        sequences = self.sequences
+        sequences.clear()  # a retry after the session was made anew numbers again
+        parts = []
+        body = b""
+        record_line = _codec.record_line
+        for pieces in self.bodies:
+            if pieces is None:
+                sequences.append(0)
+                continue
+            sequence += 1
+            sequences.append(sequence)
+            line, body = record_line(sequence, batch_end, *pieces)
+            parts.append(line)
+        data = b"".join(parts) if len(parts) > 1 else parts[0]
+        return data, Line(len(data) - len(parts[-1]), None, body, len(data), sequence)
+
+
+def encode(
+    session: OpenSession,
+    messages: Sequence[Message],
+    *,
+    request_id: str | None,
+    timings: Sequence[MessageTiming | None],
+    usages: Sequence[ModelUsage | None],
+    parent_session_id: str | None,
+    title: str | None,
+    agent_name: str | None,
+    session_type: int,
+    metadata: Mapping[str, Any] | None,
+    tags: Mapping[str, Any] | None,
+) -> Batch | None:
+    """Check and encode an append; None when no message is to be stored (all ``persist=False``)."""
+    check_session_options(session.session_id, request_id, parent_session_id, session_type)
+    common: dict[str, Any] = {}
+    if request_id is not None or metadata is not None or tags is not None:
+        common = {
+            "request_id": request_id,
+            "metadata": json_object(metadata, "metadata"),
+            "tags": json_object(tags, "tags"),
+        }
+    shared_trailer = _codec.encode_trailer(**common) if common else b""
+    created_at = now()
+    created = _codec.encode_time(created_at)
+    bodies: list[tuple[bytes, bytes] | None] = []
+    encode_message, record_head, usage_trailer = _codec.encode_message, _codec.record_head, _codec.usage_trailer
+    for index, message in enumerate(messages):
+        payload, plain = encode_message(message)
+        if not (message.get("persist", True) is not False if isinstance(message, dict) else message.persist):
+            bodies.append(None)
+            continue
+        usage = usages[index]
+        timing = timings[index]
+        if usage is not None:
+            check_usage(usage)
+            if not is_assistant(message):
+                raise InvalidArgument("usage belongs only to assistant messages")
+        if timing is not None:
+            check_timing(timing)
+            usage_fields = msgspec.structs.asdict(usage) if usage is not None else {}
+            trailer = _codec.encode_trailer(**common, **msgspec.structs.asdict(timing), **usage_fields)
+        elif usage is not None:
+            # The common case of a model response: token counts are the record's last
+            # fields, so they follow the shared part without another encoding pass.
+            trailer = shared_trailer + usage_trailer(usage)
+        else:
+            trailer = shared_trailer
+        bodies.append((record_head(new_uuid7(), created, payload, plain), trailer))
+    if len(bodies) == bodies.count(None):
+        return None
+    if title is not None:
+        _meta.check_title(title)
+    if agent_name is not None:
+        _meta.check_agent_name(agent_name)
+    session.init = (created_at, parent_session_id, session_type, agent_name, title)
+    return Batch(session, bodies, parent_session_id)

@@ -1,0 +1,262 @@
+"""`checkpoint`: saving a runner's whole message list by appending only what is new.
+
+The session context's message ids are cached as of a log offset (`CheckpointCache`), so
+an extending save reads only the bytes appended since. The caller's list is cached too,
+as it was last saved: a list that only grew since is recognised by one comparison of
+references done in C, and only its new messages are looked at (spec §8.8: a save costs
+O(new messages)).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
+
+from . import _codec, _snapshots
+from ._errors import InvalidArgument, InvalidMessage, UnsupportedValue
+from ._reader import LogReader
+from ._records import MESSAGE_TYPES, CompactedMessage, ContextSnapshot, Message, RawMessageRecord
+from ._tool_batches import includes
+
+
+def message_id(message: Message) -> Any:
+    return message.get("id") if isinstance(message, dict) else message.id
+
+
+def persisted(message: Message) -> bool:
+    if isinstance(message, dict):
+        return message.get("persist", True) is not False
+    return message.persist
+
+
+def is_compacted(message: Message) -> bool:
+    if isinstance(message, dict):
+        return message.get("role") == "compacted"
+    return isinstance(message, CompactedMessage)
+
+
+class CheckpointCache:
+    """Ids of the session context as of a log offset, so a checkpoint reads only new bytes."""
+
+    __slots__ = (
+        "boundary", "ids", "last_id", "last_offset", "last_sequence", "log_end", "saved", "saved_ids",
+        "saved_idset", "snapshot_version",
+    )  # fmt: skip
+
+    def __init__(self, snapshot_version: int, log_end: int, ids: dict[Any, int], last_sequence: int) -> None:
+        #: Where the last record read starts, and its id: the log is still the one this
+        #: cache was read from only if that record is still there (a deleted and re-made
+        #: session has a new log that may be just as long).
+        self.last_offset = log_end
+        self.last_id = ""
+        self.boundary = last_sequence
+        self.snapshot_version = snapshot_version
+        self.log_end = log_end
+        self.ids = ids
+        self.last_sequence = last_sequence
+        #: The caller's list as last saved against this cache (its references), and the
+        #: ids of its persisted messages in order: a list that starts with it needs only
+        #: its new part looked at.
+        self.saved: list[Message] = []
+        self.saved_ids: list[str] = []
+        self.saved_idset: set[str] = set()
+
+
+class Store(Protocol):
+    """The store methods a checkpoint is made of."""
+
+    def append(self, session_id: str, message: Message) -> int: ...
+    @property
+    def append_many(self) -> Callable[..., list[int]]:
+        """``append_many(session_id, messages, **append_options)``"""
+
+    def records(self, session_id: str, *, after: int = 0) -> Iterator[RawMessageRecord]: ...
+    def snapshot(
+        self, session_id: str, compacted_message: Message, compacted_through_sequence: int, expected_version: int
+    ) -> ContextSnapshot: ...
+
+
+def check_messages(messages: object) -> None:
+    """Refuse what is no list of messages, before anything is read or made."""
+    if isinstance(messages, (dict, str, bytes)) or not isinstance(messages, Sequence):
+        raise InvalidArgument("checkpoint takes a sequence of messages")
+
+
+def saved_part(messages: Sequence[Message], cache: CheckpointCache | None) -> int:
+    """How many leading messages are the list the last save against ``cache`` stored, unchanged."""
+    if cache is None or not cache.saved:
+        return 0
+    count = len(cache.saved)
+    if len(messages) < count:
+        return 0
+    # One pass in C over references (an identical object compares equal at once): the
+    # part of a save's cost that stays proportional to the list's length.
+    prefix = messages[:count] if isinstance(messages, list) else list(messages[:count])
+    return count if prefix == cache.saved else 0
+
+
+def ids_of(messages: Sequence[Message], start: int) -> list[str]:
+    """The ids of the persisted messages from ``start`` on; refuses what cannot be saved."""
+    ids = []
+    for index in range(start, len(messages)):
+        message = messages[index]
+        if not isinstance(message, (dict, *MESSAGE_TYPES)):
+            raise UnsupportedValue(
+                f"a message must be a dict with 'role' or one of the message classes, not {type(message).__name__}"
+            )
+        if not persisted(message):
+            continue
+        identifier = message_id(message)
+        if not isinstance(identifier, str) or not identifier:
+            raise InvalidMessage(f"checkpoint needs an 'id' on every message; message {index} has none")
+        ids.append(identifier)
+    return ids
+
+
+def check_unique(fresh_ids: list[str], cache: CheckpointCache | None, saved: int) -> None:
+    """Refuse a list naming one id twice (the saved part was checked when it was saved)."""
+    unique = set(fresh_ids)
+    if len(unique) != len(fresh_ids) or (saved and cache is not None and not unique.isdisjoint(cache.saved_idset)):
+        raise InvalidMessage("checkpoint got two messages with the same id")
+
+
+def state(fs: Any, session_id: str, directory: str, cache: CheckpointCache | None, listings: Any) -> CheckpointCache:
+    """The cache brought up to the log's end: rebuilt when a snapshot or a new log made it stale."""
+    with LogReader(fs, session_id, directory, listings=listings) as log:
+        snapshot = log.latest_snapshot()
+        version = snapshot.version if snapshot else 0
+        if (
+            cache is None
+            or cache.snapshot_version != version
+            or cache.log_end > log.size
+            or (log.fd is not None and not _still_holds(fs, log.fd, cache))
+        ):
+            ids: dict[Any, int] = {}
+            if snapshot is not None:
+                ids[message_id(snapshot.compacted_message)] = 0
+            start = snapshot.tail_offset if snapshot else 0
+            last = snapshot.compacted_through_sequence if snapshot else 0
+            cache = CheckpointCache(version, start, ids, last)
+        if log.size > cache.log_end:
+            for line, record in log.records(cache.log_end, cache.last_sequence):
+                cache.ids.setdefault(message_id(record.message), record.sequence)
+                cache.last_sequence = record.sequence
+                cache.last_offset, cache.last_id = line.offset, record.id
+                # Only up to the last complete record: a batch still being written
+                # (or torn) is read again next time.
+                cache.log_end = line.end
+        return cache
+
+
+def _still_holds(fs: Any, fd: int, cache: CheckpointCache) -> bool:
+    if not cache.last_id:
+        return True
+    raw = fs.pread(fd, cache.log_end - cache.last_offset, cache.last_offset)[:-1]
+    if not _codec.is_sealed(raw):
+        return False
+    try:
+        return bool(_codec.record_position(raw)[2] == cache.last_id)
+    except _codec.DECODE_ERRORS:
+        return False
+
+
+class Plan:
+    """What a save does: append ``new`` (an extending save), or rewrite the context."""
+
+    __slots__ = ("consistent", "new", "seen")
+
+    def __init__(self, new: list[Message], consistent: bool, seen: int) -> None:
+        self.new = new
+        self.consistent = consistent
+        #: The highest stored sequence the caller's list names.
+        self.seen = seen
+
+
+def plan(
+    messages: Sequence[Message], cache: CheckpointCache, saved: int, saved_ids: list[str], fresh_ids: list[str]
+) -> Plan:
+    """Match the caller's list against the stored context by id (spec §8.8).
+
+    The stored messages the list names must keep their order, and a list that ends with
+    new messages extends the context. With ``saved`` (the first messages are those the
+    last save against this very cache stored, so they are known, in order), only the
+    rest is matched, after the last of them.
+    """
+    known = cache.ids
+    if saved:
+        ids = fresh_ids
+        candidates = [m for m in itertools.islice(messages, saved, None) if persisted(m)]
+    else:
+        ids = saved_ids + fresh_ids
+        candidates = [m for m in messages if persisted(m)]
+    split = len(ids)
+    while split > 0 and ids[split - 1] not in known:
+        split -= 1
+    positions = [known.get(i) for i in ids[:split]]
+    if saved and saved_ids:
+        positions.insert(0, known.get(saved_ids[-1]))
+    consistent = all(p is not None for p in positions) and all(
+        a < b  # type: ignore[operator]
+        for a, b in itertools.pairwise(positions)
+    )
+    new = candidates[split:]
+    if consistent and known and any(is_compacted(m) for m in new):
+        consistent = False  # a caller's compaction of what is stored
+    return Plan(new, consistent, max((p for p in positions if p is not None), default=0))
+
+
+def remember(cache: CheckpointCache, messages: Sequence[Message], saved: int, fresh_ids: list[str]) -> None:
+    """After an extending save: the caller's list as stored, for the next save to skip over."""
+    if saved:
+        cache.saved.extend(itertools.islice(messages, saved, None))
+        cache.saved_ids.extend(fresh_ids)
+        cache.saved_idset.update(fresh_ids)
+    else:
+        cache.saved = list(messages)
+        cache.saved_ids = fresh_ids
+        cache.saved_idset = set(fresh_ids)
+
+
+def forget_list(cache: CheckpointCache) -> None:
+    """After a rewrite: the next save matches the caller's whole list again."""
+    cache.saved, cache.saved_ids, cache.saved_idset = [], [], set()
+
+
+def rewrite(
+    store: Store,
+    session_id: str,
+    wanted: list[Message],
+    wanted_ids: set[str],
+    seen: int,
+    cache: CheckpointCache,
+    append_options: dict[str, Any],
+) -> list[int]:
+    """Store ``wanted`` as the new session context: a snapshot, then a new tail."""
+    compacted: Message
+    if wanted and is_compacted(wanted[0]):
+        compacted, rest = wanted[0], wanted[1:]
+    else:
+        compacted = CompactedMessage(
+            content="The history was rewritten by a checkpoint; the messages after this one replace it.",
+            include_in_messages=False,
+        )
+        rest = wanted
+    # Records newer than anything the caller has seen (its list, and what this store
+    # last loaded or saved for it) were appended by another writer meanwhile: the
+    # caller cannot have meant to drop them, so they stay, after the caller's list.
+    unseen = [
+        record.message
+        for record in store.records(session_id, after=max(seen, cache.boundary))
+        if message_id(record.message) not in wanted_ids and includes(record.message)
+    ]
+    for message in wanted:
+        _codec.encode_message(message)  # refuse bad input before the marker is written
+    _snapshots.check_size(_codec.encode_message(compacted)[0])
+    # A marker record first: it always advances the boundary (even right after another
+    # snapshot) and leaves a trace of the rewrite in the raw log.
+    marker = CompactedMessage(content="checkpoint: the session context was rewritten here", include_in_messages=False)
+    through = store.append(session_id, marker)
+    store.snapshot(session_id, compacted, through, cache.snapshot_version)
+    tail = [*rest, *unseen]
+    return store.append_many(session_id, tail, **append_options)[: len(rest)] if tail else []

@@ -1,0 +1,112 @@
+"""`snapshot()`: a compaction checkpoint made under the session lock (spec §9.6, §10)."""
+
+from __future__ import annotations
+
+import msgspec
+
+from . import _codec, _snapshots
+from ._checkpoint import is_compacted
+from ._errors import InvalidArgument, SessionNotFound, SnapshotConflict
+from ._handles import Handles, now
+from ._ids import new_uuid7
+from ._log import first_line_converted, last_good
+from ._paths import LOG_NAME
+from ._reader import LogReader, sequence_of
+from ._records import ContextSnapshot, Message
+
+
+def check_arguments(compacted_message: Message, compacted_through_sequence: int, expected_version: int) -> bytes:
+    """The compacted message's encoding, once the arguments are known to make a snapshot."""
+    if not is_compacted(compacted_message):
+        raise InvalidArgument("a snapshot's message must be a CompactedMessage (or a dict with role 'compacted')")
+    payload, _ = _codec.encode_message(compacted_message)
+    _snapshots.check_size(payload)
+    for name, value in (("compacted_through_sequence", compacted_through_sequence), ("expected_version", expected_version)):
+        if type(value) is not int or value < 0:
+            raise InvalidArgument(f"{name} must be a non-negative int, got {value!r}")
+    return payload
+
+
+def create(
+    handles: Handles,
+    session_id: str,
+    directory: str,
+    compacted_message: Message,
+    compacted_through_sequence: int,
+    expected_version: int,
+) -> ContextSnapshot:
+    """Create snapshot ``expected_version + 1``; the caller has checked the arguments and holds the lock."""
+    fs = handles.fs
+    payload, plain = _codec.encode_message(compacted_message)
+    _restore_if_converted(handles, session_id, directory)
+    with LogReader(fs, session_id, directory, handles.reporter) as log:
+        if log.fd is None:
+            raise SessionNotFound(f"session {session_id!r} has no records to compact", session_id=session_id)
+        if handles.durable:
+            # The snapshot must never be on disk without its boundary record: records
+            # written under durability="none", or before a failed fsync, may still be
+            # only in the page cache.
+            fs.fdatasync(log.fd)
+        # One listing, under the lock, for both the newest snapshot and the next version:
+        # only a snapshot() holding the lock makes a new one.
+        present = _snapshots.versions(fs, directory)
+        current = log.latest_snapshot(present=present)
+        current_version = current.version if current else 0
+        if expected_version != current_version:
+            raise SnapshotConflict(
+                f"session {session_id!r} is at snapshot version {current_version}, not {expected_version}",
+                session_id=session_id,
+            )
+        previous = current.compacted_through_sequence if current else 0
+        if compacted_through_sequence <= previous:
+            raise InvalidArgument(
+                f"the boundary must advance past sequence {previous}, got {compacted_through_sequence}"
+            )
+        start = current.tail_offset if current else 0
+        end, last = log.last_good(start)
+        boundary = _snapshots.find_boundary(
+            fs, log.fd, session_id, start, end, previous, compacted_through_sequence,
+            sequence_of(last) if last is not None else previous,
+        )  # fmt: skip
+        if boundary is None:
+            raise InvalidArgument(f"sequence {compacted_through_sequence} is not in session {session_id!r}'s log")
+    # Damaged files keep their number, so the next version is above all of them.
+    version = max([current_version, *present]) + 1
+    snapshot = ContextSnapshot(
+        version=version,
+        id=new_uuid7(),
+        created_at=now(),
+        compacted_through_sequence=compacted_through_sequence,
+        boundary_offset=boundary.offset,
+        tail_offset=boundary.end,
+        boundary_record_id=_codec.record_position(boundary.body)[2],
+        plain=plain,
+        compacted_message=msgspec.Raw(payload),
+    )
+    if not _snapshots.create(fs, directory, snapshot, durable=handles.durable):
+        raise SnapshotConflict(
+            f"snapshot {version} of session {session_id!r} was created by another writer", session_id=session_id
+        )
+    return msgspec.structs.replace(snapshot, compacted_message=compacted_message, session_id=session_id)
+
+
+def _restore_if_converted(handles: Handles, session_id: str, directory: str) -> None:
+    """Give the raw log back its bytes as written when a text conversion is seen in it.
+
+    A snapshot's offsets must be those of the restored log (§9.3, §10): made on lines a
+    text conversion lengthened, they would stop holding as soon as a writer restored the
+    log. So a conversion seen in the first or last line is undone first, as the next
+    append would (and as `repair` does), under the append lock.
+    """
+    fs = handles.fs
+    with LogReader(fs, session_id, directory) as log:
+        if log.fd is None:
+            return
+        _, last = last_good(fs, log.fd, log.size)
+        converted = (last is not None and last.converted) or first_line_converted(fs, log.fd, log.size)
+    if converted:
+        writer = handles.new_writer(handles.session(session_id), LOG_NAME, f"session {session_id!r}")
+        try:
+            writer.restore()
+        finally:
+            writer.close()

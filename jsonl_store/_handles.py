@@ -1,0 +1,348 @@
+"""What a store keeps open: sessions, their log writers, the descriptor cache and the locks.
+
+A session is *prepared* once per store (its directory and metadata made, its parent
+cached) and then appended to through its `LogWriter`s. At most `open_sessions_limit()`
+sessions keep descriptors; the least recently used one gives them back, and when the
+process runs out of descriptors every idle one does (``_fs.register_descriptor_cache``).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import threading
+from collections import OrderedDict
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+from typing import Any
+
+from . import _atomic, _dirs, _meta, _session, _snapshots
+from ._checkpoint import CheckpointCache
+from ._errors import LockTimeout, SessionNotFound, UnsafePath, UnsupportedFormat
+from ._fs import FileSystem, check_directory, register_descriptor_cache
+from ._log import LogWriter
+from ._meta import SessionMeta
+from ._paths import (
+    GITATTRIBUTES_NAME,
+    GITATTRIBUTES_TEXT,
+    GITIGNORE_NAME,
+    GITIGNORE_TEXT,
+    LOCK_NAME,
+    LOG_NAME,
+    META_NAME,
+    USAGE_NAME,
+    validate_session_id,
+)
+from ._problems import Reporter
+from ._reader import body_sequence, ends_batch
+
+#: The most sessions one store keeps open (each holds up to two descriptors).
+MAX_OPEN_SESSIONS = 64
+
+
+def open_sessions_limit() -> int:
+    """How many sessions a store keeps open: at most an eighth of the descriptor limit.
+
+    With ``ulimit -n 64`` a fixed cache of 64 sessions (128 descriptors) could never fit;
+    the rest of the limit is left to reads, locks and the program itself.
+    """
+    try:
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (OSError, ValueError):
+        return MAX_OPEN_SESSIONS
+    if soft == resource.RLIM_INFINITY:
+        return MAX_OPEN_SESSIONS
+    return max(1, min(MAX_OPEN_SESSIONS, soft // 8))
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+class OpenSession:
+    """What one store keeps open for one session: its log writers and cached facts."""
+
+    __slots__ = (
+        "checkpoint", "directory", "init", "log", "mutex", "parent", "prepared", "seen", "session_id", "usage"
+    )  # fmt: skip
+
+    def __init__(self, session_id: str, directory: str) -> None:
+        self.session_id = session_id
+        self.directory = directory
+        self.log: LogWriter | None = None
+        self.usage: LogWriter | None = None
+        #: The parent never changes once written, so it can be cached for the checks.
+        self.parent: str | None = None
+        self.prepared = False
+        self.mutex = threading.Lock()
+        self.checkpoint: CheckpointCache | None = None
+        #: The last sequence this store handed to its caller (load or checkpoint): what a
+        #: runner using this store has seen, for `checkpoint`'s rewrite rule.
+        self.seen = 0
+        #: What the latest append would initialise the session with, should it have to
+        #: (re)create it: (created_at, parent, type, agent name, title).
+        self.init: tuple[datetime, str | None, int, str | None, str | None] | None = None
+
+    def initial_meta(self) -> SessionMeta:
+        if self.init is None:
+            return SessionMeta(created_at=now())
+        created_at, parent, session_type, agent_name, title = self.init
+        return SessionMeta(
+            created_at=created_at,
+            parent_session_id=parent,
+            session_type=session_type,
+            agent_name=agent_name,
+            title=title,
+        )
+
+    def close(self) -> None:
+        for writer in (self.log, self.usage):
+            if writer is not None:
+                writer.close()
+
+
+class Handles:
+    """The open sessions of one store, their locks, and the making of what they need on disk."""
+
+    def __init__(
+        self, root: str, fs: FileSystem, *, durable: bool, lock_timeout: float, reporter: Reporter
+    ) -> None:
+        self.root = root
+        self.fs = fs
+        self.durable = durable
+        self.lock_timeout = lock_timeout
+        #: Where writers report what they cut or move aside (the store's `on_problem`).
+        self.reporter = reporter
+        self._sessions: OrderedDict[str, OpenSession] = OrderedDict()
+        self._mutex = threading.Lock()
+        self._locks: dict[str, AbstractContextManager[Any]] = {}
+        self._seen: dict[str, int] = {}  # `OpenSession.seen` of sessions evicted from `_sessions`
+        self._root_ready = False
+        self._max_open = open_sessions_limit()
+        register_descriptor_cache(self)
+
+    def forked(self) -> None:
+        """In a forked child: fresh mutexes (a thread of the parent may have held one)."""
+        self._mutex = threading.Lock()
+        for session in self._sessions.values():
+            session.mutex = threading.Lock()
+
+    def close(self) -> None:
+        with self._mutex:
+            sessions = list(self._sessions.values())
+            self._sessions.clear()
+        for session in sessions:
+            session.close()
+
+    def _release_descriptors(self) -> int:
+        """Close the cached descriptors no call is using right now; return how many.
+
+        Called by the file system when the process is out of descriptors (EMFILE): the
+        cache gives way, and the sessions reopen lazily. Never waits for a lock, since the
+        caller may hold one of them.
+        """
+        if not self._mutex.acquire(blocking=False):
+            return 0
+        try:
+            sessions = list(self._sessions.values())
+        finally:
+            self._mutex.release()
+        closed = 0
+        for session in sessions:
+            for writer in (session.log, session.usage):
+                if writer is not None:
+                    closed += writer.release()
+        return closed
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def directory(self, session_id: str) -> str:
+        return os.path.join(self.root, validate_session_id(session_id))
+
+    def session(self, session_id: str) -> OpenSession:
+        session = self._sessions.get(session_id)
+        if session is not None:
+            return session
+        directory = self.directory(session_id)
+        evicted: list[OpenSession] = []
+        with self._mutex:
+            session = self._sessions.get(session_id)
+            if session is None:
+                session = self._sessions[session_id] = OpenSession(session_id, directory)
+                session.seen = self._seen.pop(session_id, 0)
+                while len(self._sessions) > self._max_open:
+                    old = self._sessions.popitem(last=False)[1]
+                    # Descriptors are released, but what the caller has seen of the session
+                    # must outlive them: checkpoint's rewrite rule depends on it.
+                    self._seen[old.session_id] = old.seen
+                    evicted.append(old)
+        for old in evicted:
+            old.close()
+        return session
+
+    def saw(self, session_id: str, sequence: int) -> None:
+        """Remember that the caller has seen the session up to ``sequence`` (for `checkpoint`).
+
+        A read opens nothing for writing: a session this store has not opened gets only an
+        entry in ``_seen``, so loading many sessions never evicts another one's writer.
+        """
+        with self._mutex:
+            session = self._sessions.get(session_id)
+            if session is not None:
+                session.seen = max(session.seen, sequence)
+            else:
+                self._seen[session_id] = max(self._seen.get(session_id, 0), sequence)
+
+    def forget(self, session_id: str) -> None:
+        """Close and drop what this store keeps open for a session (before delete or repair)."""
+        with self._mutex:
+            session = self._sessions.pop(session_id, None)
+        if session is not None:
+            session.close()
+
+    def lock(self, session_id: str) -> AbstractContextManager[Any]:
+        """The session's cross-process lock (metadata, snapshots, checkpoint, delete, repair)."""
+        path = os.path.join(self.root, session_id, LOCK_NAME)
+        with self._mutex:
+            lock = self._locks.get(path)
+            if lock is None:
+                lock = self._locks[path] = _NamedLock(
+                    self.fs.lock(path, self.lock_timeout), session_id, self.lock_timeout, path
+                )
+        return lock
+
+    # -- making what a session needs ----------------------------------------------------------
+
+    def ensure_root(self) -> None:
+        if self._root_ready:
+            return
+        _dirs.makedirs(self.fs, self.root, durable=self.durable)
+        for name, text in ((GITIGNORE_NAME, GITIGNORE_TEXT), (GITATTRIBUTES_NAME, GITATTRIBUTES_TEXT)):
+            if not _dirs.exists(self.fs, os.path.join(self.root, name)):
+                _atomic.create_exclusive(self.fs, self.root, name, text.encode(), durable=self.durable)
+        self._root_ready = True
+
+    def read_meta(self, session_id: str, directory: str, reporter: Reporter) -> SessionMeta | None:
+        return _session.read_meta(self.fs, session_id, directory, reporter)
+
+    def prepare(self, session: OpenSession) -> None:
+        """Make sure the session's directory and metadata exist; cache its parent.
+
+        Runs once per store and session (and again if the session was deleted meanwhile).
+        The first metadata file is created under the session lock by compare-and-swap, so
+        two processes making the same new session agree on one file. A metadata file torn
+        by a power loss (possible under ``durability="none"``) is moved aside and made
+        anew, so it never blocks the appends that follow.
+        """
+        self.ensure_root()
+        made = _dirs.makedirs(self.fs, session.directory, durable=self.durable, session_id=session.session_id)
+        if made[:-1]:
+            # More than the session directory was made: the root itself was gone (removed
+            # by someone else while this store was open). What `ensure_root` writes into
+            # a new root (the .gitignore) must be written into this one too.
+            self._root_ready = False
+            self.ensure_root()
+        found = Reporter()
+        meta = self.read_meta(session.session_id, session.directory, found)
+        if meta is None:
+            with self.lock(session.session_id):
+                meta = self.read_meta(session.session_id, session.directory, found)
+                if meta is None:
+                    meta = self._create_meta(session, moved_aside=bool(found.problems))
+        if found.problems:
+            self.reporter.report(found.problems[0])  # read twice, reported once
+        _meta.check_writable(meta, session.session_id)
+        session.parent = meta.parent_session_id
+        session.prepared = True
+
+    def _create_meta(self, session: OpenSession, *, moved_aside: bool) -> SessionMeta:
+        """The first metadata file, made under the session lock (a damaged one moved aside first)."""
+        if moved_aside:
+            _session.move_aside(self.fs, session.directory, META_NAME)
+        meta = session.initial_meta()
+        first = _session.first_record_time(self.fs, session.directory)
+        if first is not None:
+            # The log is older than this metadata: the session began with it.
+            meta.created_at = first
+        if _meta.create(self.fs, session.directory, meta, durable=self.durable):
+            return meta
+        existing = self.read_meta(session.session_id, session.directory, Reporter())
+        if existing is None:
+            raise UnsupportedFormat(
+                f"session {session.session_id!r}: meta.json cannot be read", session_id=session.session_id
+            )
+        return existing
+
+    def writer(self, session: OpenSession) -> LogWriter:
+        """The session's raw-log writer, preparing the session on first use."""
+        with session.mutex:
+            if not session.prepared:
+                self.prepare(session)
+            if session.log is None:
+                session.log = self.new_writer(session, LOG_NAME, f"session {session.session_id!r}")
+            return session.log
+
+    def usage_writer(self, session: OpenSession) -> LogWriter:
+        self.writer(session)
+        with session.mutex:
+            if session.usage is None:
+                session.usage = self.new_writer(
+                    session, USAGE_NAME, f"usage log of session {session.session_id!r}", raw_log=False
+                )
+            return session.usage
+
+    def new_writer(self, session: OpenSession, name: str, label: str, *, raw_log: bool = True) -> LogWriter:
+        return LogWriter(
+            self.fs,
+            os.path.join(session.directory, name),
+            session.directory,
+            durable=self.durable,
+            lock_timeout=self.lock_timeout,
+            label=label,
+            session_id=session.session_id,
+            # The file was (re)created: after a delete_session by someone else the
+            # metadata must be made again, from this call's arguments.
+            on_new_file=lambda: self.prepare(session),
+            accept=ends_batch if raw_log else None,
+            sequence_of=body_sequence if raw_log else None,
+            reporter=self.reporter,
+        )
+
+    def check_dir(self, session_id: str, directory: str) -> bool:
+        """Whether the session directory exists; `UnsafePath` when it is a symlink or no directory."""
+        return check_directory(self.fs, directory, session_id=session_id)
+
+
+#: What this process knows of snapshot directories is true for every store on the real
+#: file system (each entry is checked against the directory's change times).
+SHARED_LISTINGS = _snapshots.Listings()
+
+
+class _NamedLock:
+    """Wraps a file lock so a timeout says which session it was waiting for."""
+
+    __slots__ = ("_lock", "_path", "_session_id", "_timeout")
+
+    def __init__(self, lock: AbstractContextManager[Any], session_id: str, timeout: float, path: str) -> None:
+        self._lock = lock
+        self._session_id = session_id
+        self._timeout = timeout
+        self._path = path
+
+    def __enter__(self) -> None:
+        try:
+            self._lock.__enter__()
+        except TimeoutError:
+            raise LockTimeout(
+                f"session {self._session_id!r} is locked by another writer; gave up after {self._timeout} s",
+                session_id=self._session_id,
+                path=self._path,
+            ) from None
+        except FileNotFoundError:
+            raise SessionNotFound(f"session {self._session_id!r} does not exist", session_id=self._session_id) from None
+        except UnsafePath as exc:  # a .lock that is a symlink or no regular file
+            exc.session_id = self._session_id
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.__exit__(*exc)  # type: ignore[arg-type]

@@ -1,0 +1,89 @@
+"""The token-usage log (``usage.jsonl``, spec §6): one line per model call, and its sums."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import msgspec
+
+from . import _codec
+from ._errors import InvalidArgument
+from ._fs import FileSystem, open_regular
+from ._handles import now
+from ._log import FLAGS_READ, Line, scan
+from ._paths import USAGE_NAME
+from ._problems import SKIPPED, Problem, Reporter
+from ._records import ModelUsage, UsageRecord
+
+_KNOWN = frozenset(f for f in UsageRecord.__struct_fields__ if f not in ("recorded_at", "extra"))
+
+
+def encode(record: ModelUsage | Mapping[str, Any]) -> bytes:
+    """The checked line for one usage record: a `ModelUsage`, or a mapping of its keys and more."""
+    if isinstance(record, ModelUsage):
+        record = msgspec.structs.asdict(record)  # checked below like any mapping
+    if not isinstance(record, Mapping):
+        raise InvalidArgument(f"record must be a ModelUsage or a mapping, got {type(record).__name__}")
+    fields = {k: v for k, v in record.items() if k in _KNOWN}
+    extra = {k: v for k, v in record.items() if k not in _KNOWN}
+    _codec.encode_json(extra, "record")
+    try:
+        usage = msgspec.convert({"recorded_at": now(), **fields, "extra": extra}, UsageRecord)
+    except msgspec.ValidationError as exc:
+        raise InvalidArgument(f"bad usage record: {exc}") from None
+    for name in ModelUsage.__struct_fields__:
+        if getattr(usage, name) < 0:
+            raise InvalidArgument(f"{name} must not be negative, got {getattr(usage, name)}")
+    for name in ("model", "request_id"):
+        if getattr(usage, name) is not None:
+            _codec.check_label(getattr(usage, name), name)
+    return _codec.encode_usage(usage)
+
+
+def builder(line: bytes) -> Any:
+    """What the writer appends: ``line`` as it is (usage lines carry no sequence)."""
+
+    def build(last: Line | None) -> tuple[bytes, Line]:
+        return line, Line(0, None, line[:-1], len(line))
+
+    return build
+
+
+def read(fs: FileSystem, directory: str, reporter: Reporter) -> Iterator[dict[str, Any]]:
+    """Every usage record of the session, oldest first, as dicts; damage goes to ``reporter``.
+
+    An ``OSError`` passes through, for the caller to name.
+    """
+    path = os.path.join(directory, USAGE_NAME)
+    try:
+        fd = open_regular(fs, path, FLAGS_READ)
+    except FileNotFoundError:
+        return
+    try:
+        size = fs.fstat(fd).st_size
+        for line in scan(fs, fd, path, 0, size, reporter, first_line=1):
+            try:
+                item = _codec.decode_usage_dict(line.body)
+            except _codec.DECODE_ERRORS as exc:
+                reporter.report(
+                    Problem(path, "bad-record", f"checksum holds but the line is not a usage record: {exc}",
+                            SKIPPED, line.offset, line.number)
+                )  # fmt: skip
+                continue
+            yield item
+    finally:
+        fs.close(fd)
+
+
+def total(items: Iterable[dict[str, Any]]) -> ModelUsage:
+    """The sum of usage records. Only non-negative integers are tokens: a line another
+    program wrote may hold anything under these keys."""
+    sums = dict.fromkeys(ModelUsage.__struct_fields__, 0)
+    for item in items:
+        for name in sums:
+            value = item.get(name, 0)
+            if type(value) is int and value >= 0:
+                sums[name] += value
+    return ModelUsage(**sums)

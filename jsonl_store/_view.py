@@ -1,0 +1,89 @@
+"""What readers hand back: `SessionSummary` and `SessionView` (the model context)."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+from typing import Any
+
+from ._problems import Problem
+from ._records import ContextSnapshot, Message, RawMessageRecord
+from ._tool_batches import ToolBatchPolicy, includes, provider_safe, repair_context
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SessionSummary:
+    """What `list_sessions` and `get_session` tell about one session."""
+
+    session_id: str
+    parent_session_id: str | None
+    session_type: int
+    title: str | None
+    agent_name: str | None
+    #: Number of raw-log records (the last sequence).
+    message_count: int
+    #: When the session was created (its first append).
+    created_at: datetime
+    #: When the latest raw-log record was appended (creation time for an empty log).
+    updated_at: datetime
+    pinned: bool = False
+    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: Bumped by every `update_session`; what ``expected_version`` compares against.
+    version: int = 0
+    title_version: int = 0
+    metadata_version: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SessionView:
+    """The latest snapshot plus the raw-log records after its boundary (the tail).
+
+    ``messages`` is the session context a model is given: the compacted message first,
+    then the tail's messages that have ``include_in_messages``, with interrupted tool
+    batches repaired (see `jsonl_store.provider_safe`).
+    """
+
+    session_id: str
+    parent_session_id: str | None = None
+    session_type: int = 0
+    title: str | None = None
+    agent_name: str | None = None
+    snapshot: ContextSnapshot | None = None
+    raw_tail: list[RawMessageRecord] = dataclasses.field(default_factory=list)
+    #: Damage met while reading (never the ordinary remains of a crash at the tail).
+    problems: list[Problem] = dataclasses.field(default_factory=list)
+
+    @property
+    def exists(self) -> bool:
+        """False for a session that has never been written."""
+        return self.snapshot is not None or bool(self.raw_tail)
+
+    @property
+    def last_sequence(self) -> int:
+        """The last raw-log sequence this view knows of (0 for an empty session)."""
+        if self.raw_tail:
+            return self.raw_tail[-1].sequence
+        return self.snapshot.compacted_through_sequence if self.snapshot else 0
+
+    @property
+    def context(self) -> list[Message]:
+        """Compacted message and tail messages with ``include_in_messages``, unrepaired."""
+        out: list[Message] = []
+        if self.snapshot is not None and includes(self.snapshot.compacted_message):
+            out.append(self.snapshot.compacted_message)
+        out.extend(r.message for r in self.raw_tail if includes(r.message))
+        return out
+
+    @property
+    def messages(self) -> list[Message]:
+        """The provider-safe model context (the seed's repair rule; last batch kept open)."""
+        return provider_safe(self.context)
+
+    def model_context(self, *, mid_history: ToolBatchPolicy = "drop", close_last: bool = True) -> list[Message]:
+        """The model context with interrupted tool batches closed for a provider.
+
+        ``mid_history="drop"`` drops incomplete batches in the middle (the default rule);
+        ``"close"`` keeps them and answers each missing call with an interruption notice.
+        ``close_last`` does the same for the batch at the very end.
+        """
+        return repair_context(self.context, mid_history=mid_history, close_last=close_last)
