@@ -15,6 +15,7 @@ from jsonl_store import (
     SessionStore,
     SnapshotConflict,
     UserMessage,
+    _checkpoint,
 )
 
 
@@ -283,3 +284,77 @@ def test_what_a_caller_has_seen_outlives_the_store_closing_its_descriptors(root:
     runner: list[Message] = [CompactedMessage(content="1, 2 and 3 happened"), user("4")]
     store.checkpoint("s", runner)
     assert store.load("s").messages == runner
+
+
+def test_an_extending_save_looks_only_at_the_new_messages(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a save, saving the same list grown by one reads one message id, not the whole list's."""
+    runner: list[Message] = [user(str(i)) for i in range(1_000)]
+    store.checkpoint("s", runner)
+    calls = 0
+    real = _checkpoint.message_id
+
+    def counting(message: Message) -> object:
+        nonlocal calls
+        calls += 1
+        return real(message)
+
+    monkeypatch.setattr(_checkpoint, "message_id", counting)
+    runner.append(user("new"))
+    assert store.checkpoint("s", runner) == [1_001]
+    # The new message's id in the list, and the new record's id read back from the log.
+    assert calls == 2
+    assert stored(store, "s") == runner
+
+
+def test_a_list_changed_in_place_after_a_save_is_still_seen_as_a_rewrite(store: SessionStore, root: Path) -> None:
+    """Replacing a saved message in the caller's own list object is noticed: the saved part is compared."""
+    runner: list[Message] = [user("1"), user("2"), user("3")]
+    store.checkpoint("s", runner)
+    before = log_path(root, "s").read_bytes()
+    runner[1] = user("2, edited")
+    runner.append(user("4"))
+    store.checkpoint("s", runner)
+    _assert_rewritten(store, root, before, runner)
+
+
+def test_an_equal_list_rebuilt_from_a_load_extends(store: SessionStore) -> None:
+    """A list made anew from load() (equal messages, other objects) plus one message appends one record."""
+    store.checkpoint("s", [user("1"), user("2")])
+    runner = [*store.load("s").messages, user("3")]
+    assert store.checkpoint("s", runner) == [3]
+    assert stored(store, "s") == runner
+
+
+def test_a_save_after_another_writers_snapshot_matches_the_whole_list(root: Path) -> None:
+    """A snapshot made by another store since the last save makes the next save match everything again."""
+    first = SessionStore(root, durability="none")
+    runner: list[Message] = [user("1"), user("2"), user("3")]
+    first.checkpoint("s", runner)
+    other = SessionStore(root, durability="none")
+    other.snapshot("s", CompactedMessage(content="1 and 2"), 2, 0)
+    runner.append(user("4"))
+    first.checkpoint("s", runner)
+    # The caller's list names messages the snapshot replaced: its history is the context again.
+    assert [m.content for m in first.load("s").messages if isinstance(m, UserMessage)] == ["1", "2", "3", "4"]
+
+
+def test_persist_false_messages_in_the_saved_part_stay_out(store: SessionStore) -> None:
+    """Messages with persist=False in a list saved before are still never stored when the list grows."""
+    runner: list[Message] = [user("1"), user("scratch", persist=False), user("2")]
+    store.checkpoint("s", runner)
+    runner.append(user("3"))
+    assert store.checkpoint("s", runner) == [3]
+    assert [m.content for m in stored(store, "s")] == ["1", "2", "3"]  # type: ignore[union-attr]
+
+
+def test_a_duplicate_of_a_saved_id_in_the_new_part_is_refused(store: SessionStore) -> None:
+    """A grown list whose new message reuses the id of a saved one is refused, and nothing is written."""
+    first = user("1")
+    runner: list[Message] = [first, user("2")]
+    store.checkpoint("s", runner)
+    runner.append(user("again", id=first.id))
+    with pytest.raises(InvalidMessage):
+        store.checkpoint("s", runner)
+    assert len(stored(store, "s")) == 2
