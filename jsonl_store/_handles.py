@@ -36,23 +36,27 @@ from ._paths import (
 from ._problems import Reporter
 from ._reader import body_sequence, ends_batch
 
-#: The most sessions one store keeps open (each holds up to two descriptors).
-MAX_OPEN_SESSIONS = 64
+#: The most sessions one store keeps open (each holds up to two descriptors). As many as
+#: LevelDB keeps tables open by default (``max_open_files``): a store appending round-robin
+#: to a few hundred sessions must not reopen one per append.
+MAX_OPEN_SESSIONS = 1024
 
 
 def open_sessions_limit() -> int:
-    """How many sessions a store keeps open: at most an eighth of the descriptor limit.
+    """How many sessions a store keeps open: at most a quarter of the descriptor limit.
 
-    With ``ulimit -n 64`` a fixed cache of 64 sessions (128 descriptors) could never fit;
-    the rest of the limit is left to reads, locks and the program itself.
+    With ``ulimit -n 1024`` (a common default) that is 256 sessions, up to 512
+    descriptors; with ``ulimit -n 64``, 16. The rest of the limit is left to reads, locks
+    and the program itself, and should the process run out anyway, every idle cached
+    descriptor is given back before anything fails (``_fs.register_descriptor_cache``).
     """
     try:
         soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     except (OSError, ValueError):
-        return MAX_OPEN_SESSIONS
+        return MAX_OPEN_SESSIONS // 4
     if soft == resource.RLIM_INFINITY:
         return MAX_OPEN_SESSIONS
-    return max(1, min(MAX_OPEN_SESSIONS, soft // 8))
+    return max(1, min(MAX_OPEN_SESSIONS, soft // 4))
 
 
 def now() -> datetime:
