@@ -44,6 +44,11 @@ class Sizes:
     snapshot_lengths: tuple[int, int] = (2_000, 40_000)
     #: Snapshot files of the load() row compared with one file (issue 9).
     snapshot_files: int = 1_000
+    #: Sessions one store appends to in turn, against appends to one session (issue 9).
+    round_robin_sessions: int = 200
+    #: List lengths (short, long) of the checkpoint() rows: adding one message must cost
+    #: the same at either length (issue 9).
+    checkpoint_lengths: tuple[int, int] = (1_000, 100_000)
 
 
 FULL = Sizes(
@@ -104,6 +109,7 @@ TINY = Sizes(
     build_batch=256,
     snapshot_lengths=(200, 2_000),
     snapshot_files=50,
+    checkpoint_lengths=(100, 2_000),
 )
 
 
