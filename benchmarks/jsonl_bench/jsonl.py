@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import statistics
 import time
@@ -77,6 +78,18 @@ def appender(store: Any, session_id: str, kind: str, total: int) -> Block:
     def block(n: int) -> None:
         for _ in range(n):
             _append_one(store, session_id, next(items))
+
+    return block
+
+
+def round_robin_appender(store: Any, session_ids: list[str], kind: str, total: int) -> Block:
+    """Per op: one ``append`` to the next session of ``session_ids``, in turn."""
+    items: Iterator[tuple[Any, Any]] = iter(workload.store_messages(kind, 0, total))
+    sessions = itertools.cycle(session_ids)
+
+    def block(n: int) -> None:
+        for _ in range(n):
+            _append_one(store, next(sessions), next(items))
 
     return block
 

@@ -202,12 +202,12 @@ def issue9_targets(results: Results, sizes: Sizes) -> list[Target]:
     ]
     round_robin = [
         Ratio(
-            f"{durability} ÷ one session",
+            f"{what} ÷ one session",
             f"jsonl.round_robin.{durability}",
             f"jsonl.one_session.{durability}",
             at_most=1.3,
         )
-        for durability in ("none", "fsync")
+        for durability, what in (("none", "buffered"), ("fsync", "durable"))
     ]
     return [
         _ratio_target(
