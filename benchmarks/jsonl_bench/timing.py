@@ -124,6 +124,17 @@ def repeat(fn: Callable[[], object], repeats: int, *, warmup: int = 1) -> list[f
     return [time_once(fn) for _ in range(repeats)]
 
 
+def calibrate(block: Block, seconds: float, cap: int) -> int:
+    """Ops per repeat (1 to ``cap``) for a repeat of ``block`` to take about ``seconds``.
+
+    Times one op, so it also serves as a warm-up. For an op whose cost the library may
+    cut a hundredfold: a fixed count would make today's run minutes long, or tomorrow's
+    repeats too short to time.
+    """
+    one = time_once(functools.partial(block, 1))
+    return cap if one <= 0 else max(1, min(cap, round(seconds / one)))
+
+
 @dataclass
 class Contender:
     """One measure taking part in a `race`: its row (samples get filled in) and its block."""
