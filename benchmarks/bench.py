@@ -96,6 +96,7 @@ def run_sections(ctx: Context, names: list[str]) -> None:
         began = time.perf_counter()
         ctx.settle()
         SECTIONS[name](ctx)
+        ctx.release(name)
         ctx.log(f"{name}: {time.perf_counter() - began:,.1f} s")
 
 
@@ -128,6 +129,7 @@ def print_report(ctx: Context, args: argparse.Namespace, elapsed: float) -> None
         print(note)
     for name, reason in results.skipped.items():
         print(f"{name}: {reason}")
+    print(report.scratch_line(results, ctx.keep))
     for note in results.notes:
         print(f"note: {note}")
     if args.plot:
@@ -146,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.makedirs(args.workdir, exist_ok=True)
     # Always a new directory of our own, even inside --workdir: only it is removed after.
     workdir = tempfile.mkdtemp(prefix="jsonl-store-bench-", dir=args.workdir)
-    ctx = Context(sizes=sizes, workdir=workdir, results=Results(), verbose=not args.quiet)
+    ctx = Context(sizes=sizes, workdir=workdir, results=Results(), verbose=not args.quiet, keep=args.keep)
     began = time.perf_counter()
     try:
         run_sections(ctx, names)

@@ -39,14 +39,14 @@ def run(ctx: Context) -> None:
             _run_race(
                 ctx,
                 f"durable appends, {what}",
-                _durable(ctx, kind, suffix, what, cons["FULL"], stores.get("fsync")),
+                _durable(ctx, kind, suffix, what, cons["FULL"], stores.get("fsync"), stack),
             )
             _run_race(
                 ctx,
                 f"buffered appends, {what}",
-                _buffered(ctx, kind, suffix, what, cons["NORMAL"], stores.get("none")),
+                _buffered(ctx, kind, suffix, what, cons["NORMAL"], stores.get("none"), stack),
             )
-        _run_race(ctx, "group commit", _group(ctx, stores.get("fsync")))
+        _run_race(ctx, "group commit", _group(ctx, stores.get("fsync"), stack))
         _run_race(ctx, "metadata update", _metadata(ctx, stores.get("fsync")))
         if not missing:
             for durability in ("none", "fsync"):
@@ -67,14 +67,16 @@ def _total(ctx: Context, ops: int) -> int:
     return ops * (ctx.sizes.race_repeats + 2) + 1
 
 
-def _durable(ctx: Context, kind: str, suffix: str, what: str, con: Any, store: Any) -> list[Contender]:
+def _durable(
+    ctx: Context, kind: str, suffix: str, what: str, con: Any, store: Any, stack: contextlib.ExitStack
+) -> list[Contender]:
     ops, d = ctx.sizes.sync_ops, ctx.scratch("appends")
     total = _total(ctx, ops)
     floor_key = f"floor.fdatasync{suffix}"
     contenders = [
         Contender(
             Row(floor_key, "floor", f"encode + write + fdatasync, {what}", [], op="append"),
-            floor.appender(os.path.join(d, f"sync{suffix}.jsonl"), kind, total, sync=True),
+            floor.appender(os.path.join(d, f"sync{suffix}.jsonl"), kind, total, sync=True, stack=stack),
             ops,
         ),
         Contender(
@@ -109,14 +111,16 @@ def _durable(ctx: Context, kind: str, suffix: str, what: str, con: Any, store: A
     return contenders
 
 
-def _buffered(ctx: Context, kind: str, suffix: str, what: str, con: Any, store: Any) -> list[Contender]:
+def _buffered(
+    ctx: Context, kind: str, suffix: str, what: str, con: Any, store: Any, stack: contextlib.ExitStack
+) -> list[Contender]:
     ops, d = ctx.sizes.fast_ops, ctx.scratch("appends")
     total = _total(ctx, ops)
     floor_key = f"floor.write{suffix}"
     contenders = [
         Contender(
             Row(floor_key, "floor", f"encode + write, {what}", [], op="append"),
-            floor.appender(os.path.join(d, f"write{suffix}.jsonl"), kind, total, sync=False),
+            floor.appender(os.path.join(d, f"write{suffix}.jsonl"), kind, total, sync=False, stack=stack),
             ops,
         ),
         Contender(
@@ -128,7 +132,7 @@ def _buffered(ctx: Context, kind: str, suffix: str, what: str, con: Any, store: 
                 floor=floor_key,
                 op="append",
             ),
-            floor.locked_appender(os.path.join(d, f"locked{suffix}.jsonl"), kind, total),
+            floor.locked_appender(os.path.join(d, f"locked{suffix}.jsonl"), kind, total, stack=stack),
             ops,
         ),
         Contender(
@@ -181,7 +185,7 @@ def _buffered(ctx: Context, kind: str, suffix: str, what: str, con: Any, store: 
     return contenders
 
 
-def _group(ctx: Context, store: Any) -> list[Contender]:
+def _group(ctx: Context, store: Any, stack: contextlib.ExitStack) -> list[Contender]:
     groups = max(1, ctx.sizes.sync_ops // 8)
     total = _total(ctx, groups)
     contenders = [
@@ -193,7 +197,7 @@ def _group(ctx: Context, store: Any) -> list[Contender]:
                 [],
                 op="record",
             ),
-            floor.group_appender(os.path.join(ctx.scratch("appends"), "group.jsonl"), total),
+            floor.group_appender(os.path.join(ctx.scratch("appends"), "group.jsonl"), total, stack=stack),
             groups,
             per=GROUP,
         )

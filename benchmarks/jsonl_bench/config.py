@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 
+from .scratch import disk_usage
 from .timing import Results
 
 
@@ -121,11 +123,25 @@ class Context:
     workdir: str
     results: Results
     verbose: bool = True
+    #: Keep every measure's files (--keep) instead of removing them when it ends.
+    keep: bool = False
 
     def scratch(self, name: str) -> str:
         path = os.path.join(self.workdir, name)
         os.makedirs(path, exist_ok=True)
         return path
+
+    def release(self, measure: str, name: str | None = None) -> None:
+        """A measure is done: note what the scratch directory holds, then remove ``name``.
+
+        ``name`` None removes everything (the end of a section). Files are removed as soon
+        as their measure ends, so the run needs the disk of its biggest measure, not of all.
+        """
+        self.results.scratch[measure] = disk_usage(self.workdir)
+        if self.keep:
+            return
+        for entry in [name] if name is not None else os.listdir(self.workdir):
+            shutil.rmtree(os.path.join(self.workdir, entry), ignore_errors=True)
 
     def settle(self) -> None:
         """Flush everything set-up wrote before timing an fsync'd operation.

@@ -111,14 +111,19 @@ def many_appender(store: Any, session_id: str, total_groups: int) -> Block:
 
 
 def run(ctx: Context) -> None:
-    _append_curve(ctx)
-    _resume(ctx)
-    _snapshot_steps(ctx)
-    _load_snapshot_files(ctx)
-    _checkpoint_growth(ctx)
-    _scan(ctx)
-    _list_sessions(ctx)
-    _torn_tail(ctx)
+    measures = (
+        (_append_curve, "jsonl-curve"),
+        (_resume, "jsonl-resume"),
+        (_snapshot_steps, "jsonl-snapshot-steps"),
+        (_load_snapshot_files, "jsonl-snapshot-files"),
+        (_checkpoint_growth, "jsonl-checkpoint"),
+        (_scan, "jsonl-scan"),
+        (_list_sessions, "jsonl-list"),
+        (_torn_tail, "jsonl-torn"),
+    )
+    for measure, scratch in measures:
+        measure(ctx)
+        ctx.release(f"jsonl: {measure.__name__.lstrip('_').replace('_', ' ')}", scratch)
 
 
 def bytes_per_line(path: str) -> float:

@@ -12,6 +12,7 @@ from typing import Any
 
 from .config import Sizes
 from .floor import GROUP
+from .scratch import fmt_bytes
 from .timing import Results, Row
 
 
@@ -347,6 +348,15 @@ def targets(results: Results, sizes: Sizes) -> list[Target]:
     ]
 
 
+def scratch_line(results: Results, kept: bool) -> str:
+    """The most disk the scratch files took, and after which measure."""
+    if not results.scratch:
+        return "scratch on disk: not measured"
+    where, peak = max(results.scratch.items(), key=lambda item: item[1])
+    how = "nothing removed (--keep)" if kept else "each measure's files removed when it ends"
+    return f"scratch on disk: peak {fmt_bytes(peak)}, after {where} (measured as each measure ends; {how})"
+
+
 def targets_table(items: list[Target]) -> str:
     lines = [("target", "requirement", "measured", "verdict")]
     for t in items:
@@ -383,6 +393,7 @@ def dump_json(path: str, results: Results, sizes: Sizes, items: list[Target], se
         "targets": [asdict(t) for t in items],
         "notes": results.notes,
         "skipped": results.skipped,
+        "scratch_bytes_after": results.scratch,
     }
     with open(path, "w") as f:
         json.dump(data, f, indent=2, default=str)

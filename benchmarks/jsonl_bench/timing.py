@@ -59,6 +59,8 @@ class Results:
     curves: dict[str, dict[str, list[tuple[int, float]]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    #: Bytes on disk the scratch directory held as each measure ended, by measure.
+    scratch: dict[str, int] = field(default_factory=dict)
 
     def add(self, row: Row) -> Row:
         assert row.key not in self.rows, f"row measured twice: {row.key}"
