@@ -122,8 +122,11 @@ def run(ctx: Context) -> None:
         (_torn_tail, "jsonl-torn"),
     )
     for measure, scratch in measures:
+        name = f"jsonl: {measure.__name__.lstrip('_').replace('_', ' ')}"
+        began = time.perf_counter()
         measure(ctx)
-        ctx.release(f"jsonl: {measure.__name__.lstrip('_').replace('_', ' ')}", scratch)
+        ctx.release(name, scratch)
+        ctx.log(f"{name}: {time.perf_counter() - began:,.1f} s")
 
 
 def bytes_per_line(path: str) -> float:
