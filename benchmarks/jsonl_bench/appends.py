@@ -39,15 +39,18 @@ def run(ctx: Context) -> None:
             _run_race(
                 ctx,
                 f"durable appends, {what}",
-                _durable(ctx, kind, suffix, what, cons["FULL"], stores.get("fsync")),
+                _durable(ctx, kind, suffix, what, cons["FULL"], stores.get("fsync"), stack),
             )
             _run_race(
                 ctx,
                 f"buffered appends, {what}",
-                _buffered(ctx, kind, suffix, what, cons["NORMAL"], stores.get("none")),
+                _buffered(ctx, kind, suffix, what, cons["NORMAL"], stores.get("none"), stack),
             )
-        _run_race(ctx, "group commit", _group(ctx, stores.get("fsync")))
+        _run_race(ctx, "group commit", _group(ctx, stores.get("fsync"), stack))
         _run_race(ctx, "metadata update", _metadata(ctx, stores.get("fsync")))
+        if not missing:
+            for durability in ("none", "fsync"):
+                _run_race(ctx, f"round robin, {durability}", _round_robin(ctx, durability, stack))
     _note_line_sizes(ctx, os.path.join(d, "jsonl"))
 
 
@@ -64,14 +67,16 @@ def _total(ctx: Context, ops: int) -> int:
     return ops * (ctx.sizes.race_repeats + 2) + 1
 
 
-def _durable(ctx: Context, kind: str, suffix: str, what: str, con: Any, store: Any) -> list[Contender]:
+def _durable(
+    ctx: Context, kind: str, suffix: str, what: str, con: Any, store: Any, stack: contextlib.ExitStack
+) -> list[Contender]:
     ops, d = ctx.sizes.sync_ops, ctx.scratch("appends")
     total = _total(ctx, ops)
     floor_key = f"floor.fdatasync{suffix}"
     contenders = [
         Contender(
             Row(floor_key, "floor", f"encode + write + fdatasync, {what}", [], op="append"),
-            floor.appender(os.path.join(d, f"sync{suffix}.jsonl"), kind, total, sync=True),
+            floor.appender(os.path.join(d, f"sync{suffix}.jsonl"), kind, total, sync=True, stack=stack),
             ops,
         ),
         Contender(
@@ -106,14 +111,16 @@ def _durable(ctx: Context, kind: str, suffix: str, what: str, con: Any, store: A
     return contenders
 
 
-def _buffered(ctx: Context, kind: str, suffix: str, what: str, con: Any, store: Any) -> list[Contender]:
+def _buffered(
+    ctx: Context, kind: str, suffix: str, what: str, con: Any, store: Any, stack: contextlib.ExitStack
+) -> list[Contender]:
     ops, d = ctx.sizes.fast_ops, ctx.scratch("appends")
     total = _total(ctx, ops)
     floor_key = f"floor.write{suffix}"
     contenders = [
         Contender(
             Row(floor_key, "floor", f"encode + write, {what}", [], op="append"),
-            floor.appender(os.path.join(d, f"write{suffix}.jsonl"), kind, total, sync=False),
+            floor.appender(os.path.join(d, f"write{suffix}.jsonl"), kind, total, sync=False, stack=stack),
             ops,
         ),
         Contender(
@@ -125,7 +132,7 @@ def _buffered(ctx: Context, kind: str, suffix: str, what: str, con: Any, store: 
                 floor=floor_key,
                 op="append",
             ),
-            floor.locked_appender(os.path.join(d, f"locked{suffix}.jsonl"), kind, total),
+            floor.locked_appender(os.path.join(d, f"locked{suffix}.jsonl"), kind, total, stack=stack),
             ops,
         ),
         Contender(
@@ -178,7 +185,7 @@ def _buffered(ctx: Context, kind: str, suffix: str, what: str, con: Any, store: 
     return contenders
 
 
-def _group(ctx: Context, store: Any) -> list[Contender]:
+def _group(ctx: Context, store: Any, stack: contextlib.ExitStack) -> list[Contender]:
     groups = max(1, ctx.sizes.sync_ops // 8)
     total = _total(ctx, groups)
     contenders = [
@@ -190,7 +197,7 @@ def _group(ctx: Context, store: Any) -> list[Contender]:
                 [],
                 op="record",
             ),
-            floor.group_appender(os.path.join(ctx.scratch("appends"), "group.jsonl"), total),
+            floor.group_appender(os.path.join(ctx.scratch("appends"), "group.jsonl"), total, stack=stack),
             groups,
             per=GROUP,
         )
@@ -247,6 +254,52 @@ def _metadata(ctx: Context, store: Any) -> list[Contender]:
             )
         )
     return contenders
+
+
+def _round_robin(ctx: Context, durability: str, stack: contextlib.ExitStack) -> list[Contender]:
+    """One store appending to many sessions in turn, raced with a store appending to one.
+
+    More sessions than a store keeps open means every append meets a session whose
+    descriptors were let go; issue 9 wants that to cost at most 1.3× an append to one.
+    Each contender has a store of its own, so neither evicts the other's session.
+    """
+    s, root = ctx.sizes, ctx.scratch("appends-round-robin")
+    ops = s.sync_ops if durability == "fsync" else s.fast_ops
+    sessions = [f"rr-{durability}-{i:04d}" for i in range(s.round_robin_sessions)]
+    one = f"one-{durability}"
+    with jsonl.open_store(root, "none") as builder:
+        for sid in (*sessions, one):
+            jsonl.build(builder, sid, 0, 10, 10)  # existing sessions: no append creates one
+    many_store = stack.enter_context(jsonl.open_store(root, durability))
+    one_store = stack.enter_context(jsonl.open_store(root, durability))
+    what = f'durability="{durability}", 0.8 KB'
+    floor_key = "floor.fdatasync" if durability == "fsync" else "floor.write"
+    return [
+        Contender(
+            Row(
+                f"jsonl.round_robin.{durability}",
+                "jsonl_store",
+                f"append to {len(sessions):,} sessions in turn, one store, {what}",
+                [],
+                floor=floor_key,
+                op="append",
+            ),
+            jsonl.round_robin_appender(many_store, sessions, workload.ASSISTANT, _total(ctx, ops)),
+            ops,
+        ),
+        Contender(
+            Row(
+                f"jsonl.one_session.{durability}",
+                "jsonl_store",
+                f"append to one session, raced with the row above, {what}",
+                [],
+                floor=floor_key,
+                op="append",
+            ),
+            jsonl.appender(one_store, one, workload.ASSISTANT, _total(ctx, ops)),
+            ops,
+        ),
+    ]
 
 
 def _note_line_sizes(ctx: Context, root: str) -> None:

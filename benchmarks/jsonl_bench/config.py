@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 
+from .scratch import disk_usage
 from .timing import Results
 
 
@@ -44,6 +46,11 @@ class Sizes:
     snapshot_lengths: tuple[int, int] = (2_000, 40_000)
     #: Snapshot files of the load() row compared with one file (issue 9).
     snapshot_files: int = 1_000
+    #: Sessions one store appends to in turn, against appends to one session (issue 9).
+    round_robin_sessions: int = 200
+    #: List lengths (short, long) of the checkpoint() rows: adding one message must cost
+    #: the same at either length (issue 9).
+    checkpoint_lengths: tuple[int, int] = (1_000, 100_000)
 
 
 FULL = Sizes(
@@ -104,6 +111,7 @@ TINY = Sizes(
     build_batch=256,
     snapshot_lengths=(200, 2_000),
     snapshot_files=50,
+    checkpoint_lengths=(100, 2_000),
 )
 
 
@@ -115,11 +123,25 @@ class Context:
     workdir: str
     results: Results
     verbose: bool = True
+    #: Keep every measure's files (--keep) instead of removing them when it ends.
+    keep: bool = False
 
     def scratch(self, name: str) -> str:
         path = os.path.join(self.workdir, name)
         os.makedirs(path, exist_ok=True)
         return path
+
+    def release(self, measure: str, name: str | None = None) -> None:
+        """A measure is done: note what the scratch directory holds, then remove ``name``.
+
+        ``name`` None removes everything (the end of a section). Files are removed as soon
+        as their measure ends, so the run needs the disk of its biggest measure, not of all.
+        """
+        self.results.scratch[measure] = disk_usage(self.workdir)
+        if self.keep:
+            return
+        for entry in [name] if name is not None else os.listdir(self.workdir):
+            shutil.rmtree(os.path.join(self.workdir, entry), ignore_errors=True)
 
     def settle(self) -> None:
         """Flush everything set-up wrote before timing an fsync'd operation.

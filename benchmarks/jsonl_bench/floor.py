@@ -7,6 +7,7 @@ can approach these figures, never beat them on the same work.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 from typing import Any
@@ -25,9 +26,16 @@ def _encode(record: dict[str, Any]) -> bytes:
     return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
 
 
-def appender(path: str, kind: str, total: int, *, sync: bool) -> Block:
-    """Append the next records to ``path``: encode, one write (and one fdatasync) each."""
+def _open_append(path: str, stack: contextlib.ExitStack) -> int:
+    """An append descriptor closed with ``stack``: a removed file's space comes back only then."""
     fd = os.open(path, _APPEND_FLAGS, 0o644)
+    stack.callback(os.close, fd)
+    return fd
+
+
+def appender(path: str, kind: str, total: int, *, sync: bool, stack: contextlib.ExitStack) -> Block:
+    """Append the next records to ``path``: encode, one write (and one fdatasync) each."""
+    fd = _open_append(path, stack)
     records = iter(workload.record_dicts(kind, 0, total))
 
     def block(n: int) -> None:
@@ -39,13 +47,13 @@ def appender(path: str, kind: str, total: int, *, sync: bool) -> Block:
     return block
 
 
-def locked_appender(path: str, kind: str, total: int) -> Block:
+def locked_appender(path: str, kind: str, total: int, *, stack: contextlib.ExitStack) -> Block:
     """Encode, then flock + fstat + write + unlock: the least a multi-process-safe append does.
 
     Not a target's floor; it shows how much of an append's cost is the locking that lets
     several processes append to one session (issue 4).
     """
-    fd = os.open(path, _APPEND_FLAGS, 0o644)
+    fd = _open_append(path, stack)
     records = iter(workload.record_dicts(kind, 0, total))
 
     def block(n: int) -> None:
@@ -59,9 +67,9 @@ def locked_appender(path: str, kind: str, total: int) -> Block:
     return block
 
 
-def group_appender(path: str, total_groups: int) -> Block:
+def group_appender(path: str, total_groups: int, *, stack: contextlib.ExitStack) -> Block:
     """Per op: 64 × (encode + write), then one fdatasync: the bare cost of a group commit."""
-    fd = os.open(path, _APPEND_FLAGS, 0o644)
+    fd = _open_append(path, stack)
     records = iter(workload.record_dicts(workload.ASSISTANT, 0, total_groups * GROUP))
 
     def block(groups: int) -> None:

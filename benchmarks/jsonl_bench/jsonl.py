@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import statistics
 import time
@@ -11,7 +12,7 @@ from typing import Any
 from . import floor, procs, workload
 from .config import Context
 from .damage import tear_last_line
-from .timing import Block, Contender, Row, first_ops, no_gc, per_op, race, time_once
+from .timing import Block, Contender, Row, calibrate, first_ops, no_gc, per_op, race, time_once
 
 GROUP = floor.GROUP
 
@@ -81,6 +82,18 @@ def appender(store: Any, session_id: str, kind: str, total: int) -> Block:
     return block
 
 
+def round_robin_appender(store: Any, session_ids: list[str], kind: str, total: int) -> Block:
+    """Per op: one ``append`` to the next session of ``session_ids``, in turn."""
+    items: Iterator[tuple[Any, Any]] = iter(workload.store_messages(kind, 0, total))
+    sessions = itertools.cycle(session_ids)
+
+    def block(n: int) -> None:
+        for _ in range(n):
+            _append_one(store, next(sessions), next(items))
+
+    return block
+
+
 def many_appender(store: Any, session_id: str, total_groups: int) -> Block:
     """Per op: one ``append_many`` of 64 assistant messages."""
     batches = iter(
@@ -98,13 +111,22 @@ def many_appender(store: Any, session_id: str, total_groups: int) -> Block:
 
 
 def run(ctx: Context) -> None:
-    _append_curve(ctx)
-    _resume(ctx)
-    _snapshot_steps(ctx)
-    _load_snapshot_files(ctx)
-    _scan(ctx)
-    _list_sessions(ctx)
-    _torn_tail(ctx)
+    measures = (
+        (_append_curve, "jsonl-curve"),
+        (_resume, "jsonl-resume"),
+        (_snapshot_steps, "jsonl-snapshot-steps"),
+        (_load_snapshot_files, "jsonl-snapshot-files"),
+        (_checkpoint_growth, "jsonl-checkpoint"),
+        (_scan, "jsonl-scan"),
+        (_list_sessions, "jsonl-list"),
+        (_torn_tail, "jsonl-torn"),
+    )
+    for measure, scratch in measures:
+        name = f"jsonl: {measure.__name__.lstrip('_').replace('_', ' ')}"
+        began = time.perf_counter()
+        measure(ctx)
+        ctx.release(name, scratch)
+        ctx.log(f"{name}: {time.perf_counter() - began:,.1f} s")
 
 
 def bytes_per_line(path: str) -> float:
@@ -405,6 +427,72 @@ def _first_loader(root: str, session_id: str) -> Block:
         for _ in range(n):
             forget()
             load(1)
+
+    return block
+
+
+def _checkpoint_growth(ctx: Context) -> None:
+    """checkpoint() adding one message to a short and to a long list, raced.
+
+    A runner keeps its whole message list and saves it after each turn; only the new
+    message is stored, and issue 9 wants the cost to follow that, not the list's length.
+    durability="none", so what is compared is CPU work and not the disk's flush. Each
+    session is saved once before timing: a store's first save reads the tail, once.
+    """
+    s, res, root = ctx.sizes, ctx.results, ctx.scratch("jsonl-checkpoint")
+    cap = max(1, s.fast_ops // 20)
+    contenders = []
+    with open_store(root, "none") as store:
+        for length in s.checkpoint_lengths:
+            sid = f"checkpoint-{length}"
+            ctx.log(f"jsonl_store: build a {length:,}-message list, checkpoint() it")
+            messages = built_list(store, sid, length, s.build_batch)
+            store.checkpoint(sid, messages)
+            fresh = iter(
+                [
+                    m
+                    for m, _ in workload.store_messages(
+                        workload.ASSISTANT, length, cap * (s.race_repeats + 3)
+                    )
+                ]
+            )
+            block = checkpointer(store, sid, messages, fresh)
+            row = Row(
+                f"jsonl.checkpoint.{length}",
+                "jsonl_store",
+                f'checkpoint() adding 1 message to a {length:,}-message list, durability="none"',
+                [],
+                op="save",
+            )
+            contenders.append(Contender(row, block, calibrate(block, 0.02, cap)))
+        ctx.log("jsonl_store: checkpoint() one message more, long list raced with short")
+        race(contenders, s.race_repeats)
+    for contender in contenders:
+        res.add(contender.row)
+
+
+def built_list(store: Any, session_id: str, count: int, batch: int) -> list[Any]:
+    """Store ``count`` messages with append_many in batches; return them as the runner's list."""
+    messages: list[Any] = []
+    while len(messages) < count:
+        chunk = [
+            m
+            for m, _ in workload.store_messages(
+                workload.ASSISTANT, len(messages), min(batch, count - len(messages))
+            )
+        ]
+        store.append_many(session_id, chunk)
+        messages += chunk
+    return messages
+
+
+def checkpointer(store: Any, session_id: str, messages: list[Any], fresh: Iterator[Any]) -> Block:
+    """Per op: the runner's turn adds one message to its list, then saves the whole list."""
+
+    def block(n: int) -> None:
+        for _ in range(n):
+            messages.append(next(fresh))
+            store.checkpoint(session_id, messages)
 
     return block
 

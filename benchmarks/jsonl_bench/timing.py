@@ -59,6 +59,8 @@ class Results:
     curves: dict[str, dict[str, list[tuple[int, float]]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    #: Bytes on disk the scratch directory held as each measure ended, by measure.
+    scratch: dict[str, int] = field(default_factory=dict)
 
     def add(self, row: Row) -> Row:
         assert row.key not in self.rows, f"row measured twice: {row.key}"
@@ -122,6 +124,17 @@ def repeat(fn: Callable[[], object], repeats: int, *, warmup: int = 1) -> list[f
     for _ in range(warmup):
         fn()
     return [time_once(fn) for _ in range(repeats)]
+
+
+def calibrate(block: Block, seconds: float, cap: int) -> int:
+    """Ops per repeat (1 to ``cap``) for a repeat of ``block`` to take about ``seconds``.
+
+    Times one op, so it also serves as a warm-up. For an op whose cost the library may
+    cut a hundredfold: a fixed count would make today's run minutes long, or tomorrow's
+    repeats too short to time.
+    """
+    one = time_once(functools.partial(block, 1))
+    return cap if one <= 0 else max(1, min(cap, round(seconds / one)))
 
 
 @dataclass
