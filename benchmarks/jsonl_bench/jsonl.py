@@ -46,7 +46,8 @@ def open_store(root: str, durability: str) -> Any:
     return SessionStore(root, durability=durability)  # type: ignore[arg-type]
 
 
-def _append_one(store: Any, session_id: str, item: tuple[Any, Any]) -> None:
+def append_one(store: Any, session_id: str, item: tuple[Any, Any]) -> None:
+    """One ``append`` of a workload item (message, usage or None)."""
     message, usage = item
     if usage is None:
         store.append(session_id, message)
@@ -77,7 +78,7 @@ def appender(store: Any, session_id: str, kind: str, total: int) -> Block:
 
     def block(n: int) -> None:
         for _ in range(n):
-            _append_one(store, session_id, next(items))
+            append_one(store, session_id, next(items))
 
     return block
 
@@ -89,7 +90,7 @@ def round_robin_appender(store: Any, session_ids: list[str], kind: str, total: i
 
     def block(n: int) -> None:
         for _ in range(n):
-            _append_one(store, next(sessions), next(items))
+            append_one(store, next(sessions), next(items))
 
     return block
 
@@ -256,7 +257,7 @@ def _first_append(root: str, session_id: str, length: int, repeats: int) -> Row:
         try:
             with no_gc():
                 began = time.perf_counter()
-                _append_one(store, session_id, next(items))
+                append_one(store, session_id, next(items))
                 samples.append(time.perf_counter() - began)
         finally:
             store.close()
