@@ -36,27 +36,28 @@ from ._paths import (
 from ._problems import Reporter
 from ._reader import body_sequence, ends_batch
 
-#: The most sessions one store keeps open (each holds up to two descriptors). As many as
-#: LevelDB keeps tables open by default (``max_open_files``): a store appending round-robin
-#: to a few hundred sessions must not reopen one per append.
-MAX_OPEN_SESSIONS = 1024
+#: The most descriptors one store keeps open: a session's log takes one, its usage log a
+#: second. About as many files as LevelDB keeps open by default (``max_open_files``): a
+#: store appending round-robin to a few hundred sessions must not reopen one per append.
+MAX_OPEN_DESCRIPTORS = 2048
 
 
-def open_sessions_limit() -> int:
-    """How many sessions a store keeps open: at most a quarter of the descriptor limit.
+def open_descriptors_limit() -> int:
+    """How many descriptors a store keeps open: at most a quarter of the descriptor limit.
 
-    With ``ulimit -n 1024`` (a common default) that is 256 sessions, up to 512
-    descriptors; with ``ulimit -n 64``, 16. The rest of the limit is left to reads, locks
-    and the program itself, and should the process run out anyway, every idle cached
-    descriptor is given back before anything fails (``_fs.register_descriptor_cache``).
+    With ``ulimit -n 1024`` (a common default) that is 256, so 256 sessions that only
+    append messages; with ``ulimit -n 64``, 16. The rest of the limit is left to reads,
+    locks and the program itself, and should the process run out anyway, every idle
+    cached descriptor is given back before anything fails
+    (``_fs.register_descriptor_cache``).
     """
     try:
         soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     except (OSError, ValueError):
-        return MAX_OPEN_SESSIONS // 4
+        return 256
     if soft == resource.RLIM_INFINITY:
-        return MAX_OPEN_SESSIONS
-    return max(1, min(MAX_OPEN_SESSIONS, soft // 4))
+        return MAX_OPEN_DESCRIPTORS
+    return max(2, min(MAX_OPEN_DESCRIPTORS, soft // 4))
 
 
 def now() -> datetime:
@@ -122,7 +123,8 @@ class Handles:
         self._locks: dict[str, AbstractContextManager[Any]] = {}
         self._seen: dict[str, int] = {}  # `OpenSession.seen` of sessions evicted from `_sessions`
         self._root_ready = False
-        self._max_open = open_sessions_limit()
+        self._max_open = open_descriptors_limit()
+        self._held = 0  # descriptors the sessions in `_sessions` may hold: 1 each, 2 with a usage log
         register_descriptor_cache(self)
 
     def forked(self) -> None:
@@ -135,6 +137,7 @@ class Handles:
         with self._mutex:
             sessions = list(self._sessions.values())
             self._sessions.clear()
+            self._held = 0
         for session in sessions:
             session.close()
 
@@ -174,8 +177,10 @@ class Handles:
             if session is None:
                 session = self._sessions[session_id] = OpenSession(session_id, directory)
                 session.seen = self._seen.pop(session_id, 0)
-                while len(self._sessions) > self._max_open:
+                self._held += 1
+                while self._held > self._max_open and len(self._sessions) > 1:
                     old = self._sessions.popitem(last=False)[1]
+                    self._held -= 2 if old.usage is not None else 1
                     # Descriptors are released, but what the caller has seen of the session
                     # must outlive them: checkpoint's rewrite rule depends on it.
                     self._seen[old.session_id] = old.seen
@@ -201,6 +206,8 @@ class Handles:
         """Close and drop what this store keeps open for a session (before delete or repair)."""
         with self._mutex:
             session = self._sessions.pop(session_id, None)
+            if session is not None:
+                self._held -= 2 if session.usage is not None else 1
         if session is not None:
             session.close()
 
@@ -290,9 +297,13 @@ class Handles:
         self.writer(session)
         with session.mutex:
             if session.usage is None:
-                session.usage = self.new_writer(
+                writer = self.new_writer(
                     session, USAGE_NAME, f"usage log of session {session.session_id!r}", raw_log=False
                 )
+                with self._mutex:  # counted as eviction counts it: both under `_mutex`
+                    session.usage = writer
+                    if self._sessions.get(session.session_id) is session:
+                        self._held += 1
             return session.usage
 
     def new_writer(self, session: OpenSession, name: str, label: str, *, raw_log: bool = True) -> LogWriter:

@@ -154,35 +154,14 @@ def merge(
     user = origin == "user"
     owned = set(meta.user_fields)
     changed = False
-    if title is not _UNSET and (user or "title" not in owned) and title != meta.title:
+    if title is not _UNSET and _claim("title", user, owned) and title != meta.title:
         meta.title = title
         meta.title_version += 1
         changed = True
-    if title is not _UNSET and user:
-        owned.add("title")
-    if pinned is not _UNSET and (user or "pinned" not in owned) and pinned != meta.pinned:
+    if pinned is not _UNSET and _claim("pinned", user, owned) and pinned != meta.pinned:
         meta.pinned = pinned
         changed = True
-    if pinned is not _UNSET and user:
-        owned.add("pinned")
-    metadata_changed = False
-    if metadata is not _UNSET and metadata:
-        for key, value in metadata.items():
-            if not user and f"metadata.{key}" in owned:
-                continue
-            if user:
-                owned.add(f"metadata.{key}")
-            if key not in meta.metadata or meta.metadata[key] != value:
-                meta.metadata[key] = value
-                metadata_changed = True
-    for key in remove_metadata:
-        if not user and f"metadata.{key}" in owned:
-            continue
-        owned.discard(f"metadata.{key}")
-        if key in meta.metadata:
-            del meta.metadata[key]
-            metadata_changed = True
-    if metadata_changed:
+    if _merge_metadata(meta, metadata if metadata is not _UNSET else None, remove_metadata, user, owned):
         meta.metadata_version += 1
         changed = True
     new_owned = sorted(owned)
@@ -191,6 +170,33 @@ def merge(
         changed = True
     if changed:
         meta.version += 1
+    return changed
+
+
+def _claim(field: str, user: bool, owned: set[str]) -> bool:
+    """Whether an update of ``origin`` may set ``field``; a user's update also takes it over."""
+    if user:
+        owned.add(field)
+        return True
+    return field not in owned
+
+
+def _merge_metadata(
+    meta: SessionMeta, metadata: dict[str, Any] | None, removed: tuple[str, ...], user: bool, owned: set[str]
+) -> bool:
+    """Set and remove metadata keys as `merge` says; whether any key changed."""
+    changed = False
+    for key, value in (metadata or {}).items():
+        if _claim(f"metadata.{key}", user, owned) and (key not in meta.metadata or meta.metadata[key] != value):
+            meta.metadata[key] = value
+            changed = True
+    for key in removed:
+        if not user and f"metadata.{key}" in owned:
+            continue
+        owned.discard(f"metadata.{key}")
+        if key in meta.metadata:
+            del meta.metadata[key]
+            changed = True
     return changed
 
 

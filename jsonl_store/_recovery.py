@@ -54,7 +54,6 @@ from ._problems import (
     cut_into,
 )
 from ._reader import LogReader, ends_batch
-from ._records import ContextSnapshot
 
 
 def unsafe_problem(exc: UnsafePath) -> Problem:
@@ -117,34 +116,14 @@ def check(
 def _check_session(
     fs: FileSystem, session_id: str, directory: str, *, fix: bool, durable: bool, lock_timeout: float
 ) -> list[Problem]:
-    met = Reporter()
     try:
         names = fs.listdir(directory)
     except (FileNotFoundError, NotADirectoryError):
         return []
-    # Metadata.
-    meta = _session.read_meta(fs, session_id, directory, met)
-    problems = met.problems
-    if fix and meta is not None:
-        _meta.check_writable(meta, session_id)
-    if meta is None and META_NAME in names and fix:
-        _session.move_aside(fs, directory, META_NAME)
-        created = _session.first_record_time(fs, directory) or datetime.now(UTC)
-        _meta.write(fs, directory, SessionMeta(created_at=created), durable=durable)
-    if meta is not None:
-        data = _atomic.read_whole(fs, os.path.join(directory, META_NAME), _meta.MAX_META_BYTES) or b""
-        if b"\r\n" in data:
-            # JSON strings hold no raw line break, so every \r\n is a converted line end.
-            problems.append(conversion_problem(os.path.join(directory, META_NAME), data.count(b"\r\n"), 0, RESTORE))
-            if fix:
-                _atomic.replace(fs, directory, META_NAME, data.replace(b"\r\n", b"\n"), durable=True)
-    # Leftover temporary files: every writer that makes one holds the session lock,
-    # and so does repair, so none of them is still being written.
-    for name in names:
-        if name.endswith(TMP_SUFFIX):
-            problems.append(Problem(os.path.join(directory, name), "leftover-temp", "unfinished temporary file", DELETE))
-            if fix:
-                fs.unlink(os.path.join(directory, name))
+    check = _Check(fs, session_id, directory, fix=fix, durable=durable)
+    # In spec §12's order: metadata, temporary files, raw log, usage log, snapshots.
+    check.meta(META_NAME in names)
+    check.temporary_files(names)
     # Which snapshots' offsets hold before repair restores the log: a restore moves those
     # records, and rewriting their offsets then is part of the restore, not a problem.
     held = _offsets_holding(fs, session_id, directory) if fix else set()
@@ -155,56 +134,103 @@ def _check_session(
             found_in_log = _check_log(fs, session_id, directory, name, fix=fix, lock_timeout=lock_timeout)
             if name == LOG_NAME:
                 log_converted = any(p.kind == "text-conversion" for p in found_in_log)
-            problems.extend(found_in_log)
-    # Snapshots.
+            check.problems.extend(found_in_log)
     with LogReader(fs, session_id, directory) as log:
-        fd, size = log.fd, log.size
         for version in _snapshots.versions(fs, directory):
-            path = os.path.join(directory, snapshot_name(version))
-            converted = False
-            found: ContextSnapshot | str
-            try:
-                snap, converted = _snapshots.read_file(fs, directory, version, session_id)
-                found = "the raw log is missing" if fd is None else _snapshots.trusted(fs, fd, size, snap)
-                reason = found if isinstance(found, str) else None
-            except _snapshots.DamagedSnapshot as exc:
-                reason = str(exc)
-            if reason is None and converted:
-                problems.append(conversion_problem(path, 1, 0, RESTORE))
-            if reason is None and not isinstance(found, str) and fd is not None:
-                moved = found.boundary_offset != snap.boundary_offset
-                if fix:
-                    report = moved and version not in held
-                elif log_converted:
-                    # Repair restores the log first: what counts is where the record will be.
-                    after = found.boundary_offset - _restored_bytes(fs, fd, found.boundary_offset)
-                    report = moved and after != snap.boundary_offset
-                else:
-                    report = moved
-                if report:
-                    problems.append(
-                        Problem(path, "moved-boundary",
-                                f"the boundary record is at bytes {found.boundary_offset}..{found.tail_offset}, "
-                                f"not {snap.boundary_offset}..{snap.tail_offset}", REANCHOR)
-                    )
-            if reason is None and fix and not isinstance(found, str):
-                moved = found.boundary_offset != snap.boundary_offset
-                if converted or moved:
-                    # The file gets back the bytes it was created with (and, when restoring
-                    # a log that was converted only in part moved its boundary record, the
-                    # offsets the record has now): the same snapshot, so replacing it breaks
-                    # no promise of immutability (spec §12).
-                    line = _lines.whole_line(_atomic.read_whole(fs, path, _snapshots.MAX_SNAPSHOT_BYTES) or b"")
-                    if line is not None:
-                        data = line[0] + b"\n"
-                        if moved:
-                            data = _snapshots.reanchored(line[0], found.boundary_offset, found.tail_offset)
-                        _atomic.replace(fs, directory, snapshot_name(version), data, durable=True)
-            if reason is not None:
-                problems.append(Problem(path, "bad-snapshot", reason, MOVE_ASIDE))
-                if fix:
-                    _session.move_aside(fs, directory, snapshot_name(version))
-    return problems
+            check.snapshot(log, version, held=version in held, log_converted=log_converted)
+    return check.problems
+
+
+class _Check:
+    """Verify (and with ``fix``, repair) one session's files, collecting its problems."""
+
+    def __init__(self, fs: FileSystem, session_id: str, directory: str, *, fix: bool, durable: bool) -> None:
+        self.fs = fs
+        self.session_id = session_id
+        self.directory = directory
+        self.fix = fix
+        self.durable = durable
+        self.problems: list[Problem] = []
+
+    def meta(self, present: bool) -> None:
+        fs, directory = self.fs, self.directory
+        met = Reporter()
+        meta = _session.read_meta(fs, self.session_id, directory, met)
+        self.problems.extend(met.problems)
+        if meta is None:
+            if present and self.fix:
+                _session.move_aside(fs, directory, META_NAME)
+                created = _session.first_record_time(fs, directory) or datetime.now(UTC)
+                _meta.write(fs, directory, SessionMeta(created_at=created), durable=self.durable)
+            return
+        if self.fix:
+            _meta.check_writable(meta, self.session_id)
+        data = _atomic.read_whole(fs, os.path.join(directory, META_NAME), _meta.MAX_META_BYTES) or b""
+        if b"\r\n" in data:
+            # JSON strings hold no raw line break, so every \r\n is a converted line end.
+            path = os.path.join(directory, META_NAME)
+            self.problems.append(conversion_problem(path, data.count(b"\r\n"), 0, RESTORE))
+            if self.fix:
+                _atomic.replace(fs, directory, META_NAME, data.replace(b"\r\n", b"\n"), durable=True)
+
+    def temporary_files(self, names: list[str]) -> None:
+        # Every writer that makes a temporary file holds the session lock, and so does
+        # repair, so none of them is still being written.
+        for name in names:
+            if name.endswith(TMP_SUFFIX):
+                path = os.path.join(self.directory, name)
+                self.problems.append(Problem(path, "leftover-temp", "unfinished temporary file", DELETE))
+                if self.fix:
+                    self.fs.unlink(path)
+
+    def snapshot(self, log: LogReader, version: int, *, held: bool, log_converted: bool) -> None:
+        fs, directory = self.fs, self.directory
+        path = os.path.join(directory, snapshot_name(version))
+        try:
+            snap, converted = _snapshots.read_file(fs, directory, version, session_id=self.session_id)
+        except _snapshots.DamagedSnapshot as exc:
+            self._bad_snapshot(path, version, str(exc))
+            return
+        if log.fd is None:
+            self._bad_snapshot(path, version, "the raw log is missing")
+            return
+        found = _snapshots.trusted(fs, log.fd, log.size, snap)
+        if isinstance(found, str):
+            self._bad_snapshot(path, version, found)
+            return
+        if converted:
+            self.problems.append(conversion_problem(path, 1, 0, RESTORE))
+        moved = found.boundary_offset != snap.boundary_offset
+        if self.fix:
+            report = moved and not held
+        elif log_converted:
+            # Repair restores the log first: what counts is where the record will be.
+            after = found.boundary_offset - _restored_bytes(fs, log.fd, found.boundary_offset)
+            report = moved and after != snap.boundary_offset
+        else:
+            report = moved
+        if report:
+            self.problems.append(
+                Problem(path, "moved-boundary",
+                        f"the boundary record is at bytes {found.boundary_offset}..{found.tail_offset}, "
+                        f"not {snap.boundary_offset}..{snap.tail_offset}", REANCHOR)
+            )  # fmt: skip
+        if self.fix and (converted or moved):
+            # The file gets back the bytes it was created with (and, when restoring a log
+            # that was converted only in part moved its boundary record, the offsets the
+            # record has now): the same snapshot, so replacing it breaks no promise of
+            # immutability (spec §12).
+            line = _lines.whole_line(_atomic.read_whole(fs, path, _snapshots.MAX_SNAPSHOT_BYTES) or b"")
+            if line is not None:
+                data = line[0] + b"\n"
+                if moved:
+                    data = _snapshots.reanchored(line[0], found.boundary_offset, found.tail_offset)
+                _atomic.replace(fs, directory, snapshot_name(version), data, durable=True)
+
+    def _bad_snapshot(self, path: str, version: int, reason: str) -> None:
+        self.problems.append(Problem(path, "bad-snapshot", reason, MOVE_ASIDE))
+        if self.fix:
+            _session.move_aside(self.fs, self.directory, snapshot_name(version))
 
 
 def _check_log(

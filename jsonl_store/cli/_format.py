@@ -113,7 +113,7 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, right: Iterab
     lines = []
     for row in rows:
         cells = [
-            cell.rjust(w) if i in aligned else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))
+            cell.rjust(w) if i in aligned else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))
         ]
         lines.append("  ".join(cells).rstrip())
     return lines
@@ -190,7 +190,7 @@ def _body(text: str, *, full: bool) -> list[str]:
         shown = "\n".join(lines)
         if len(shown) < len(text):
             rest = len(text) - len(shown)
-            return _wrap(lines) + [f"{INDENT}… ({rest:,} more characters; --full shows all)"]
+            return [*_wrap(lines), f"{INDENT}… ({rest:,} more characters; --full shows all)"]
     return _wrap(text.split("\n"))
 
 
@@ -205,6 +205,22 @@ def _call(call: dict[str, Any]) -> tuple[str, str, Any]:
     name = call.get("name") or function.get("name") or "?"
     arguments = call.get("arguments", function.get("arguments", {}))
     return str(call.get("id", "?")), str(name), arguments
+
+
+def _facts(record: RawMessageRecord | None) -> list[str]:
+    """What a record's header says besides its role: how long it took, its tokens."""
+    facts: list[str] = []
+    if record is None:
+        return facts
+    if record.duration_ns:
+        facts.append(seconds(record.duration_ns))
+    usage = record.usage
+    if usage is not None:
+        tokens = f"{usage.input_tokens:,} in / {usage.output_tokens:,} out tokens"
+        if usage.cache_read_tokens:
+            tokens += f" ({usage.cache_read_tokens:,} cached)"
+        facts.append(tokens)
+    return facts
 
 
 def render_message(
@@ -228,16 +244,7 @@ def render_message(
         head.append(f"[{data.get('tool_call_id', '?')}]")
         if data.get("is_error"):
             head.append("error")
-    facts = []
-    if record is not None:
-        if record.duration_ns:
-            facts.append(seconds(record.duration_ns))
-        usage = record.usage
-        if usage is not None:
-            tokens = f"{usage.input_tokens:,} in / {usage.output_tokens:,} out tokens"
-            if usage.cache_read_tokens:
-                tokens += f" ({usage.cache_read_tokens:,} cached)"
-            facts.append(tokens)
+    facts = _facts(record)
     if data.get("include_in_messages") is False:
         facts.append("not in the model context")
     if note:

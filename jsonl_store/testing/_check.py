@@ -31,12 +31,13 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 import msgspec
 
-from .._records import CompactedMessage, Message, ModelUsage, UserMessage
+from .._records import CompactedMessage, Message, ModelUsage, RawMessageRecord, UserMessage
 from .._tool_batches import provider_violation
 from .._view import SessionSummary
 from ._crash import CrashState, crash_points, crash_states
 from ._simfs import Fault, SimulatedFileSystem
 from ._workload import (
+    Ack,
     Append,
     AppendMany,
     Operation,
@@ -152,19 +153,13 @@ class _Expect:
     atomic_batches: bool
 
 
-def _check_session(store: SessionStore, sid: str, expect: _Expect) -> _Seen:
-    result, prefix, expect_acked = expect.result, expect.prefix, expect.acked
-    started = result.started(sid, prefix)
-    acked = result.acknowledged(sid, prefix) if expect_acked else []
-    written = result.written(sid)
-    # A failed operation may have reached the disk anyway (a write whose fsync failed).
-    failed = [a for a in started if a.error is not None]
-    most = sum(len(a.records) for a in started)
-    least = sum(len(a.records) for a in acked)
-
+def _check_records(
+    store: SessionStore, sid: str, expect: _Expect, started: Sequence[Ack], least: int, most: int
+) -> list[RawMessageRecord]:
     # The raw log: a gap-free prefix of what was written, holding everything acknowledged.
     records = list(store.records(sid))
     n = len(records)
+    written = expect.result.written(sid)
     sequences = [r.sequence for r in records]
     _fail(sequences == list(range(1, n + 1)), f"{sid}: raw log sequences are {sequences}, not 1..{n}")
     _fail(n >= least, f"{sid}: acknowledged records lost: {n} records read back, {least} were acknowledged")
@@ -186,6 +181,20 @@ def _check_session(store: SessionStore, sid: str, expect: _Expect) -> _Seen:
             _fail(
                 record.request_id == ack.op.request_id, f"{sid}: record {record.sequence} lost its request_id"
             )
+    return records
+
+
+def _check_session(store: SessionStore, sid: str, expect: _Expect) -> _Seen:
+    result, prefix, expect_acked = expect.result, expect.prefix, expect.acked
+    started = result.started(sid, prefix)
+    acked = result.acknowledged(sid, prefix) if expect_acked else []
+    # A failed operation may have reached the disk anyway (a write whose fsync failed).
+    failed = [a for a in started if a.error is not None]
+    most = sum(len(a.records) for a in started)
+    least = sum(len(a.records) for a in acked)
+
+    records = _check_records(store, sid, expect, started, least, most)
+    n = len(records)
 
     # The session context: one written snapshot (never older than acknowledged) plus the tail.
     view = store.load(sid)
@@ -302,10 +311,11 @@ def _check_repair(fs: SimulatedFileSystem, root: str, durability: Durability, ex
     store.close()
     after = _check_all(_store(fs, root, durability), expect)
     for sid, seen in before.items():
+        wanted = seen
         if seen.meta_version is None:
             # Unreadable metadata is rebuilt with defaults: the documented repair.
-            seen = dataclasses.replace(seen, meta_version=after[sid].meta_version)
-        _fail(seen == after[sid], f"{sid}: repair changed what readers see: {before[sid]} -> {after[sid]}")
+            wanted = dataclasses.replace(seen, meta_version=after[sid].meta_version)
+        _fail(wanted == after[sid], f"{sid}: repair changed what readers see: {seen} -> {after[sid]}")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -167,96 +167,102 @@ def run_workload(
     recovering from an I/O error would), records which of a failed append's records
     the log holds now, and goes on.
     """
-    result = WorkloadResult()
-    last: dict[str, int] = {}
-    boundary: dict[str, int] = {}
-    version: dict[str, int] = {}
-    usage_count: dict[str, int] = {}
     from .._errors import JsonlStoreError
 
+    runner = _Runner(store, reopen_on_error=reopen_on_error)
+    result = WorkloadResult()
     for index, op in enumerate(workload):
         started = len(fs.trace) if fs is not None else 0
-        fields: dict[str, Any] = {}
-        sid = op.session_id
         try:
-            if isinstance(op, Append):
-                seq = store.append(
-                    sid,
-                    op.message,
-                    request_id=op.request_id,
-                    usage=op.usage,
-                    title=op.title,
-                    metadata=op.metadata,
-                    tags=op.tags,
-                )
-                fields["records"] = ((seq, op.message),)
-            elif isinstance(op, AppendMany):
-                seqs = store.append_many(sid, list(op.messages), request_id=op.request_id)
-                fields["records"] = tuple(zip(seqs, op.messages, strict=True))
-            elif isinstance(op, Snapshot):
-                low, high = boundary.get(sid, 0), last.get(sid, 0)
-                if high <= low:
-                    fields["skipped"] = True
-                else:
-                    through = low + max(1, min(high - low, math.ceil(op.through * (high - low))))
-                    message: Message = (
-                        {"role": "compacted", "content": op.summary}
-                        if op.plain
-                        else CompactedMessage(content=op.summary)
-                    )
-                    fields["snapshot"] = store.snapshot(sid, message, through, version.get(sid, 0))
-            elif isinstance(op, UpdateSession):
-                kwargs: dict[str, Any] = {}
-                if op.title is not None:
-                    kwargs["title"] = op.title
-                if op.pinned is not None:
-                    kwargs["pinned"] = op.pinned
-                if op.metadata is not None:
-                    kwargs["metadata"] = op.metadata
-                fields["summary"] = store.update_session(sid, **kwargs)
-            else:
-                store.record_usage(sid, _usage_payload(op))
-                fields["usage"] = _usage_payload(op)
+            fields = runner.run(op)
         except (JsonlStoreError, OSError) as exc:
-            fields = {"error": exc}
-            if isinstance(op, Append | AppendMany):
-                # What a failed append may still have left in the log (a write whose
-                # fsync failed is in the file): the sequences it would have taken.
-                messages = (op.message,) if isinstance(op, Append) else op.messages
-                first = last.get(sid, 0) + 1
-                fields["records"] = tuple(enumerate(messages, start=first))
-                if reopen_on_error:
-                    store.close()
-                    held = [r.sequence for r in store.records(sid) if r.sequence >= first]
-                    fields["records"] = tuple(zip(held, messages, strict=False))
-                    last[sid] = held[-1] if held else first - 1
-            elif isinstance(op, RecordUsage):
-                fields["usage"] = _usage_payload(op)
-                if reopen_on_error:
-                    store.close()
-                    if sum(1 for _ in store.usage(sid)) == usage_count.get(sid, 0):
-                        del fields["usage"]  # it did not land: later records take its place
-            elif isinstance(op, Snapshot) and reopen_on_error:
-                store.close()
-                landed = store.load(sid).snapshot  # a failed snapshot may exist all the same
-                if landed is not None:
-                    boundary[sid], version[sid] = landed.compacted_through_sequence, landed.version
-            if reopen_on_error:
-                store.close()
+            fields = runner.failed(op, exc)
         finished = len(fs.trace) if fs is not None else 0
         ack = Ack(index, op, started, finished, **fields)
         result.acks.append(ack)
-        if ack.ok:
-            if ack.records:
-                last[sid] = ack.records[-1][0]
-            if ack.snapshot is not None:
-                boundary[sid] = ack.snapshot.compacted_through_sequence
-                version[sid] = ack.snapshot.version
-        if ack.usage is not None:
-            usage_count[sid] = usage_count.get(sid, 0) + 1
+        runner.acknowledged(ack)
         if stop_on_error and ack.error is not None:
             break
     return result
+
+
+class _Runner:
+    """Runs operations on a store, keeping what the next ones depend on (sequences, versions)."""
+
+    def __init__(self, store: SessionStore, *, reopen_on_error: bool) -> None:
+        self.store = store
+        self.reopen_on_error = reopen_on_error
+        self.last: dict[str, int] = {}
+        self.boundary: dict[str, int] = {}
+        self.version: dict[str, int] = {}
+        self.usage_count: dict[str, int] = {}
+
+    def run(self, op: Operation) -> dict[str, Any]:
+        store, sid = self.store, op.session_id
+        if isinstance(op, Append):
+            seq = store.append(
+                sid, op.message, request_id=op.request_id, usage=op.usage, title=op.title,
+                metadata=op.metadata, tags=op.tags,
+            )  # fmt: skip
+            return {"records": ((seq, op.message),)}
+        if isinstance(op, AppendMany):
+            seqs = store.append_many(sid, list(op.messages), request_id=op.request_id)
+            return {"records": tuple(zip(seqs, op.messages, strict=True))}
+        if isinstance(op, Snapshot):
+            low, high = self.boundary.get(sid, 0), self.last.get(sid, 0)
+            if high <= low:
+                return {"skipped": True}
+            through = low + max(1, min(high - low, math.ceil(op.through * (high - low))))
+            message: Message = (
+                {"role": "compacted", "content": op.summary} if op.plain else CompactedMessage(content=op.summary)
+            )
+            return {"snapshot": store.snapshot(sid, message, through, self.version.get(sid, 0))}
+        if isinstance(op, UpdateSession):
+            changes = {"title": op.title, "pinned": op.pinned, "metadata": op.metadata}
+            return {"summary": store.update_session(sid, **{k: v for k, v in changes.items() if v is not None})}
+        store.record_usage(sid, _usage_payload(op))
+        return {"usage": _usage_payload(op)}
+
+    def failed(self, op: Operation, exc: BaseException) -> dict[str, Any]:
+        """What a failed operation may still have done, as the fields of its `Ack`."""
+        store, sid = self.store, op.session_id
+        fields: dict[str, Any] = {"error": exc}
+        if isinstance(op, Append | AppendMany):
+            # What a failed append may still have left in the log (a write whose fsync
+            # failed is in the file): the sequences it would have taken.
+            messages = (op.message,) if isinstance(op, Append) else op.messages
+            first = self.last.get(sid, 0) + 1
+            fields["records"] = tuple(enumerate(messages, start=first))
+            if self.reopen_on_error:
+                store.close()
+                held = [r.sequence for r in store.records(sid) if r.sequence >= first]
+                fields["records"] = tuple(zip(held, messages, strict=False))
+                self.last[sid] = held[-1] if held else first - 1
+        elif isinstance(op, RecordUsage):
+            fields["usage"] = _usage_payload(op)
+            if self.reopen_on_error:
+                store.close()
+                if sum(1 for _ in store.usage(sid)) == self.usage_count.get(sid, 0):
+                    del fields["usage"]  # it did not land: later records take its place
+        elif isinstance(op, Snapshot) and self.reopen_on_error:
+            store.close()
+            landed = store.load(sid).snapshot  # a failed snapshot may exist all the same
+            if landed is not None:
+                self.boundary[sid], self.version[sid] = landed.compacted_through_sequence, landed.version
+        if self.reopen_on_error:
+            store.close()
+        return fields
+
+    def acknowledged(self, ack: Ack) -> None:
+        sid = ack.op.session_id
+        if ack.ok:
+            if ack.records:
+                self.last[sid] = ack.records[-1][0]
+            if ack.snapshot is not None:
+                self.boundary[sid] = ack.snapshot.compacted_through_sequence
+                self.version[sid] = ack.snapshot.version
+        if ack.usage is not None:
+            self.usage_count[sid] = self.usage_count.get(sid, 0) + 1
 
 
 def _usage_payload(op: RecordUsage) -> ModelUsage | dict[str, Any]:

@@ -113,3 +113,34 @@ def test_out_of_descriptors_the_store_closes_its_cache_and_retries(tmp_path: Pat
         tmp_path / "store",
     )
     assert result == {"sequence": 1, "loaded": ["made with the cache's descriptors"], "again": 2}
+
+
+def test_round_robin_over_200_sessions_reopens_nothing_under_the_common_limit(tmp_path: Path) -> None:
+    """Under ulimit -n 1024, a store appending to 200 sessions in turn keeps every log open: no reopen per append."""
+    result = _run_limited(
+        """
+        import json, os, sys
+        from jsonl_store import OsFileSystem, SessionStore, UserMessage
+
+        class Counting(OsFileSystem):
+            opened = 0
+            def open(self, path, flags, mode=0o777):
+                if path.endswith("messages.jsonl"):
+                    Counting.opened += 1
+                return super().open(path, flags, mode)
+
+        store = SessionStore(sys.argv[1], durability="none", fs=Counting())
+        sessions = [f"s{i:03d}" for i in range(200)]
+        for sid in sessions:
+            store.append(sid, UserMessage(content="first"))
+        first = Counting.opened
+        for _ in range(3):
+            for sid in sessions:
+                store.append(sid, UserMessage(content="again"))
+        print(json.dumps({"first": first, "again": Counting.opened - first}))
+        """,
+        tmp_path / "store",
+        limit=1024,
+    )
+    assert result["first"] >= 200  # each log opened (a summary may open it for reading too)
+    assert result["again"] == 0
