@@ -9,6 +9,7 @@ damage it meets goes; the work is done in the modules named after each concern.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import inspect
 import logging
@@ -620,7 +621,7 @@ class SessionStore:
                 if fd is not None:
                     # Hold the append lock while unlinking: a writer that gets it next sees
                     # the file gone (st_nlink == 0) and starts a new session.
-                    self._fs.flock(fd, 2)
+                    self._fs.flock(fd, fcntl.LOCK_EX)
                 names = [name for name in self._fs.listdir(directory) if name != LOCK_NAME]
                 for name in names:
                     # Only regular files are deleted: anything else is not the store's, and a
