@@ -1,6 +1,7 @@
 """jsonl_store: LLM-agent sessions as plain, crash-safe, git-friendly files."""
 
 from ._errors import (
+    CorruptSession,
     DurabilityError,
     InvalidArgument,
     InvalidMessage,
@@ -10,6 +11,7 @@ from ._errors import (
     MetadataConflict,
     ParentMismatch,
     ReadOnlySession,
+    SequenceConflict,
     SessionNotFound,
     SnapshotConflict,
     StorageError,
@@ -55,6 +57,7 @@ __all__ = [
     "AsyncSessionStore",
     "CompactedMessage",
     "ContextSnapshot",
+    "CorruptSession",
     "DurabilityError",
     "FileSystem",
     "InvalidArgument",
@@ -72,6 +75,7 @@ __all__ = [
     "ProblemKind",
     "RawMessageRecord",
     "ReadOnlySession",
+    "SequenceConflict",
     "SessionNotFound",
     "SessionStore",
     "SessionSummary",

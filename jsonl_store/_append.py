@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from . import _codec, _meta
-from ._errors import InvalidArgument, ParentMismatch
+from ._errors import InvalidArgument, ParentMismatch, SequenceConflict
 from ._handles import OpenSession, now
 from ._ids import new_uuid7
 from ._log import Line
@@ -106,10 +106,18 @@ def check_session_options(
 class Batch:
     """The encoded records of one append, waiting for their sequences."""
 
-    __slots__ = ("bodies", "parent", "sequences", "session", "stored")
+    __slots__ = ("bodies", "expected", "parent", "sequences", "session", "stored")
 
-    def __init__(self, session: OpenSession, bodies: list[tuple[bytes, bytes] | None], parent: str | None) -> None:
+    def __init__(
+        self,
+        session: OpenSession,
+        bodies: list[tuple[bytes, bytes] | None],
+        parent: str | None,
+        expected: int | None = None,
+    ) -> None:
         self.session = session
+        #: The last sequence the caller expects the log to hold (spec §9.1, conditional appends).
+        self.expected = expected
         #: Per message: the line without sequence and checksum, or None (``persist=False``).
         self.bodies = bodies
         self.stored = len(bodies) - bodies.count(None)
@@ -128,6 +136,14 @@ class Batch:
                 session_id=session_id,
             )
         sequence = sequence_of(last)
+        if self.expected is not None and sequence != self.expected:
+            raise SequenceConflict(
+                f"session {self.session.session_id!r} ends at sequence {sequence}, not {self.expected}; "
+                "nothing was written",
+                expected=self.expected,
+                actual=sequence,
+                session_id=self.session.session_id,
+            )
         # Every record of a multi-record batch names the batch's last sequence, so a
         # reader can tell a batch torn by a power loss and give it back whole or not at all.
         batch_end = sequence + self.stored if self.stored > 1 else 0
@@ -161,9 +177,12 @@ def encode(
     session_type: int,
     metadata: Mapping[str, Any] | None,
     tags: Mapping[str, Any] | None,
+    expected_last_sequence: int | None = None,
 ) -> Batch | None:
     """Check and encode an append; None when no message is to be stored (all ``persist=False``)."""
     check_session_options(session.session_id, request_id, parent_session_id, session_type)
+    if expected_last_sequence is not None and (type(expected_last_sequence) is not int or expected_last_sequence < 0):
+        raise InvalidArgument(f"expected_last_sequence must be a non-negative int, got {expected_last_sequence!r}")
     common: dict[str, Any] = {}
     if request_id is not None or metadata is not None or tags is not None:
         common = {
@@ -205,4 +224,4 @@ def encode(
     if agent_name is not None:
         _meta.check_agent_name(agent_name)
     session.init = (created_at, parent_session_id, session_type, agent_name, title)
-    return Batch(session, bodies, parent_session_id)
+    return Batch(session, bodies, parent_session_id, expected_last_sequence)

@@ -88,6 +88,30 @@ class MetadataConflict(JsonlStoreError):
     """``update_session(expected_version=...)`` saw a newer metadata version."""
 
 
+class SequenceConflict(JsonlStoreError, ValueError):
+    """``append(expected_last_sequence=...)`` found another last sequence; nothing was written.
+
+    ``expected`` is what the caller gave, ``actual`` the log's last sequence under the lock.
+    """
+
+    def __init__(self, message: str, *, expected: int = 0, actual: int = 0, session_id: str | None = None) -> None:
+        super().__init__(message, session_id=session_id)
+        self.expected = expected
+        self.actual = actual
+
+
+class CorruptSession(JsonlStoreError):
+    """``load(strict=True)`` met damage: mid-log lines, or an unreadable snapshot or metadata file.
+
+    ``problems`` lists what was met, as `load` reports it. A torn last line, the normal
+    remains of a crash, is never corruption.
+    """
+
+    def __init__(self, message: str, *, problems: Any = (), session_id: str | None = None) -> None:
+        super().__init__(message, session_id=session_id)
+        self.problems = list(problems)
+
+
 class LockTimeout(JsonlStoreError, TimeoutError):
     """A session's lock was not acquired within the store's lock timeout."""
 

@@ -68,7 +68,8 @@ class OpenSession:
     """What one store keeps open for one session: its log writers and cached facts."""
 
     __slots__ = (
-        "checkpoint", "directory", "init", "log", "mutex", "parent", "prepared", "seen", "session_id", "usage"
+        "checkpoint", "directory", "init", "init_metadata", "log", "mutex", "parent", "prepared", "seen",
+        "session_id", "usage",
     )  # fmt: skip
 
     def __init__(self, session_id: str, directory: str) -> None:
@@ -87,6 +88,8 @@ class OpenSession:
         #: What the latest append would initialise the session with, should it have to
         #: (re)create it: (created_at, parent, type, agent name, title).
         self.init: tuple[datetime, str | None, int, str | None, str | None] | None = None
+        #: The metadata `create_session` gives a session it makes.
+        self.init_metadata: dict[str, Any] = {}
 
     def initial_meta(self) -> SessionMeta:
         if self.init is None:
@@ -98,6 +101,7 @@ class OpenSession:
             session_type=session_type,
             agent_name=agent_name,
             title=title,
+            metadata=dict(self.init_metadata),
         )
 
     def close(self) -> None:
@@ -283,6 +287,12 @@ class Handles:
                 f"session {session.session_id!r}: meta.json cannot be read", session_id=session.session_id
             )
         return existing
+
+    def prepared(self, session: OpenSession) -> None:
+        """Prepare the session (directory and metadata) unless this store has already."""
+        with session.mutex:
+            if not session.prepared:
+                self.prepare(session)
 
     def writer(self, session: OpenSession) -> LogWriter:
         """The session's raw-log writer, preparing the session on first use."""

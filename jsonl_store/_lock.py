@@ -6,7 +6,7 @@ and processes that fork. The Unix lock of filelock 3.x (https://github.com/tox-d
 ``O_RDWR | O_TRUNC`` and without ``O_NOFOLLOW``, so a ``.lock`` that is a symlink
 truncates the file it points to, outside the store; filelock 4.x refuses to be used in a
 forked child (a ``RuntimeError``); and with 3.12.4 the store's first append raised
-``TypeError`` (issue 8). What the store needs is small enough to own:
+``TypeError`` (an old release meeting a newer Python). What the store needs is small enough to own:
 
 - the file is opened ``O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC``, mode
   0600, never truncated, and must be a regular file (``opener`` checks with ``fstat``);

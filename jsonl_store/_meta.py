@@ -139,6 +139,7 @@ def merge(
     expected_version: int | None = None,
     origin: Origin = "user",
     session_id: str = "",
+    agent_name: str | None = _UNSET,
 ) -> bool:
     """Apply the named fields to ``meta`` in place; return whether anything changed.
 
@@ -160,6 +161,9 @@ def merge(
         changed = True
     if pinned is not _UNSET and _claim("pinned", user, owned) and pinned != meta.pinned:
         meta.pinned = pinned
+        changed = True
+    if agent_name is not _UNSET and _claim("agent_name", user, owned) and agent_name != meta.agent_name:
+        meta.agent_name = agent_name
         changed = True
     if _merge_metadata(meta, metadata if metadata is not _UNSET else None, remove_metadata, user, owned):
         meta.metadata_version += 1
@@ -203,7 +207,7 @@ def _merge_metadata(
 class Update:
     """One `update_session` call's fields, checked before the lock is taken."""
 
-    __slots__ = ("expected_version", "metadata", "origin", "pinned", "removed", "title")
+    __slots__ = ("agent_name", "expected_version", "metadata", "origin", "pinned", "removed", "title")
 
     def __init__(
         self,
@@ -213,7 +217,9 @@ class Update:
         removed: tuple[str, ...],
         expected_version: int | None,
         origin: Origin,
+        agent_name: str | None = _UNSET,
     ) -> None:
+        self.agent_name = agent_name
         self.title = title
         self.pinned = pinned
         self.metadata = metadata
@@ -231,10 +237,13 @@ class Update:
         remove_metadata: Any,
         expected_version: int | None,
         origin: Origin,
+        agent_name: str | None = _UNSET,
     ) -> Update:
         """The update, or `InvalidArgument` for a field that cannot be stored (nothing is read yet)."""
         if title is not _UNSET:
             check_title(title)
+        if agent_name is not _UNSET:
+            check_agent_name(agent_name)
         if pinned is not _UNSET and type(pinned) is not bool:
             raise InvalidArgument(f"pinned must be a bool, got {pinned!r}")
         if origin not in ("user", "runtime"):
@@ -245,7 +254,7 @@ class Update:
                 raise InvalidArgument(f"metadata must be a mapping, got {type(metadata).__name__}")
             merged = dict(metadata)
             _codec.encode_json(merged, "metadata")
-        return cls(title, pinned, merged, _removed_keys(remove_metadata), expected_version, origin)
+        return cls(title, pinned, merged, _removed_keys(remove_metadata), expected_version, origin, agent_name)
 
     def apply(self, meta: SessionMeta, session_id: str) -> bool:
         """Merge into ``meta`` in place (`merge`); whether anything changed."""
@@ -258,6 +267,7 @@ class Update:
             expected_version=self.expected_version,
             origin=self.origin,
             session_id=session_id,
+            agent_name=self.agent_name,
         )
 
 

@@ -34,6 +34,11 @@ ProblemKind: TypeAlias = Literal[
 #: Kinds that leave a session unusable: nothing else of it is read (spec §12).
 UNUSABLE_KINDS: Final = frozenset({"unsupported-format", "unreadable", "unsafe-path"})
 
+#: What ``load(strict=True)`` raises for: damage inside the log, a file that cannot be read.
+#: Never the remains of a crash (a torn last line is not reported at all) and never a text
+#: conversion (its records read as written).
+CORRUPT_KINDS: Final = frozenset({"bad-meta", "bad-record", "bad-snapshot", "damaged-line", "gap", "out-of-order"})
+
 # What a reader did, as it reports (spec §12: "a reader with what it did").
 SKIPPED: Final = "skipped"
 SKIPPED_LINE: Final = "skipped; reading resumes at the next line"

@@ -18,7 +18,7 @@ import msgspec
 
 from . import _codec, _snapshots
 from ._fs import FileSystem, open_regular
-from ._log import FLAGS_READ, Line, last_good, scan
+from ._log import FLAGS_READ, Line, backward, last_good, scan
 from ._paths import LOG_NAME
 from ._problems import DISCARD, KEPT_AFTER_GAP, SKIPPED, Problem, Reporter
 from ._records import ContextSnapshot, RawMessageRecord
@@ -147,10 +147,50 @@ class LogReader:
                     )  # fmt: skip
             previous = sequence
             if record.started_at is None:
-                # Instantaneous messages store no timing: it equals the append time.
-                msgspec.structs.force_setattr(record, "started_at", record.created_at)
-                msgspec.structs.force_setattr(record, "completed_at", record.created_at)
+                _fill_timing(record)
             yield line, record
+
+    def last_records(self, count: int) -> list[RawMessageRecord]:
+        """The last ``count`` complete records, oldest first, read backwards from the end.
+
+        Costs O(count) whatever the log's length: only the lines given back (and the
+        damaged ones between them, which are skipped) are read. A record whose sequence
+        does not fall below the one after it is skipped and reported, as reading
+        forwards would; damaged lines are skipped silently (`verify` names them).
+        """
+        if self.fd is None or count <= 0:
+            return []
+        end, _ = self.last_good()
+        found: list[RawMessageRecord] = []
+        after: int | None = None  # the sequence of the record after the one being read
+        decode, path = _codec.decode_record, self.path
+        for line in backward(self.fs, self.fd, end):
+            try:
+                record = decode(line.body, self.session_id)
+            except _codec.DECODE_ERRORS as exc:
+                self.reporter.report(
+                    Problem(path, "bad-record", f"checksum holds but record does not fit: {exc}", SKIPPED, line.offset)
+                )
+                continue
+            if after is not None and record.sequence >= after:
+                self.reporter.report(
+                    Problem(path, "out-of-order", f"sequence {record.sequence} before {after}", SKIPPED, line.offset)
+                )
+                continue
+            _fill_timing(record)
+            found.append(record)
+            after = record.sequence
+            if len(found) == count:
+                break
+        found.reverse()
+        return found
+
+
+def _fill_timing(record: RawMessageRecord) -> None:
+    if record.started_at is None:
+        # Instantaneous messages store no timing: it equals the append time.
+        msgspec.structs.force_setattr(record, "started_at", record.created_at)
+        msgspec.structs.force_setattr(record, "completed_at", record.created_at)
 
 
 def sequence_of(line: Line | None) -> int:

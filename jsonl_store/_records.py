@@ -34,6 +34,11 @@ class _Message(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="role
     #: False: stored in the raw log but left out of the model context.
     include_in_messages: bool = True
 
+    @property
+    def role(self) -> str:
+        """The message's role, as on disk and in a plain dict (``"user"``, ``"tool"``, ...)."""
+        return self.__struct_config__.tag  # type: ignore[return-value]  # every subclass has a str tag
+
 
 class SystemMessage(_Message, tag="system"):
     """Instructions to the model."""

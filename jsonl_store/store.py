@@ -19,10 +19,12 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
 
-from . import _append, _checkpoint, _compact, _meta, _recovery, _session, _usage
+from . import _append, _checkpoint, _codec, _compact, _meta, _recovery, _session, _usage
 from ._errors import (
+    CorruptSession,
     InvalidArgument,
     JsonlStoreError,
+    ParentMismatch,
     SessionNotFound,
     StorageError,
     UnsafePath,
@@ -34,7 +36,7 @@ from ._handles import SHARED_LISTINGS, Handles, now
 from ._log import FLAGS_READ
 from ._meta import Origin, SessionMeta
 from ._paths import LOCK_NAME, LOG_NAME, META_NAME, is_session_id, validate_session_id
-from ._problems import UNUSABLE_KINDS, Forward, Problem, Reporter
+from ._problems import CORRUPT_KINDS, UNUSABLE_KINDS, Forward, Problem, Reporter
 from ._reader import LogReader
 from ._records import ContextSnapshot, Message, MessageTiming, ModelUsage, RawMessageRecord
 from ._snapshots import Listings
@@ -182,6 +184,7 @@ class SessionStore:
         session_type: int = 0,
         metadata: Mapping[str, Any] | None = None,
         tags: Mapping[str, Any] | None = None,
+        expected_last_sequence: int | None = None,
     ) -> int:
         """Append one immutable record; return its sequence (0 when ``persist`` is False).
 
@@ -190,7 +193,9 @@ class SessionStore:
         copied into records, and are ignored once the session exists, except that a
         different parent raises `ParentMismatch`). Raises `InvalidMessage` /
         `UnsupportedValue` for a message that cannot be stored unchanged; nothing is
-        written then.
+        written then. With ``expected_last_sequence``, the record is written only if the
+        log's last sequence is exactly that (0: no record yet), checked under the append
+        lock; otherwise `SequenceConflict`, and nothing is written.
         """
         try:
             return self._append(
@@ -205,6 +210,7 @@ class SessionStore:
                 session_type=session_type,
                 metadata=metadata,
                 tags=tags,
+                expected_last_sequence=expected_last_sequence,
             )[0]
         except JsonlStoreError:
             raise
@@ -225,12 +231,14 @@ class SessionStore:
         session_type: int = 0,
         metadata: Mapping[str, Any] | None = None,
         tags: Mapping[str, Any] | None = None,
+        expected_last_sequence: int | None = None,
     ) -> list[int]:
         """Append several records all or nothing: one write, at most one fsync.
 
         Returns one sequence per message (0 for a message with ``persist=False``).
         ``timing`` and ``usage`` are one value for the whole batch or one per message;
         a single ``usage`` belongs to the batch's only assistant message.
+        ``expected_last_sequence`` makes the batch conditional, as in `append`.
         """
         if isinstance(messages, (dict, str, bytes)) or not isinstance(messages, Sequence):
             raise InvalidArgument("append_many takes a sequence of messages")
@@ -249,6 +257,7 @@ class SessionStore:
                 session_type=session_type,
                 metadata=metadata,
                 tags=tags,
+                expected_last_sequence=expected_last_sequence,
             )
         except JsonlStoreError:
             raise
@@ -277,12 +286,17 @@ class SessionStore:
     # -- reading ------------------------------------------------------------------------
 
     @_storage_errors
-    def load(self, session_id: str) -> SessionView:
+    def load(self, session_id: str, *, strict: bool = False) -> SessionView:
         """The latest valid snapshot plus the raw-log records after its boundary.
 
         Reads only the tail, whatever the log's length. An unknown session gives an empty
-        view. Damage met on the way is in ``view.problems`` (and goes to ``on_problem``).
+        view. Damage met on the way is in ``view.problems`` (and goes to ``on_problem``);
+        with ``strict=True`` it raises `CorruptSession` instead: damage in the middle of
+        the log, a snapshot or metadata file that cannot be read. A torn last line (what a
+        crash leaves) is never damage.
         """
+        if type(strict) is not bool:
+            raise InvalidArgument(f"strict must be a bool, got {strict!r}")
         directory = self._handles.directory(session_id)
         self._handles.check_dir(session_id, directory)
         found = Reporter()
@@ -292,6 +306,15 @@ class SessionStore:
             start, after = (snapshot.tail_offset, snapshot.compacted_through_sequence) if snapshot else (0, 0)
             tail = [record for _, record in log.records(start, after)]
         self._report(found.problems)
+        if strict:
+            corrupt = [p for p in found.problems if p.kind in CORRUPT_KINDS]
+            if corrupt:
+                raise CorruptSession(
+                    f"session {session_id!r} is damaged: {corrupt[0]}"
+                    + (f" (and {len(corrupt) - 1} more)" if len(corrupt) > 1 else ""),
+                    problems=corrupt,
+                    session_id=session_id,
+                )
         view = SessionView(
             session_id=session_id,
             parent_session_id=meta.parent_session_id if meta else None,
@@ -340,6 +363,22 @@ class SessionStore:
         finally:
             # Snapshots skipped on the way are `load`'s to report; the records' damage is ours.
             self._report(p for p in found.problems if p.kind != "bad-snapshot")
+
+    @_storage_errors
+    def tail(self, session_id: str, n: int) -> list[RawMessageRecord]:
+        """The last ``n`` raw-log records, oldest first, read backwards from the log's end.
+
+        Costs O(n), whatever the log's length; snapshots do not matter (these are records,
+        as `records` gives them). An unknown session gives ``[]``.
+        """
+        if type(n) is not int or n < 0:
+            raise InvalidArgument(f"n must be a non-negative int, got {n!r}")
+        directory = self._readable(session_id)
+        found = Reporter()
+        with LogReader(self._fs, session_id, directory, found) as log:
+            records = log.last_records(n)
+        self._report(found.problems)
+        return records
 
     @_storage_errors
     def get_session(self, session_id: str) -> SessionSummary | None:
@@ -404,6 +443,46 @@ class SessionStore:
                 found.append(name)
         return found
 
+    @_storage_errors
+    def create_session(
+        self,
+        session_id: str,
+        *,
+        title: str | None = None,
+        agent_name: str | None = None,
+        parent_session_id: str | None = None,
+        session_type: int = 0,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> SessionSummary:
+        """Make an empty session (its directory and metadata) and return its summary.
+
+        Calling it for a session that exists changes nothing and returns its summary; a
+        different ``parent_session_id`` than the session has raises `ParentMismatch`.
+        """
+        handles = self._handles
+        directory = handles.directory(session_id)
+        _append.check_session_options(session_id, None, parent_session_id, session_type)
+        _meta.check_title(title)
+        _meta.check_agent_name(agent_name)
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InvalidArgument(f"metadata must be a mapping, got {type(metadata).__name__}")
+        initial = dict(metadata or {})
+        _codec.encode_json(initial, "metadata")
+        session = handles.session(session_id)
+        session.init = (now(), parent_session_id, session_type, agent_name, title)
+        session.init_metadata = initial
+        handles.prepared(session)
+        if parent_session_id is not None and session.parent != parent_session_id:
+            raise ParentMismatch(
+                f"session {session_id!r} has parent {session.parent!r}; a parent never changes "
+                f"(got {parent_session_id!r})",
+                session_id=session_id,
+            )
+        summary = self._summary(session_id, directory)
+        if summary is None:  # deleted again at once by another process
+            raise SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
+        return summary
+
     # -- snapshots ----------------------------------------------------------------------
 
     @_storage_errors
@@ -451,18 +530,20 @@ class SessionStore:
         remove_metadata: Iterable[str] = (),
         expected_version: int | None = None,
         origin: Origin = "user",
+        agent_name: str | None = _UNSET,
     ) -> SessionSummary:
         """Merge only the named fields into the session's metadata, under its lock.
 
         A UI rename and a runtime metadata update never clobber each other; with
         ``origin="runtime"`` a field or metadata key a user set is left alone.
+        ``agent_name`` changes like ``title`` (a user's choice wins over the runtime's).
         ``expected_version`` makes the update a compare-and-swap (`MetadataConflict`).
         Raises `SessionNotFound` for a session that was never written.
         """
         directory = self._handles.directory(session_id)
         update = _meta.Update.checked(
             title=title, pinned=pinned, metadata=metadata, remove_metadata=remove_metadata,
-            expected_version=expected_version, origin=origin,
+            expected_version=expected_version, origin=origin, agent_name=agent_name,
         )  # fmt: skip
         missing = SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
         if not self._handles.check_dir(session_id, directory):
@@ -696,7 +777,9 @@ def _checked_root(root: str | os.PathLike[str]) -> str:
 
 
 #: The keywords `checkpoint` passes on to `append_many`.
-_APPEND_OPTIONS = frozenset(inspect.signature(SessionStore.append_many).parameters) - {"self", "session_id", "messages"}
+_APPEND_OPTIONS = frozenset(inspect.signature(SessionStore.append_many).parameters) - {
+    "self", "session_id", "messages", "expected_last_sequence"  # a checkpoint decides what it appends after
+}
 
 _stores: weakref.WeakSet[SessionStore] = weakref.WeakSet()
 

@@ -218,7 +218,7 @@ class _Runner:
             )
             return {"snapshot": store.snapshot(sid, message, through, self.version.get(sid, 0))}
         if isinstance(op, UpdateSession):
-            changes = {"title": op.title, "pinned": op.pinned, "metadata": op.metadata}
+            changes: dict[str, Any] = {"title": op.title, "pinned": op.pinned, "metadata": op.metadata}
             return {"summary": store.update_session(sid, **{k: v for k, v in changes.items() if v is not None})}
         store.record_usage(sid, _usage_payload(op))
         return {"usage": _usage_payload(op)}

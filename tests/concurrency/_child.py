@@ -18,7 +18,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from jsonl_store import CompactedMessage, MetadataConflict, ParentMismatch, SessionStore, SnapshotConflict
+from jsonl_store import (
+    CompactedMessage,
+    MetadataConflict,
+    ParentMismatch,
+    SequenceConflict,
+    SessionStore,
+    SnapshotConflict,
+)
 from jsonl_store._fs import OsFileSystem
 
 Args = dict[str, Any]
@@ -442,6 +449,48 @@ def role_claim_parent_rounds(args: Args) -> None:
             say("mismatch")
         else:
             say("ok")
+
+
+# -- conditional appends and empty sessions ------------------------------------------------
+
+
+def role_pop_rounds(args: Args) -> None:
+    """Pop ``count`` records off a shared stack: read the last record, then append a marker
+    only if the log still ends there (``expected_last_sequence``), retrying on conflict.
+
+    The stack is the records whose content starts with ``push``; each pop appends a
+    ``pop <sequence>`` record naming the record it took. Result: the sequences popped and
+    how many conflicts were met.
+    """
+    store = store_of(args)
+    sid, name = args["sid"], args["name"]
+    popped: list[int] = []
+    conflicts = 0
+    say("ready")
+    listen()
+    while len(popped) < args["count"]:
+        records = list(store.records(sid))
+        taken = {int(r.message["content"].split()[1]) for r in records if r.message["content"].startswith("pop ")}
+        stack = [r.sequence for r in records if r.message["content"].startswith("push") and r.sequence not in taken]
+        top = stack[-1]
+        try:
+            store.append(
+                sid, {"role": "user", "content": f"pop {top} by {name}"}, expected_last_sequence=records[-1].sequence
+            )
+        except SequenceConflict:
+            conflicts += 1
+            continue
+        popped.append(top)
+    result({"popped": popped, "conflicts": conflicts})
+
+
+def role_create(args: Args) -> None:
+    """Create the session ``sid`` (empty) once ``go`` comes; result: the summary's created_at and title."""
+    store = store_of(args)
+    say("ready")
+    listen()
+    summary = store.create_session(args["sid"], title=args["title"], parent_session_id=args.get("parent"))
+    result({"created_at": summary.created_at.isoformat(), "title": summary.title})
 
 
 ROLES: dict[str, Callable[[Args], None]] = {

@@ -1,0 +1,73 @@
+"""Conditional appends: ``expected_last_sequence`` writes only onto the log's expected end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import log_path
+
+from jsonl_store import (
+    InvalidArgument,
+    JsonlStoreError,
+    SequenceConflict,
+    SessionStore,
+    UserMessage,
+)
+
+
+def user(text: str) -> UserMessage:
+    """A user turn."""
+    return UserMessage(content=text)
+
+
+def test_expected_zero_creates_a_session_and_writes_the_first_record(store: SessionStore) -> None:
+    """expected_last_sequence=0 on a session with no record writes sequence 1."""
+    assert store.append("s", user("first"), expected_last_sequence=0) == 1
+    assert [r.sequence for r in store.records("s")] == [1]
+
+
+def test_a_stale_expectation_raises_and_writes_nothing(store: SessionStore, root: Path) -> None:
+    """A conflict is a SequenceConflict (a ValueError) naming both sequences, and the log keeps its bytes."""
+    store.append_many("s", [user("a"), user("b")])
+    before = log_path(root, "s").read_bytes()
+    with pytest.raises(SequenceConflict) as caught:
+        store.append("s", user("late"), expected_last_sequence=1)
+    assert isinstance(caught.value, ValueError) and isinstance(caught.value, JsonlStoreError)
+    assert (caught.value.expected, caught.value.actual, caught.value.session_id) == (1, 2, "s")
+    assert log_path(root, "s").read_bytes() == before
+    assert store.append("s", user("on time"), expected_last_sequence=2) == 3
+
+
+def test_a_conditional_batch_is_written_whole_or_not_at_all(store: SessionStore, root: Path) -> None:
+    """append_many with a stale expectation writes none of its records; with the right one, all."""
+    store.append("s", user("a"))
+    before = log_path(root, "s").read_bytes()
+    with pytest.raises(SequenceConflict):
+        store.append_many("s", [user("b"), user("c")], expected_last_sequence=0)
+    assert log_path(root, "s").read_bytes() == before
+    assert store.append_many("s", [user("b"), user("c")], expected_last_sequence=1) == [2, 3]
+
+
+def test_another_stores_append_makes_the_expectation_stale(root: Path) -> None:
+    """The check is made against the log under the lock, not against what this store cached."""
+    first = SessionStore(root, durability="none")
+    second = SessionStore(root, durability="none")
+    first.append("s", user("a"))
+    second.append("s", user("b"))
+    with pytest.raises(SequenceConflict):
+        first.append("s", user("c"), expected_last_sequence=1)
+
+
+@pytest.mark.parametrize("bad", [-1, 1.0, "1", True])
+def test_an_expectation_that_is_no_sequence_is_refused(store: SessionStore, bad: object) -> None:
+    """expected_last_sequence must be a non-negative int; anything else is InvalidArgument before any write."""
+    with pytest.raises(InvalidArgument):
+        store.append("s", user("a"), expected_last_sequence=bad)  # type: ignore[arg-type]
+    assert store.get_session("s") is None
+
+
+def test_checkpoint_does_not_take_a_conditional_option(store: SessionStore) -> None:
+    """checkpoint decides what it appends after, so expected_last_sequence is not one of its options."""
+    with pytest.raises(InvalidArgument):
+        store.checkpoint("s", [user("a")], expected_last_sequence=0)
