@@ -23,6 +23,7 @@ from ._errors import (
     UnsupportedValue,
 )
 from ._fs import FileSystem, OsFileSystem
+from ._paths import decode_session_id, encode_session_id
 from ._problems import Problem, ProblemKind
 from ._records import (
     AnyMessage,
@@ -93,6 +94,8 @@ __all__ = [
     "UnsupportedValue",
     "UserMessage",
     "close_interrupted",
+    "decode_session_id",
+    "encode_session_id",
     "is_provider_valid",
     "provider_safe",
     "provider_violation",

@@ -92,6 +92,71 @@ def validate_session_id(session_id: object) -> str:
     return session_id
 
 
+#: Characters `encode_session_id` keeps as they are; every other one is escaped.
+_KEPT = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_ESCAPE = "."
+_ESCAPED = re.compile(r"\.([0-9a-f]{2})")
+
+
+def encode_session_id(text: str) -> str:
+    """A valid session id for any non-empty string without NUL, reversed by `decode_session_id`.
+
+    Letters, digits, ``_`` and ``-`` stay; every other character becomes ``.`` and two
+    lowercase hex digits per byte of its UTF-8 (``user:42/chat 1`` ->
+    ``user.3a42.2fchat.201``). A leading ``_`` is escaped too, and an id that would then
+    start with ``.`` or ``-`` gets a ``_`` in front, which only such ids have. So a valid
+    id without ``.`` that does not start with ``_`` is its own encoding. Raises
+    `InvalidSessionId` for an empty string, a NUL, a lone surrogate, and a string whose
+    encoding is longer than 128 characters (nothing is truncated or hashed: an id that
+    does not fit is refused, never made to collide with another).
+    """
+    if not isinstance(text, str):
+        raise InvalidSessionId(f"a session name must be a str, not {type(text).__name__}")
+    if not text or "\x00" in text:
+        raise InvalidSessionId(f"a session name must be non-empty and hold no NUL, got {text!r}")
+    parts = []
+    for index, char in enumerate(text):
+        if char in _KEPT and not (index == 0 and char == "_"):
+            parts.append(char)
+            continue
+        try:
+            data = char.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidSessionId(f"a session name must be valid Unicode, got a lone surrogate in {text!r}") from None
+        parts.extend(f"{_ESCAPE}{byte:02x}" for byte in data)
+    encoded = "".join(parts)
+    if encoded[0] in ".-":
+        encoded = "_" + encoded
+    if len(encoded) > MAX_SESSION_ID_LENGTH:
+        raise InvalidSessionId(
+            f"{text[:40]!r}... encodes to {len(encoded)} characters, more than a session id holds "
+            f"({MAX_SESSION_ID_LENGTH})"
+        )
+    return encoded
+
+
+def decode_session_id(session_id: str) -> str:
+    """The string `encode_session_id` made ``session_id`` from; `InvalidSessionId` for no such string."""
+    validate_session_id(session_id)
+    body = session_id[1:] if session_id.startswith("_" + _ESCAPE) or session_id.startswith("_-") else session_id
+    data = bytearray()
+    position = 0
+    for match in _ESCAPED.finditer(body):
+        data += body[position : match.start()].encode("ascii")
+        data.append(int(match.group(1), 16))
+        position = match.end()
+    data += body[position:].encode("ascii")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = ""
+    # Only the one encoding of a string decodes: `.` not followed by two hex digits, an
+    # escaped character that needed none, or broken UTF-8 is no encoded name.
+    if not text or "\x00" in text or encode_session_id(text) != session_id:
+        raise InvalidSessionId(f"session id {session_id!r} is not one encode_session_id makes", session_id=session_id)
+    return text
+
+
 def is_session_id(name: str) -> bool:
     """Tell whether a directory entry below the root can be a session directory."""
     return _SESSION_ID.fullmatch(name) is not None

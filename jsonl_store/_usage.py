@@ -15,7 +15,7 @@ from ._handles import now
 from ._log import FLAGS_READ, Line, scan
 from ._paths import USAGE_NAME
 from ._problems import SKIPPED, Problem, Reporter
-from ._records import ModelUsage, UsageRecord
+from ._records import ModelUsage, RawMessageRecord, UsageRecord
 
 _KNOWN = frozenset(f for f in UsageRecord.__struct_fields__ if f not in ("recorded_at", "extra"))
 
@@ -77,13 +77,56 @@ def read(fs: FileSystem, directory: str, reporter: Reporter) -> Iterator[dict[st
         fs.close(fd)
 
 
-def total(items: Iterable[dict[str, Any]]) -> ModelUsage:
-    """The sum of usage records. Only non-negative integers are tokens: a line another
-    program wrote may hold anything under these keys."""
+def _counts(item: Mapping[str, Any]) -> dict[str, int]:
+    # A line another program wrote may hold anything under these keys: only non-negative
+    # integers are tokens.
+    found = {}
+    for name in ModelUsage.__struct_fields__:
+        value = item.get(name, 0)
+        found[name] = value if type(value) is int and value >= 0 else 0
+    return found
+
+
+def calls(records: Iterable[RawMessageRecord], logged: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every model call of a session once: its usage-log lines, then the usage on records.
+
+    A record's usage counts unless the usage log has a line with the record's
+    ``request_id`` (the same call recorded both ways). Each call is a dict of the token
+    counts plus ``source`` (``"usage log"`` or ``"record <sequence>"``), ``recorded_at``,
+    ``model`` and ``request_id`` where known, oldest first within each source.
+    """
+    found: list[dict[str, Any]] = []
+    requests: set[str] = set()
+    for item in logged:
+        request_id = item.get("request_id")
+        if isinstance(request_id, str):
+            requests.add(request_id)
+        model = item.get("model")
+        found.append({
+            "source": "usage log",
+            "recorded_at": item.get("recorded_at"),
+            "model": model if isinstance(model, str) else None,
+            "request_id": request_id if isinstance(request_id, str) else None,
+            **_counts(item),
+        })  # fmt: skip
+    for record in records:
+        usage = record.usage
+        if usage is None or (record.request_id is not None and record.request_id in requests):
+            continue
+        found.append({
+            "source": f"record {record.sequence}",
+            "recorded_at": record.created_at,
+            "model": None,
+            "request_id": record.request_id,
+            **msgspec.structs.asdict(usage),
+        })  # fmt: skip
+    return found
+
+
+def total(items: Iterable[Mapping[str, Any]]) -> ModelUsage:
+    """The sum of the token counts of ``items`` (usage lines or `calls`)."""
     sums = dict.fromkeys(ModelUsage.__struct_fields__, 0)
     for item in items:
-        for name in sums:
-            value = item.get(name, 0)
-            if type(value) is int and value >= 0:
-                sums[name] += value
+        for name, value in _counts(item).items():
+            sums[name] += value
     return ModelUsage(**sums)

@@ -613,8 +613,24 @@ class SessionStore:
 
     @_storage_errors
     def usage_totals(self, session_id: str) -> ModelUsage:
-        """The sum of the session's token-usage log."""
-        return _usage.total(self.usage(session_id))
+        """The tokens of every model call of the session, each call counted once.
+
+        A call counts once whether it was recorded with `record_usage`, as ``usage=`` of
+        an assistant record, or both (the same ``request_id``): see `model_calls`.
+        Reads the whole raw log and the usage log.
+        """
+        return _usage.total(self.model_calls(session_id))
+
+    @_storage_errors
+    def model_calls(self, session_id: str) -> list[dict[str, Any]]:
+        """Every model call of the session once, with its tokens and where it was recorded.
+
+        The usage log's lines come first, then the usage given with assistant records,
+        except a record whose ``request_id`` the usage log also names (one call recorded
+        twice). Each is a dict of `ModelUsage`'s counts plus ``source`` (``"usage log"``
+        or ``"record <sequence>"``), ``recorded_at``, ``model`` and ``request_id``.
+        """
+        return _usage.calls(self.records(session_id), self.usage(session_id))
 
     # -- whole-state saves ----------------------------------------------------------------
 

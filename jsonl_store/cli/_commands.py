@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .. import Problem, SessionNotFound, SessionStore, SessionSummary
+from .. import Problem, SessionNotFound, SessionStore, SessionSummary, _usage
 from ..store import UNUSABLE_KINDS
 from . import _demo, _format, _safe
 
@@ -205,10 +205,10 @@ def cat(args: argparse.Namespace) -> int:
 def usage(args: argparse.Namespace) -> int:
     store = open_store(args)
     existing(store, args.session_id)
-    items = list(store.usage(args.session_id))
-    totals = store.usage_totals(args.session_id)
+    items = store.model_calls(args.session_id)
+    totals = _usage.total(items)  # what usage_totals() sums, without reading the logs again
     if args.json:
-        emit_json({"records": items, "totals": totals})
+        emit_json({"calls": items, "totals": totals})
     else:
         emit(_format.render_usage(items, totals))
     return 0

@@ -382,14 +382,15 @@ def render_usage(items: Sequence[dict[str, Any]], totals: Any) -> list[str]:
     rows = [
         (
             when(item.get("recorded_at")),
+            str(item.get("source", "usage log")),
             str(item.get("model") or "-"),
             *(count(item.get(field, 0)) for field in USAGE_FIELDS),
         )
         for item in items
     ]
-    rows.append(("total", "", *(count(getattr(totals, field)) for field in USAGE_FIELDS)))
-    header = ("RECORDED (UTC)", "MODEL", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "REASONING")
-    return table(header, rows, right=range(2, 7))
+    rows.append(("total", "", "", *(count(getattr(totals, field)) for field in USAGE_FIELDS)))
+    header = ("RECORDED (UTC)", "FROM", "MODEL", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "REASONING")
+    return table(header, rows, right=range(3, 8))
 
 
 def render_problem(problem: Problem, *, done: bool) -> str:

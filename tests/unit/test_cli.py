@@ -221,15 +221,15 @@ def test_cat_keeps_integers_beyond_64_bits(tmp_path: Path, capsys: pytest.Captur
 
 
 def test_usage_prints_each_call_and_the_totals(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """usage prints one row per usage record and a total row; --json gives the same numbers."""
+    """usage prints one row per model call (usage-log lines and usage on records) and a total row."""
     code, out, _ = run(capsys, "--root", str(root), "usage", SESSION)
     assert code == 0
     lines = out.splitlines()
-    assert len(lines) == 4 and "m-large" in lines[1]
-    assert lines[-1].split()[:3] == ["total", "150", "15"]
+    assert len(lines) == 5 and "m-large" in lines[1] and "record 2" in lines[3]
+    assert lines[-1].split()[:3] == ["total", "250", "25"]
     _, out, _ = run(capsys, "--root", str(root), "usage", SESSION, "--json")
     document = orjson.loads(out)
-    assert len(document["records"]) == 2 and document["totals"]["input_tokens"] == 150
+    assert len(document["calls"]) == 3 and document["totals"]["input_tokens"] == 250
 
 
 # -- verify and repair ---------------------------------------------------------------------

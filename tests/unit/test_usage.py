@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from helpers import json_lines, read_tree, usage_path
 
-from jsonl_store import InvalidArgument, InvalidMessage, ModelUsage, SessionStore, UserMessage
+from jsonl_store import AssistantMessage, InvalidArgument, InvalidMessage, ModelUsage, SessionStore, UserMessage
 
 
 def test_record_usage_appends_one_line_per_call_and_usage_gives_them_back(
@@ -119,3 +119,24 @@ def test_damaged_line_in_the_usage_log_is_skipped(store: SessionStore, root: Pat
     first_end = data.index(b"\n") + 1
     usage_path(root, "s").write_bytes(data[:first_end] + b"junk" + data[first_end + 4 :])
     assert store.usage_totals("s") == ModelUsage(input_tokens=5)
+
+
+def test_usage_given_with_records_counts_in_the_totals(store: SessionStore) -> None:
+    """Tokens passed as append(usage=...) are counted by usage_totals, as the usage log's are."""
+    store.append("s", AssistantMessage(content="a"), usage=ModelUsage(input_tokens=10, output_tokens=2))
+    store.record_usage("s", ModelUsage(input_tokens=1, output_tokens=1))
+    assert store.usage_totals("s") == ModelUsage(input_tokens=11, output_tokens=3)
+    assert [c["source"] for c in store.model_calls("s")] == ["usage log", "record 1"]
+
+
+def test_a_call_recorded_both_ways_counts_once(store: SessionStore) -> None:
+    """A record and a usage-log line with the same request_id are one model call: the log's line counts."""
+    store.append("s", AssistantMessage(content="a"), usage=ModelUsage(input_tokens=10), request_id="req-1")
+    store.record_usage("s", {"input_tokens": 10, "request_id": "req-1", "model": "m"})
+    store.append("s", AssistantMessage(content="b"), usage=ModelUsage(input_tokens=7), request_id="req-2")
+    assert store.usage_totals("s").input_tokens == 17
+    calls = store.model_calls("s")
+    assert [(c["source"], c["model"], c["request_id"]) for c in calls] == [
+        ("usage log", "m", "req-1"),
+        ("record 2", None, "req-2"),
+    ]
