@@ -19,12 +19,13 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
 
-from . import _append, _checkpoint, _codec, _compact, _meta, _recovery, _session, _usage
+from . import _append, _checkpoint, _codec, _compact, _meta, _recovery, _resume, _session, _usage
 from ._errors import (
     CorruptSession,
     InvalidArgument,
     JsonlStoreError,
     ParentMismatch,
+    SequenceConflict,
     SessionNotFound,
     StorageError,
     UnsafePath,
@@ -40,6 +41,7 @@ from ._problems import CORRUPT_KINDS, UNUSABLE_KINDS, Forward, Problem, Reporter
 from ._reader import LogReader
 from ._records import ContextSnapshot, Message, MessageTiming, ModelUsage, RawMessageRecord
 from ._snapshots import Listings
+from ._tool_batches import INTERRUPTED_NOTICE
 from ._view import SessionSummary, SessionView
 
 Durability = Literal["fsync", "none"]
@@ -327,6 +329,28 @@ class SessionStore:
         )
         self._handles.saw(session_id, view.last_sequence)
         return view
+
+    @_storage_errors
+    def resume(self, session_id: str, *, notice: str = INTERRUPTED_NOTICE) -> SessionView:
+        """Load the session after closing its interrupted tool batch in the log, once.
+
+        When the last tool batch has calls without results (the process stopped inside
+        a tool), one error result per open call (``is_error``, ``notice`` as content,
+        an id derived from the call: spec §9.9) is appended in one batch, only if the log
+        still ends where it was loaded; then the session is loaded again. Idempotent, and
+        safe with several processes: concurrent resumes store the closing results once.
+        """
+        if not isinstance(notice, str) or not notice:
+            raise InvalidArgument(f"notice must be a non-empty str, got {notice!r}")
+        while True:
+            view = self.load(session_id)
+            closing = _resume.closing_results(view.context, notice)
+            if not closing:
+                return view
+            try:
+                self.append_many(session_id, closing, expected_last_sequence=view.last_sequence)
+            except SequenceConflict:
+                continue  # another writer appended (maybe these very results): look again
 
     @_storage_errors
     def records(self, session_id: str, *, after: int = 0) -> Iterator[RawMessageRecord]:

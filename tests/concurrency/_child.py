@@ -493,6 +493,14 @@ def role_create(args: Args) -> None:
     result({"created_at": summary.created_at.isoformat(), "title": summary.title})
 
 
+def role_resume(args: Args) -> None:
+    """Resume the session ``sid`` once ``go`` comes; result: the last sequence of the view it got."""
+    store = store_of(args)
+    say("ready")
+    listen()
+    result(store.resume(args["sid"]).last_sequence)
+
+
 ROLES: dict[str, Callable[[Args], None]] = {
     name[len("role_") :]: function for name, function in list(globals().items()) if name.startswith("role_")
 }
