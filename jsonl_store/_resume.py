@@ -62,7 +62,9 @@ def closing_results(context: Sequence[Message], notice: str) -> list[Message]:
             continue  # this occurrence has its result
         result_id = closing_id(assistant_id, str(call_id), seen[call_id] - 1)
         if isinstance(assistant, dict):
-            result: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": notice, "is_error": True}
+            # The shape `close_interrupted` gives a dict session (OpenAI chat's, which has
+            # no error flag), with the derived id.
+            result: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": notice}
             if name is not None:
                 result["name"] = name
             result["id"] = result_id

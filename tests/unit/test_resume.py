@@ -72,7 +72,8 @@ def test_a_dict_session_gets_dict_results(store: SessionStore) -> None:
     store.append("s", {"role": "assistant", "id": "a", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]})
     last = store.resume("s").raw_tail[-1].message
     assert isinstance(last, dict)
-    assert {k: last[k] for k in ("role", "tool_call_id", "name", "is_error")} == {"role": "tool", "tool_call_id": "c1", "name": "f", "is_error": True}
+    assert {k: last[k] for k in ("role", "tool_call_id", "name")} == {"role": "tool", "tool_call_id": "c1", "name": "f"}
+    assert last["content"] == INTERRUPTED_NOTICE
     assert isinstance(last["id"], str) and last["id"]
 
 
