@@ -94,8 +94,8 @@ class SequenceConflict(JsonlStoreError, ValueError):
     ``expected`` is what the caller gave, ``actual`` the log's last sequence under the lock.
     """
 
-    def __init__(self, message: str, *, expected: int = 0, actual: int = 0, session_id: str | None = None) -> None:
-        super().__init__(message, session_id=session_id)
+    def __init__(self, message: str, *, expected: int = 0, actual: int = 0, **where: Any) -> None:
+        super().__init__(message, **where)
         self.expected = expected
         self.actual = actual
 
@@ -107,8 +107,8 @@ class CorruptSession(JsonlStoreError):
     remains of a crash, is never corruption.
     """
 
-    def __init__(self, message: str, *, problems: Any = (), session_id: str | None = None) -> None:
-        super().__init__(message, session_id=session_id)
+    def __init__(self, message: str, *, problems: Any = (), **where: Any) -> None:
+        super().__init__(message, **where)
         self.problems = list(problems)
 
 

@@ -93,7 +93,8 @@ def test_async_store_works_end_to_end(tmp_path: Path) -> None:
     assert [getattr(m, "content", None) for m in out["messages"]] == ["1-2", "3"]
     assert out["records"] == [1, 2, 3] and out["after"] == [3]
     assert out["title"] == "renamed" and out["get"] == {"k": 1} and out["list"] == ["s"]
-    assert out["usage"] == [7] and out["totals"] == ModelUsage(input_tokens=7)
+    # The usage log's 7 and the 4 given with the assistant record: two model calls.
+    assert out["usage"] == [7] and out["totals"] == ModelUsage(input_tokens=11)
     assert out["checkpoint"] == [4]
     assert out["verify"] == [] and out["repair"] == []
     assert out["delete"] is True and out["gone"] is None

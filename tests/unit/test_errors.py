@@ -11,6 +11,7 @@ import pytest
 
 import jsonl_store
 from jsonl_store import (
+    CorruptSession,
     DurabilityError,
     InvalidArgument,
     InvalidMessage,
@@ -20,6 +21,7 @@ from jsonl_store import (
     MetadataConflict,
     ParentMismatch,
     ReadOnlySession,
+    SequenceConflict,
     SessionNotFound,
     SessionStore,
     SnapshotConflict,
@@ -41,6 +43,8 @@ ERRORS: list[tuple[type[JsonlStoreError], type[BaseException] | None]] = [
     (ParentMismatch, ValueError),
     (SnapshotConflict, None),
     (MetadataConflict, None),
+    (SequenceConflict, ValueError),
+    (CorruptSession, None),
     (LockTimeout, TimeoutError),
     (StorageError, OSError),
     (StoragePermissionError, PermissionError),
