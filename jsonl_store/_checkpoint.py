@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from . import _codec, _snapshots
@@ -221,6 +222,68 @@ def remember(cache: CheckpointCache, messages: Sequence[Message], saved: int, fr
 def forget_list(cache: CheckpointCache) -> None:
     """After a rewrite: the next save matches the caller's whole list again."""
     cache.saved, cache.saved_ids, cache.saved_idset = [], [], set()
+
+
+class SessionState(Protocol):
+    """What a store keeps for a session that a save reads and updates (`_handles.OpenSession`)."""
+
+    session_id: str
+    checkpoint: CheckpointCache | None
+    #: The last sequence the store handed to its caller (load or checkpoint).
+    seen: int
+
+
+def save(
+    store: Store,
+    session: SessionState,
+    messages: Sequence[Message],
+    append_options: dict[str, Any],
+    *,
+    reading: tuple[Any, str, Any],
+    lock: Callable[[], AbstractContextManager[Any]],
+    make: Callable[[], object],
+) -> list[int]:
+    """`SessionStore.checkpoint` once its arguments are checked: match, then extend or rewrite.
+
+    ``reading`` is (file system, session directory, snapshot listings); ``lock`` gives the
+    session lock, ``make`` creates the session if it is new.
+    """
+    fs, directory, listings = reading
+    session_id = session.session_id
+    before = session.checkpoint
+    saved = saved_part(messages, before)
+    prefix_ids = before.saved_ids if saved and before is not None else []
+    prefix_count = len(prefix_ids)
+    fresh_ids = ids_of(messages, saved)
+    check_unique(fresh_ids, before, saved)
+    if not prefix_count and not fresh_ids:
+        return []  # nothing to store, and a save never removes anything
+    make()
+    with lock():
+        cache = state(fs, session_id, directory, before, listings)
+        session.checkpoint = cache
+        # The saved part counts only against the very cache it was saved with, as saved
+        # (another thread of this store may have saved meanwhile).
+        if saved and (cache is not before or len(cache.saved) != saved or len(prefix_ids) != prefix_count):
+            saved = 0
+        prefix = prefix_ids if saved else prefix_ids[:prefix_count]
+        if not saved:
+            fresh_ids = prefix + fresh_ids
+        found = plan(messages, cache, saved, prefix, fresh_ids)
+        if found.consistent:
+            sequences = store.append_many(session_id, found.new, **append_options) if found.new else []
+        else:
+            wanted = [m for m in messages if persisted(m)]
+            seen = max(session.seen, found.seen)
+            sequences = rewrite(store, session_id, wanted, {*prefix, *fresh_ids}, seen, cache, append_options)
+        after = state(fs, session_id, directory, session.checkpoint, listings)
+        session.checkpoint = after
+        if found.consistent and after is cache:
+            remember(after, messages, saved, fresh_ids)
+        else:
+            forget_list(after)
+        session.seen = after.last_sequence
+        return sequences
 
 
 def rewrite(

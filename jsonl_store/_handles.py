@@ -8,8 +8,10 @@ process runs out of descriptors every idle one does (``_fs.register_descriptor_c
 
 from __future__ import annotations
 
+import fcntl
 import os
 import resource
+import stat
 import threading
 from collections import OrderedDict
 from contextlib import AbstractContextManager
@@ -19,8 +21,8 @@ from typing import Any
 from . import _atomic, _dirs, _meta, _session, _snapshots
 from ._checkpoint import CheckpointCache
 from ._errors import LockTimeout, SessionNotFound, UnsafePath, UnsupportedFormat
-from ._fs import FileSystem, check_directory, register_descriptor_cache
-from ._log import LogWriter
+from ._fs import FileSystem, check_directory, describe_mode, open_regular, register_descriptor_cache
+from ._log import FLAGS_READ, LogWriter
 from ._meta import SessionMeta
 from ._paths import (
     GITATTRIBUTES_NAME,
@@ -332,6 +334,42 @@ class Handles:
             sequence_of=body_sequence if raw_log else None,
             reporter=self.reporter,
         )
+
+    def delete(self, session_id: str, directory: str) -> bool:
+        """Delete the session's files but ``.lock``, under both its locks; whether it held any."""
+        fs = self.fs
+        self.forget(session_id)
+        existed = False
+        with self.lock(session_id):
+            try:
+                fd: int | None = open_regular(fs, os.path.join(directory, LOG_NAME), FLAGS_READ, session_id=session_id)
+            except FileNotFoundError:
+                fd = None
+            try:
+                if fd is not None:
+                    # Hold the append lock while unlinking: a writer that gets it next sees
+                    # the file gone (st_nlink == 0) and starts a new session.
+                    fs.flock(fd, fcntl.LOCK_EX)
+                names = [name for name in fs.listdir(directory) if name != LOCK_NAME]
+                for name in names:
+                    # Only regular files are deleted: anything else is not the store's, and a
+                    # person must look at it (a delete never removes half a session either).
+                    path = os.path.join(directory, name)
+                    mode = fs.lstat(path).st_mode
+                    if not stat.S_ISREG(mode):
+                        raise UnsafePath(
+                            f"{name} is {describe_mode(mode)}, not a regular file; nothing was deleted",
+                            filename=path, session_id=session_id, path=path,
+                        )  # fmt: skip
+                for name in names:
+                    fs.unlink(os.path.join(directory, name))
+                    existed = existed or name in (LOG_NAME, META_NAME)
+            finally:
+                if fd is not None:
+                    fs.close(fd)
+            if self.durable:
+                fs.fsync_dir(directory)
+        return existed
 
     def check_dir(self, session_id: str, directory: str) -> bool:
         """Whether the session directory exists; `UnsafePath` when it is a symlink or no directory."""

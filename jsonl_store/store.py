@@ -9,7 +9,6 @@ damage it meets goes; the work is done in the modules named after each concern.
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import inspect
 import logging
@@ -32,11 +31,10 @@ from ._errors import (
     UnsupportedFormat,
     storage_error,
 )
-from ._fs import OS_FS, FileSystem, describe_mode, open_regular
+from ._fs import OS_FS, FileSystem
 from ._handles import SHARED_LISTINGS, Handles, now
-from ._log import FLAGS_READ
 from ._meta import Origin, SessionMeta
-from ._paths import LOCK_NAME, LOG_NAME, META_NAME, is_session_id, validate_session_id
+from ._paths import LOG_NAME, is_session_id, validate_session_id
 from ._problems import CORRUPT_KINDS, UNUSABLE_KINDS, Forward, Problem, Reporter
 from ._reader import LogReader
 from ._records import ContextSnapshot, Message, MessageTiming, ModelUsage, RawMessageRecord
@@ -683,40 +681,15 @@ class SessionStore:
         if unknown:
             raise InvalidArgument(f"checkpoint got unknown append options: {', '.join(sorted(unknown))}")
         session = handles.session(session_id)
-        before = session.checkpoint
-        saved = _checkpoint.saved_part(messages, before)
-        prefix_ids = before.saved_ids if saved and before is not None else []
-        prefix_count = len(prefix_ids)
-        fresh_ids = _checkpoint.ids_of(messages, saved)
-        _checkpoint.check_unique(fresh_ids, before, saved)
-        if not prefix_count and not fresh_ids:
-            return []  # nothing to store, and a save never removes anything
-        handles.writer(session)  # creates the session (and its lock file) if it is new
-        with handles.lock(session_id):
-            cache = _checkpoint.state(self._fs, session_id, directory, before, self._listings)
-            session.checkpoint = cache
-            # The saved part counts only against the very cache it was saved with, as saved
-            # (another thread of this store may have saved meanwhile).
-            if saved and (cache is not before or len(cache.saved) != saved or len(prefix_ids) != prefix_count):
-                saved = 0
-            if not saved:
-                fresh_ids = prefix_ids[:prefix_count] + fresh_ids
-            plan = _checkpoint.plan(messages, cache, saved, prefix_ids[:prefix_count] if not saved else prefix_ids, fresh_ids)
-            if plan.consistent:
-                sequences = self.append_many(session_id, plan.new, **append_options) if plan.new else []
-            else:
-                wanted = [m for m in messages if _checkpoint.persisted(m)]
-                ids = set(prefix_ids[:prefix_count]) | set(fresh_ids)
-                seen = max(session.seen, plan.seen)
-                sequences = _checkpoint.rewrite(self, session_id, wanted, ids, seen, cache, append_options)
-            after = _checkpoint.state(self._fs, session_id, directory, session.checkpoint, self._listings)
-            session.checkpoint = after
-            if plan.consistent and after is cache:
-                _checkpoint.remember(after, messages, saved, fresh_ids)
-            else:
-                _checkpoint.forget_list(after)
-            session.seen = after.last_sequence
-            return sequences
+        return _checkpoint.save(
+            self,
+            session,
+            messages,
+            append_options,
+            reading=(self._fs, directory, self._listings),
+            lock=lambda: handles.lock(session_id),
+            make=lambda: handles.writer(session),  # creates the session (and its lock file) if new
+        )
 
     # -- deleting -------------------------------------------------------------------------
 
@@ -730,37 +703,7 @@ class SessionStore:
         directory = self._handles.directory(session_id)
         if not self._handles.check_dir(session_id, directory):
             return False
-        self._handles.forget(session_id)
-        existed = False
-        with self._handles.lock(session_id):
-            log_path = os.path.join(directory, LOG_NAME)
-            try:
-                fd = open_regular(self._fs, log_path, FLAGS_READ, session_id=session_id)
-            except FileNotFoundError:
-                fd = None
-            try:
-                if fd is not None:
-                    # Hold the append lock while unlinking: a writer that gets it next sees
-                    # the file gone (st_nlink == 0) and starts a new session.
-                    self._fs.flock(fd, fcntl.LOCK_EX)
-                names = [name for name in self._fs.listdir(directory) if name != LOCK_NAME]
-                for name in names:
-                    # Only regular files are deleted: anything else is not the store's, and a
-                    # person must look at it (a delete never removes half a session either).
-                    path = os.path.join(directory, name)
-                    mode = self._fs.lstat(path).st_mode
-                    if not stat.S_ISREG(mode):
-                        raise UnsafePath(f"{name} is {describe_mode(mode)}, not a regular file; nothing was "
-                                         "deleted", filename=path, session_id=session_id, path=path)  # fmt: skip
-                for name in names:
-                    self._fs.unlink(os.path.join(directory, name))
-                    existed = existed or name in (LOG_NAME, META_NAME)
-            finally:
-                if fd is not None:
-                    self._fs.close(fd)
-            if self._durable:
-                self._fs.fsync_dir(directory)
-        return existed
+        return self._handles.delete(session_id, directory)
 
     # -- verify and repair ------------------------------------------------------------------
 
