@@ -1,8 +1,7 @@
-"""Small helpers the test suites share: byte damage, directory snapshots, log lines.
+"""Small helpers the test suites share: directory snapshots, log lines, file paths, timeouts.
 
-The damage functions are pure (bytes in, bytes out) so crash tests can apply them to a
-simulated disk image and vector tests to a file; `damage` applies one to a file on disk.
-Offsets may be negative, counting from the end as in slicing.
+The byte-damage helpers (tear, flip, zero-fill, garbage, CRLF, BOM) are public, in
+`jsonl_store.testing.damage`, shared with the vector builder and the benchmarks.
 """
 
 from __future__ import annotations
@@ -10,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
@@ -19,55 +18,6 @@ import orjson
 from hypothesis import settings
 
 from jsonl_store._paths import LOCK_NAME, LOG_NAME, META_NAME, USAGE_NAME, snapshot_name
-
-#: Bytes that are no record: invalid UTF-8, no newline, a stray brace.
-GARBAGE = b"\xff\xfe}{garbage\x8f"
-
-
-def _index(data: bytes, offset: int) -> int:
-    """Turn a possibly negative offset into an index in ``[0, len(data)]``."""
-    index = offset + len(data) if offset < 0 else offset
-    assert 0 <= index <= len(data), (offset, len(data))
-    return index
-
-
-def cut(data: bytes, at: int) -> bytes:
-    """Keep ``data[:at]``: a write torn at ``at`` (negative: that many bytes lost at the end)."""
-    return data[: _index(data, at)]
-
-
-def flip(data: bytes, offset: int, mask: int = 0x01) -> bytes:
-    """XOR the byte at ``offset`` with ``mask``: a bit rot the checksum must catch."""
-    assert mask & 0xFF
-    index = _index(data, offset)
-    assert index < len(data)
-    return data[:index] + bytes([data[index] ^ mask]) + data[index + 1 :]
-
-
-def zero_fill(data: bytes, offset: int, length: int) -> bytes:
-    """Overwrite ``length`` bytes at ``offset`` with NULs, growing the data if needed.
-
-    The state a file system that extended the size before the data landed leaves behind.
-    """
-    index = _index(data, offset)
-    end = index + length
-    return data[:index] + b"\x00" * length + data[end:]
-
-
-def garbage(data: bytes, offset: int | None = None, junk: bytes = GARBAGE) -> bytes:
-    """Write ``junk`` over the bytes at ``offset`` (``None``: append it at the end)."""
-    if offset is None:
-        return data + junk
-    index = _index(data, offset)
-    return data[:index] + junk + data[index + len(junk) :]
-
-
-def damage(path: str | os.PathLike[str], how: Callable[..., bytes], *args: Any) -> bytes:
-    """Apply one damage function to the file at ``path`` in place; return the new bytes."""
-    target = Path(path)
-    data = how(target.read_bytes(), *args)
-    target.write_bytes(data)
-    return data
 
 
 def read_tree(root: str | os.PathLike[str]) -> dict[str, bytes | None]:

@@ -16,9 +16,10 @@ from typing import Any
 
 import orjson
 
+from jsonl_store.testing.damage import damage_file, tear_last_line
+
 from . import workload
 from .config import Context
-from .damage import tear_last_line
 from .timing import Row, no_gc
 
 NOT_INSTALLED = "skipped: not installed"
@@ -103,7 +104,7 @@ async def _torn_tail(store: Any, root: str) -> Row:
     run_id = "torn"
     for i in range(5):
         await store.append_event(_event(run_id, i, key=False))
-    tear_last_line(os.path.join(root, run_id, "events.jsonl"))
+    damage_file(os.path.join(root, run_id, "events.jsonl"), tear_last_line)
     try:
         events = await store.list_events(run_id=run_id)
         outcome = f"no error: {len(events)} events"

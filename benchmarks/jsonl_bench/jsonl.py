@@ -9,9 +9,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from jsonl_store.testing.damage import damage_file, tear_last_line
+
 from . import floor, procs, workload
 from .config import Context
-from .damage import tear_last_line
 from .timing import Block, Contender, Row, calibrate, first_ops, no_gc, per_op, race, time_once
 
 GROUP = floor.GROUP
@@ -628,7 +629,7 @@ def _torn_tail(ctx: Context) -> None:
         # (it is all or nothing), which would hide what happens to the records before it.
         block = appender(store, "torn", workload.ASSISTANT, 5)
         block(5)
-    tear_last_line(log_path(root, "torn"))
+    damage_file(log_path(root, "torn"), tear_last_line)
     try:
         with open_store(root, "none") as store:
             view = store.load("torn")

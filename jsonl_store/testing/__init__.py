@@ -5,9 +5,11 @@
 leave behind (each one a fresh file system, or a real directory via ``materialize``);
 `run_workload` runs a list of store operations and keeps what was acknowledged;
 `check_crash_state`, `verify_recovery` and `check_workload` check that a fresh store
-recovers from each state. None of that needs ``hypothesis``; the strategies (`workloads`,
-`messages`, ...) in `jsonl_store.testing.strategies` do, and are also reachable here by
-name, imported on first use. Example::
+recovers from each state; `damage` has the byte helpers (tear, flip, zero-fill, garbage,
+CRLF line ends, a byte-order mark) for damage a crash does not make. None of that needs
+``hypothesis``; the strategies (`workloads`, `messages`, ...) in
+`jsonl_store.testing.strategies` do, and are also reachable here by name, imported on
+first use. Example::
 
     from jsonl_store import SessionStore, UserMessage
     from jsonl_store.testing import SimulatedFileSystem, crash_states
@@ -22,6 +24,7 @@ name, imported on first use. Example::
 
 from typing import TYPE_CHECKING, Any, Final
 
+from . import damage
 from ._check import CheckCounts, RecoveryFailure, check_crash_state, check_workload, verify_recovery
 from ._crash import CrashKind, CrashState, crash_points, crash_states
 from ._simfs import Fault, SimStat, SimulatedFileSystem, load_directory
@@ -77,6 +80,7 @@ __all__ = [
     "check_workload",
     "crash_points",
     "crash_states",
+    "damage",
     "format_trace",
     "load_directory",
     "run_workload",

@@ -8,7 +8,8 @@
 Every line is made the way a writer makes it: the record is encoded by the library's own
 msgspec Structs (so the key order is the writer's) and sealed with
 `jsonl_store._codec.seal` (so the CRC-32 is right). Damage is then applied with the small
-byte helpers below (`cut`, `flip`, `zero_fill`, `noise`).
+byte helpers of `jsonl_store.testing.damage` (`tear`, `flip`, `zero_fill`, `noise`,
+`crlf`, `add_bom`), the same ones the tests use.
 
 Each vector is a directory holding ``expected.json`` and ``session/`` (one session
 directory, copied below a store root as ``<root>/session``). The expectations are written
@@ -19,7 +20,6 @@ spec. The keys of ``expected.json`` are described in ``tests/vectors/test_vector
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import sys
@@ -45,6 +45,7 @@ from jsonl_store import (
 )
 from jsonl_store._paths import LOCK_NAME
 from jsonl_store._records import ContextSnapshot, RawMessageRecord, UsageRecord
+from jsonl_store.testing.damage import add_bom, crlf, flip, noise, tear, zero_fill
 
 HERE = Path(__file__).resolve().parent
 GROUPS = ("valid", "invalid", "recover")
@@ -75,37 +76,6 @@ def at(seconds: int) -> datetime:
 
 def iso(seconds: int) -> str:
     return at(seconds).isoformat().replace("+00:00", "Z")
-
-
-# ---------------------------------------------------------------------------------------
-# Byte-damaging helpers: a cut, a flipped bit, zeros, noise (same signatures as the
-# first three in tests/helpers.py, so either can be used; this script stands alone)
-# ---------------------------------------------------------------------------------------
-
-
-def cut(data: bytes, length: int) -> bytes:
-    """Keep the first ``length`` bytes: a write that stopped part-way."""
-    return data[:length]
-
-
-def flip(data: bytes, offset: int, mask: int = 0x01) -> bytes:
-    """XOR the byte at ``offset`` with ``mask``: a bit rot the checksum must catch."""
-    return data[:offset] + bytes([data[offset] ^ mask]) + data[offset + 1 :]
-
-
-def zero_fill(data: bytes, offset: int, length: int) -> bytes:
-    """Overwrite ``length`` bytes at ``offset`` with NULs: blocks the file system never wrote."""
-    return data[:offset] + b"\x00" * length + data[offset + length :]
-
-
-def noise(length: int, seed: str) -> bytes:
-    """Deterministic pseudo-random bytes (SHA-256 in counter mode)."""
-    out = b""
-    counter = 0
-    while len(out) < length:
-        out += hashlib.sha256(f"{seed}:{counter}".encode()).digest()
-        counter += 1
-    return out[:length]
 
 
 # ---------------------------------------------------------------------------------------
@@ -907,7 +877,7 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     """The writer died mid-record: the last line has no newline. Not corruption."""
     log = conversation()
     log.add(UserMessage(id=message_id(5), content="This record never finished."))
-    return tail_damage(log, cut(log.lines[4], 40))
+    return tail_damage(log, tear(log.lines[4], 40))
 
 
 @vector("recover", "complete-line-without-newline")
@@ -946,8 +916,8 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     """A sidecar from an earlier crash at the same offset is kept: the new cut goes into <name>.2."""
     log = conversation()
     log.add(UserMessage(id=message_id(5), content="Torn again at the same place."))
-    earlier = cut(log.lines[4], 30)
-    files, expected = tail_damage(log, cut(log.lines[4], 70), earlier_cut=earlier)
+    earlier = tear(log.lines[4], 30)
+    files, expected = tail_damage(log, tear(log.lines[4], 70), earlier_cut=earlier)
     return files, expected
 
 
@@ -1088,7 +1058,7 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
 def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     """A torn record 3 with no newline, then a whole record 3 written after it: the whole one is salvaged."""
     log = conversation()
-    data = log.lines[0] + log.lines[1] + cut(log.lines[2], 45) + log.lines[2] + log.lines[3]
+    data = log.lines[0] + log.lines[1] + tear(log.lines[2], 45) + log.lines[2] + log.lines[3]
     found = [problem("damaged-line", "messages.jsonl", log.offset(2), 3)]
     return {"messages.jsonl": data}, {
         "load": {
@@ -1175,7 +1145,7 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
 def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     """Snapshot 2 is cut short (no final newline): skipped like any damaged snapshot."""
     log = conversation()
-    second = cut(snapshot_line(log, 2, 4, summary(2, "Both products.")), 120)
+    second = tear(snapshot_line(log, 2, 4, summary(2, "Both products.")), 120)
     return with_two_snapshots(log, second), fell_back(log, [3, 4], "snapshot-00000002.json", next_version=3)
 
 
@@ -1183,7 +1153,7 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
 def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     """meta.json cut short: reported; repair (or the next append) moves it aside and writes a new one."""
     log = conversation()
-    damaged = cut(meta(title="Lost title", parent_session_id="parent-1"), 60)
+    damaged = tear(meta(title="Lost title", parent_session_id="parent-1"), 60)
     found = [problem("bad-meta", "meta.json")]
     return {"meta.json": damaged, "messages.jsonl": log.data()}, {
         "load": {
@@ -1247,7 +1217,7 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     """The token-usage log follows the raw log's rules: a torn last line is cut into a sidecar."""
     log = conversation()
     good = usage_line(2, input_tokens=10, output_tokens=2) + usage_line(4, input_tokens=12, output_tokens=3)
-    torn = cut(usage_line(5, input_tokens=99), 25)
+    torn = tear(usage_line(5, input_tokens=99), 25)
     found = [problem("torn-tail", "usage.jsonl", len(good))]
     sidecar = f"usage.jsonl.cut-{len(good):012d}"
     expected = clean(log)
@@ -1274,14 +1244,6 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
 
 
 # -- text conversions (git core.autocrlf, editors): spec §8.4, §9.3 ----------------------
-
-
-def crlf(data: bytes) -> bytes:
-    """Every line end turned into \\r\\n, as git's core.autocrlf=true checkout does."""
-    return data.replace(b"\n", b"\r\n")
-
-
-BOM = b"\xef\xbb\xbf"
 
 
 def converted(log: Log, title: str, data: bytes, found: list[dict[str, Any]], *, restores: bool) -> tuple[dict[str, bytes], dict[str, Any]]:
@@ -1364,7 +1326,7 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     log = conversation()
     log.add(UserMessage(id=message_id(5), content="This record never finished."))
     good = b"".join(log.lines[:4])
-    torn = cut(log.lines[4], 40)
+    torn = tear(log.lines[4], 40)
     files = {"meta.json": meta(title="Crashed"), "messages.jsonl": crlf(good) + torn}
     found = [problem("text-conversion", "messages.jsonl", 0), problem("torn-tail", "messages.jsonl", len(good))]
     sidecar = f"messages.jsonl.cut-{len(good):012d}"
@@ -1435,7 +1397,7 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     """unix2dos run twice: every line ends in \\r\\r\\n. Still read whole and restored, never cut."""
     log = conversation()
     found = [problem("text-conversion", "messages.jsonl", 0)]
-    return converted(log, "Twice", log.data().replace(b"\n", b"\r\r\n"), found, restores=True)
+    return converted(log, "Twice", crlf(crlf(log.data())), found, restores=True)
 
 
 @vector("recover", "reformatted-records")
@@ -1496,7 +1458,7 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     salvaged as damage; the next append and repair take the mark out."""
     log = conversation()
     found = [problem("text-conversion", "messages.jsonl", 0)]
-    return converted(log, "Saved", BOM + log.data(), found, restores=True)
+    return converted(log, "Saved", add_bom(log.data()), found, restores=True)
 
 
 def dump(value: Any, depth: int = 0) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 from jsonl_store import SessionStore
 from jsonl_store._paths import LOG_NAME
+from jsonl_store.testing.damage import crlf
 
 SID = "converted"
 
@@ -20,7 +21,7 @@ def test_processes_appending_to_a_crlf_log_at_once_keep_every_record(tmp_path: P
     store.close()
     log = tmp_path / SID / LOG_NAME
     written = log.read_bytes()
-    log.write_bytes(written.replace(b"\n", b"\r\n"))
+    log.write_bytes(crlf(written))
     writers = [
         children.start(
             "append", root=str(tmp_path), sid=SID, writers=[name], count=40, batch_max=4, seed=name,

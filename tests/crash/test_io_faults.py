@@ -45,6 +45,7 @@ from jsonl_store import (
     StoragePermissionError,
     UserMessage,
 )
+from jsonl_store.testing.damage import crlf, damage_file
 
 FIU_CHILD = Path(__file__).with_name("_child_fiu.py")
 #: A message big enough to need pages the full disk no longer has (a small one may fit
@@ -452,7 +453,7 @@ def test_restoring_a_converted_log_on_a_full_disk_says_what_it_needs_and_keeps_t
         store.append("s", UserMessage(content=f"record {n} " + "y" * 500))
     store.close()
     log = root / "s" / "messages.jsonl"
-    log.write_bytes(log.read_bytes().replace(b"\n", b"\r\n"))
+    damage_file(log, crlf)
     before = _tree(root)
     filler = _fill(small_disk)
     with pytest.raises(StorageError) as info:

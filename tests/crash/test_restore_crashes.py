@@ -11,6 +11,7 @@ from __future__ import annotations
 from jsonl_store import SessionStore, UserMessage
 from jsonl_store._paths import LOG_NAME
 from jsonl_store.testing import SimulatedFileSystem, crash_states
+from jsonl_store.testing.damage import crlf
 
 SID = "s"
 LOG = f"/store/{SID}/{LOG_NAME}"
@@ -24,7 +25,7 @@ def _converted_store() -> tuple[SimulatedFileSystem, list[str]]:
         store.append(SID, UserMessage(id=message_id, content=f"text {message_id}"))
     store.close()
     # A git checkout with core.autocrlf=true: the file is replaced, durably, with CRLF ends.
-    fs.write_file(LOG, fs.read_bytes(LOG).replace(b"\n", b"\r\n"), durable=True)
+    fs.write_file(LOG, crlf(fs.read_bytes(LOG)), durable=True)
     return SimulatedFileSystem(fs.image()), ids
 
 

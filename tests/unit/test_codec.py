@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 import msgspec
 import orjson
 import pytest
-from helpers import cut, flip
 
 from jsonl_store import (
     AssistantMessage,
@@ -22,6 +21,7 @@ from jsonl_store import (
     _codec,
 )
 from jsonl_store._records import UsageRecord
+from jsonl_store.testing.damage import flip, tear
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
 
@@ -72,7 +72,7 @@ def test_unseal_rejects_any_flipped_bit(position: int) -> None:
 @pytest.mark.parametrize("keep", [0, 1, 5, 15, 29])
 def test_unseal_rejects_a_torn_line(keep: int) -> None:
     """Any prefix of a sealed line is refused."""
-    assert _codec.unseal(cut(_codec.seal(b'{"k":"value"}')[:-1], keep)) is None
+    assert _codec.unseal(tear(_codec.seal(b'{"k":"value"}')[:-1], keep)) is None
 
 
 @pytest.mark.parametrize(

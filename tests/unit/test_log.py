@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from helpers import GARBAGE, cut, damage, flip, garbage, line_starts, log_path, usage_path, zero_fill
+from helpers import line_starts, log_path, usage_path
 
 from jsonl_store import (
     DurabilityError,
@@ -22,6 +22,7 @@ from jsonl_store import (
 from jsonl_store._fs import OS_FS, OsFileSystem
 from jsonl_store._paths import cut_name
 from jsonl_store._problems import Reporter
+from jsonl_store.testing.damage import GARBAGE, damage_file, flip, garbage, tear, tear_last_line, zero_fill
 
 
 def user(text: str) -> UserMessage:
@@ -83,8 +84,8 @@ def sealed(text: str) -> bytes:
 
 TAIL_DAMAGE: dict[str, Callable[[bytes, int], bytes]] = {
     # each takes the log and the start of its last line, and damages the tail
-    "torn-last-line": lambda data, last: cut(data, last + (len(data) - last) // 2),
-    "last-line-without-newline": lambda data, last: cut(data, -1),
+    "torn-last-line": lambda data, last: tear_last_line(data),
+    "last-line-without-newline": lambda data, last: tear(data, -1),
     "flipped-bit-in-last-line": lambda data, last: flip(data, last + 20),
     "zero-filled-last-line": lambda data, last: zero_fill(data, last, len(data) - last),
     "nul-run-after-the-end": lambda data, last: zero_fill(data, len(data), 4096),
@@ -110,7 +111,7 @@ def test_torn_last_line_is_cut_before_next_append(
     """A damaged tail is moved byte for byte into a sidecar, then the append continues the good log."""
     data = filled(store, 3)
     last = line_starts(data)[-1]
-    damaged = damage(log_path(root, "s"), TAIL_DAMAGE[kind], last)
+    damaged = damage_file(log_path(root, "s"), TAIL_DAMAGE[kind], last)
     good_end, _ = last_good_bytes(root, damaged)
     good_records = 3 if good_end == len(data) else 2
     writer = store if same_store else SessionStore(root, durability="none", on_problem=problems.append)
@@ -127,7 +128,7 @@ def test_damaged_tail_is_skipped_silently_by_readers(
 ) -> None:
     """Reading a log with a torn tail yields the good records and reports nothing (it is not corruption)."""
     data = filled(store, 3)
-    damaged = damage(log_path(root, "s"), TAIL_DAMAGE[kind], line_starts(data)[-1])
+    damaged = damage_file(log_path(root, "s"), TAIL_DAMAGE[kind], line_starts(data)[-1])
     expected = 3 if damaged.startswith(data) else 2
     assert [r.sequence for r in store.records("s")] == list(range(1, expected + 1))
     view = store.load("s")
@@ -141,7 +142,7 @@ def test_torn_tail_of_the_usage_log_is_cut_before_the_next_usage(store: SessionS
     store.record_usage("s", ModelUsage(input_tokens=1))
     store.record_usage("s", ModelUsage(input_tokens=2))
     data = usage_path(root, "s").read_bytes()
-    damage(usage_path(root, "s"), cut, -7)
+    damage_file(usage_path(root, "s"), tear, -7)
     store.record_usage("s", ModelUsage(input_tokens=4))
     assert [u["input_tokens"] for u in store.usage("s")] == [1, 4]
     start = line_starts(data)[-1]
@@ -160,7 +161,7 @@ def test_torn_batch_is_invisible_and_cut_before_next_append(
     starts = line_starts(data)
     batch_start = starts[1]
     end = starts[1 + keep_lines] + (25 if torn else 0)
-    damage(log_path(root, "s"), cut, end)
+    damage_file(log_path(root, "s"), tear, end)
     assert [r.sequence for r in store.records("s")] == [1]
     assert [r.sequence for r in store.load("s").raw_tail] == [1]
     assert problems == []
@@ -172,7 +173,7 @@ def test_torn_batch_is_invisible_and_cut_before_next_append(
 def test_log_holding_only_a_torn_line_starts_at_sequence_one(store: SessionStore, root: Path) -> None:
     """A log whose only line is torn has no good record: the next append is sequence 1."""
     filled(store, 1)
-    damage(log_path(root, "s"), cut, 25)
+    damage_file(log_path(root, "s"), tear, 25)
     assert list(store.records("s")) == []
     assert SessionStore(root, durability="none").append("s", user("x")) == 1
     assert [r.sequence for r in store.records("s")] == [1]
@@ -198,7 +199,7 @@ def test_mid_log_damage_is_reported_with_its_offset_and_later_records_are_kept(
     """A bad line followed by good ones is real damage: reported at its offset and line, then skipped."""
     data = filled(store, 4)
     starts = line_starts(data)
-    damage(log_path(root, "s"), MID_DAMAGE[kind], starts[1], starts[2])
+    damage_file(log_path(root, "s"), MID_DAMAGE[kind], starts[1], starts[2])
     assert [r.sequence for r in store.records("s")] == [1, 3, 4]
     damaged_lines = [p for p in problems if p.kind == "damaged-line"]
     assert len(damaged_lines) == 1

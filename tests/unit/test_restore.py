@@ -9,6 +9,7 @@ import pytest
 
 from jsonl_store import Problem, SessionStore, UnrecognizedRecords, UserMessage
 from jsonl_store._paths import LOG_NAME
+from jsonl_store.testing.damage import crlf, damage_file
 
 SID = "s"
 
@@ -40,7 +41,7 @@ def test_every_line_end_a_text_tool_leaves_is_read_and_restored(root: Path, endi
 def test_a_restore_removes_the_copy_a_crashed_restore_left(root: Path) -> None:
     """A leftover messages.jsonl.<token>.tmp (a restore killed before its rename) is removed by the next one."""
     log = _log(root)
-    log.write_bytes(log.read_bytes().replace(b"\n", b"\r\n"))
+    damage_file(log, crlf)
     leftover = log.parent / f"{LOG_NAME}.0123456789ab.tmp"
     leftover.write_bytes(log.read_bytes()[:100])
     SessionStore(root, on_problem=lambda problem: None).append(SID, UserMessage(content="after"))

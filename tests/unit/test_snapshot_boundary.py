@@ -27,6 +27,7 @@ from jsonl_store._log import scan
 from jsonl_store._paths import LOG_NAME
 from jsonl_store._problems import DISCARD
 from jsonl_store.testing import SimulatedFileSystem
+from jsonl_store.testing.damage import crlf
 
 SID = "s"
 
@@ -192,7 +193,7 @@ def test_snapshot_restores_a_converted_log_before_taking_offsets(tmp_path: Path)
         _filled(store, 6)
     log = tmp_path / SID / LOG_NAME
     written = log.read_bytes()
-    log.write_bytes(written.replace(b"\n", b"\r\n"))
+    log.write_bytes(crlf(written))
     problems: list[Problem] = []
     with SessionStore(tmp_path, durability="none", on_problem=problems.append) as store:
         made = store.snapshot(SID, _summary(4), 4, 0)

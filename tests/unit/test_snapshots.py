@@ -6,17 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import (
-    cut,
-    damage,
-    flip,
-    garbage,
-    log_path,
-    read_tree,
-    snapshot_path,
-    tree_without_locks,
-    zero_fill,
-)
+from helpers import log_path, read_tree, snapshot_path, tree_without_locks
 
 from jsonl_store import (
     CompactedMessage,
@@ -33,6 +23,7 @@ from jsonl_store import (
 )
 from jsonl_store._fs import OS_FS
 from jsonl_store._paths import snapshot_name
+from jsonl_store.testing.damage import damage_file, flip, garbage, tear, zero_fill
 
 
 def user(text: str) -> UserMessage:
@@ -220,7 +211,7 @@ def test_load_reads_from_the_tail_offset_not_the_start(
     snapshot = store.snapshot("s", CompactedMessage(content="1 to 4"), 4, 0)
     expected = store.load("s")
     assert snapshot.boundary_offset > 0
-    damage(log_path(root, "s"), zero_fill, 0, snapshot.boundary_offset)
+    damage_file(log_path(root, "s"), zero_fill, 0, snapshot.boundary_offset)
     view = store.load("s")
     assert view.problems == [] and problems == []
     assert view.raw_tail == expected.raw_tail
@@ -249,7 +240,7 @@ def test_snapshot_past_the_end_of_the_log_is_skipped_for_an_older_one(
     store.snapshot("s", CompactedMessage(content="old"), 2, 0)
     newer = store.snapshot("s", CompactedMessage(content="new"), 5, 1)
     # Power loss under durability="none": the log lost records 5 and 6, the snapshot survived.
-    damage(log_path(root, "s"), cut, newer.boundary_offset)
+    damage_file(log_path(root, "s"), tear, newer.boundary_offset)
     view = SessionStore(root, durability="none").load("s")
     assert view.snapshot is not None and view.snapshot.version == 1
     assert [r.sequence for r in view.raw_tail] == [3, 4]
@@ -274,7 +265,7 @@ def test_snapshot_whose_boundary_record_changed_is_skipped(store: SessionStore, 
 
 @pytest.mark.parametrize(
     ("how", "args"),
-    [(flip, (30,)), (cut, (-1,)), (cut, (10,)), (zero_fill, (0, 40)), (garbage, (5,))],
+    [(flip, (30,)), (tear, (-1,)), (tear, (10,)), (zero_fill, (0, 40)), (garbage, (5,))],
     ids=["flipped", "no-final-newline", "torn", "zero-filled", "garbage"],
 )
 def test_damaged_newest_snapshot_is_skipped_for_an_older_one(
@@ -284,7 +275,7 @@ def test_damaged_newest_snapshot_is_skipped_for_an_older_one(
     filled(store, 5)
     store.snapshot("s", CompactedMessage(content="old"), 2, 0)
     store.snapshot("s", CompactedMessage(content="new"), 4, 1)
-    damage(snapshot_path(root, "s", 2), how, *args)  # type: ignore[arg-type]
+    damage_file(snapshot_path(root, "s", 2), how, *args)  # type: ignore[arg-type]
     view = store.load("s")
     assert view.snapshot is not None and view.snapshot.version == 1
     assert [r.sequence for r in view.raw_tail] == [3, 4, 5]
@@ -296,7 +287,7 @@ def test_next_snapshot_numbers_above_a_damaged_one(store: SessionStore, root: Pa
     filled(store, 5)
     store.snapshot("s", CompactedMessage(content="a"), 2, 0)
     store.snapshot("s", CompactedMessage(content="b"), 3, 1)
-    damage(snapshot_path(root, "s", 2), flip, 20)
+    damage_file(snapshot_path(root, "s", 2), flip, 20)
     made = store.snapshot("s", CompactedMessage(content="c"), 4, 1)
     assert made.version == 3
     view = store.load("s")

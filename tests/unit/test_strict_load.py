@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import damage, flip, garbage, log_path
+from helpers import log_path
 
 from jsonl_store import CompactedMessage, CorruptSession, InvalidArgument, SessionStore, UserMessage
 from jsonl_store._paths import META_NAME, snapshot_name
+from jsonl_store.testing.damage import damage_file, flip, garbage
 
 
 def three(store: SessionStore) -> None:
@@ -21,7 +22,7 @@ def test_damage_in_the_middle_of_the_log_raises_with_the_problems(store: Session
     """A flipped byte in the second of three records: strict raises, carrying the damaged-line problem."""
     three(store)
     lines = log_path(root, "s").read_bytes().split(b"\n")
-    damage(log_path(root, "s"), flip, len(lines[0]) + 10)
+    damage_file(log_path(root, "s"), flip, len(lines[0]) + 10)
     with pytest.raises(CorruptSession) as caught:
         store.load("s", strict=True)
     assert [p.kind for p in caught.value.problems] == ["damaged-line", "gap"]  # record 2 is missing
@@ -32,7 +33,7 @@ def test_damage_in_the_middle_of_the_log_raises_with_the_problems(store: Session
 def test_a_torn_last_line_is_no_corruption(store: SessionStore, root: Path) -> None:
     """Garbage after the last record (a crash's remains) loads strictly, with every record."""
     three(store)
-    damage(log_path(root, "s"), garbage)
+    damage_file(log_path(root, "s"), garbage)
     assert len(store.load("s", strict=True).raw_tail) == 3
 
 
@@ -40,7 +41,7 @@ def test_an_unreadable_snapshot_raises(store: SessionStore, root: Path) -> None:
     """A damaged snapshot file is corruption for a strict load (a plain load falls back to the log)."""
     three(store)
     store.snapshot("s", CompactedMessage(content="a and b"), 2, 0)
-    damage(root / "s" / snapshot_name(1), flip, 5)
+    damage_file(root / "s" / snapshot_name(1), flip, 5)
     assert store.load("s").snapshot is None
     with pytest.raises(CorruptSession) as caught:
         store.load("s", strict=True)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import damage, flip, garbage, log_path
+from helpers import log_path
 
 from jsonl_store import CompactedMessage, InvalidArgument, OsFileSystem, SessionStore, UserMessage
+from jsonl_store.testing.damage import damage_file, flip, garbage
 
 
 def fill(store: SessionStore, count: int, sid: str = "s") -> None:
@@ -43,8 +44,8 @@ def test_a_torn_last_line_and_mid_log_damage_are_skipped(store: SessionStore, ro
     fill(store, 5)
     data = log_path(root, "s").read_bytes()
     fourth = data.split(b"\n")[3]
-    damage(log_path(root, "s"), flip, data.index(fourth) + 5)
-    damage(log_path(root, "s"), garbage)
+    damage_file(log_path(root, "s"), flip, data.index(fourth) + 5)
+    damage_file(log_path(root, "s"), garbage)
     assert [r.sequence for r in store.tail("s", 3)] == [2, 3, 5]
 
 

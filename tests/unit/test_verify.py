@@ -6,10 +6,6 @@ import os
 from pathlib import Path
 
 from helpers import (
-    cut,
-    damage,
-    flip,
-    garbage,
     line_starts,
     log_path,
     meta_path,
@@ -20,6 +16,7 @@ from helpers import (
 
 from jsonl_store import CompactedMessage, ModelUsage, SessionStore, UserMessage
 from jsonl_store._paths import DAMAGED_SUFFIX, snapshot_name
+from jsonl_store.testing.damage import damage_file, flip, garbage, tear
 
 
 def user(text: str) -> UserMessage:
@@ -39,12 +36,12 @@ def damaged_store(root: Path) -> SessionStore:
     store.append("t", user("x"), title="t")
     store.append("healthy", user("fine"))
     log = log_path(root, "s").read_bytes()
-    damage(log_path(root, "s"), flip, line_starts(log)[4] + 30)  # mid-log: record 5
-    damage(log_path(root, "s"), garbage)  # torn tail
-    damage(usage_path(root, "s"), cut, -5)  # torn usage tail
-    damage(snapshot_path(root, "s", 2), flip, 40)  # bad snapshot
+    damage_file(log_path(root, "s"), flip, line_starts(log)[4] + 30)  # mid-log: record 5
+    damage_file(log_path(root, "s"), garbage)  # torn tail
+    damage_file(usage_path(root, "s"), tear, -5)  # torn usage tail
+    damage_file(snapshot_path(root, "s", 2), flip, 40)  # bad snapshot
     (root / "s" / "meta.json.0123abcd.tmp").write_bytes(b"half a meta")  # leftover temp file
-    damage(meta_path(root, "t"), cut, 20)  # damaged metadata
+    damage_file(meta_path(root, "t"), tear, 20)  # damaged metadata
     store.close()
     return SessionStore(root, durability="none", on_problem=lambda p: None)
 
@@ -74,7 +71,7 @@ def test_verify_reports_the_offset_of_mid_log_damage(root: Path) -> None:
     for i in range(3):
         store.append("s", user(str(i)))
     starts = line_starts(log_path(root, "s").read_bytes())
-    damage(log_path(root, "s"), flip, starts[1] + 5)
+    damage_file(log_path(root, "s"), flip, starts[1] + 5)
     (problem,) = [p for p in store.verify("s") if p.kind == "damaged-line"]
     assert (problem.offset, problem.line) == (starts[1], 2)
     assert problem.action.startswith("none")
