@@ -8,7 +8,7 @@
 Each workload (appends, tool batches one write or several, snapshots, metadata updates,
 token usage, over one or two sessions) runs on a `SimulatedFileSystem`; then every prefix
 of its file-system trace is crashed (process crash, and power losses under
-``durability="fsync"``) and `jsonl_store.testing.check_crash_state` checks a fresh store
+``durability="fsync"``) and `jsonl_store.testing.oracle.check_crash_state` checks a fresh store
 on each state, including crashes of the recovery itself. The run prints how many
 workloads and crash states it checked; a failure prints the shrunk workload, the crash
 state and its trace, and exits with status 1.
@@ -26,7 +26,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from jsonl_store.testing import CheckCounts, Fault, Operation, check_workload
+from jsonl_store.testing import Fault
+from jsonl_store.testing.oracle import CheckCounts, Operation, check_workload
 from jsonl_store.testing.strategies import faults, workloads
 
 LONG_EXAMPLES = 10_000

@@ -1,15 +1,23 @@
 """Crash-test your own code against every state a crash can leave on disk.
 
-`SimulatedFileSystem` stands in for the operating system and records each change;
-`crash_states` turns that record into the states a process crash or a power loss can
-leave behind (each one a fresh file system, or a real directory via ``materialize``);
-`run_workload` runs a list of store operations and keeps what was acknowledged;
-`check_crash_state`, `verify_recovery` and `check_workload` check that a fresh store
-recovers from each state; `damage` has the byte helpers (tear, flip, zero-fill, garbage,
-CRLF line ends, a byte-order mark) for damage a crash does not make. None of that needs
-``hypothesis``; the strategies (`workloads`, `messages`, ...) in
+`SimulatedFileSystem` stands in for the operating system and records each change
+(`format_trace` prints the record); `crash_states` turns that record into the states a
+process crash or a power loss can leave behind (each one a fresh file system, or a real
+directory via ``materialize``). `damage` has the byte helpers (tear, flip, zero-fill,
+garbage, CRLF line ends, a byte-order mark) for damage a crash does not make. None of
+that needs ``hypothesis``; the strategies (`workloads`, `messages`, ...) in
 `jsonl_store.testing.strategies` do, and are also reachable here by name, imported on
-first use. Example::
+first use.
+
+The store's own oracle (does a fresh store keep *its* promises in every state?
+`check_workload`, `verify_recovery`, and the workloads and `run_workload` they drive) is
+`jsonl_store.testing.oracle`. Its names are not re-exported here, so that this module
+is the short list a test of your own code needs, and an import from ``oracle`` says
+that a test checks the store itself (or drives it with generated workloads). Code
+written against 0.1.0, which served them here, still finds them here, with a
+`DeprecationWarning` naming their new home.
+
+Example::
 
     from jsonl_store import SessionStore, UserMessage
     from jsonl_store.testing import SimulatedFileSystem, crash_states
@@ -22,24 +30,13 @@ first use. Example::
         my_resume_code(resumed)  # must cope with every state
 """
 
+import warnings
 from typing import TYPE_CHECKING, Any, Final
 
 from . import damage
-from ._check import CheckCounts, RecoveryFailure, check_crash_state, check_workload, verify_recovery
 from ._crash import CrashKind, CrashState, crash_points, crash_states
 from ._simfs import Fault, SimStat, SimulatedFileSystem, load_directory
 from ._trace import TraceEntry, format_trace
-from ._workload import (
-    Ack,
-    Append,
-    AppendMany,
-    Operation,
-    RecordUsage,
-    Snapshot,
-    UpdateSession,
-    WorkloadResult,
-    run_workload,
-)
 
 if TYPE_CHECKING:
     # The type checker sees the strategies' real signatures; at run time `__getattr__`
@@ -59,37 +56,58 @@ _STRATEGIES: Final = frozenset(
     {"faults", "json_values", "messages", "session_ids", "texts", "tool_batches", "usages", "workloads"}
 )
 
+# Names this package served in 0.1.0 that now live in `oracle` only. They stay reachable
+# (with a warning) so that a user's 0.1.0 test suite keeps running, and out of `__all__`
+# and `dir()` so that nothing new is written against them.
+_MOVED_TO_ORACLE: Final = frozenset(
+    {
+        "Ack",
+        "Append",
+        "AppendMany",
+        "CheckCounts",
+        "Operation",
+        "RecordUsage",
+        "RecoveryFailure",
+        "Snapshot",
+        "UpdateSession",
+        "WorkloadResult",
+        "check_crash_state",
+        "check_workload",
+        "run_workload",
+        "verify_recovery",
+    }
+)
+
 __all__ = [
-    "Ack",
-    "Append",
-    "AppendMany",
-    "CheckCounts",
     "CrashKind",
     "CrashState",
     "Fault",
-    "Operation",
-    "RecordUsage",
-    "RecoveryFailure",
     "SimStat",
     "SimulatedFileSystem",
-    "Snapshot",
     "TraceEntry",
-    "UpdateSession",
-    "WorkloadResult",
-    "check_crash_state",
-    "check_workload",
     "crash_points",
     "crash_states",
     "damage",
     "format_trace",
     "load_directory",
-    "run_workload",
-    "verify_recovery",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    """Import a strategy from `strategies` the first time it is asked for (PEP 562)."""
+    """Import a strategy from `strategies` the first time it is asked for (PEP 562).
+
+    A name that moved to `oracle` is served from there with a `DeprecationWarning`, on
+    every look-up (it is never cached here, so each old import site is reported).
+    """
+    if name in _MOVED_TO_ORACLE:
+        from . import oracle
+
+        warnings.warn(
+            f"jsonl_store.testing.{name} moved to jsonl_store.testing.oracle.{name}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(oracle, name)
     if name not in _STRATEGIES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     try:

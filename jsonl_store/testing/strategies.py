@@ -4,12 +4,13 @@ The messages are the kinds an agent writes: system, user and assistant turns, an
 batches (an assistant message with tool calls and the results that follow), both as
 message classes and as plain dicts, with text that stresses a line-oriented format
 (newlines, U+2028, NUL, emoji). A workload is a list of `Operation` values that
-`run_workload` runs against a store.
+`jsonl_store.testing.oracle.run_workload` runs against a store.
 
 Example::
 
     from hypothesis import given
-    from jsonl_store.testing import SimulatedFileSystem, crash_states, run_workload
+    from jsonl_store.testing import SimulatedFileSystem, crash_states
+    from jsonl_store.testing.oracle import run_workload
     from jsonl_store.testing.strategies import workloads
 
     @given(workloads())

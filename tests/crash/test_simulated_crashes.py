@@ -2,7 +2,7 @@
 
 The fast slice of ``fuzz/crash_fuzz.py``: scripted agent sessions and a few dozen
 hypothesis workloads, each crashed after every file-system call (process crash and power
-loss) and checked with a fresh store by `jsonl_store.testing.check_crash_state`.
+loss) and checked with a fresh store by `jsonl_store.testing.oracle.check_crash_state`.
 """
 
 from __future__ import annotations
@@ -24,21 +24,18 @@ from jsonl_store import (
     ToolMessage,
     UserMessage,
 )
-from jsonl_store.testing import (
+from jsonl_store.testing import CrashState, Fault, SimulatedFileSystem, crash_states
+from jsonl_store.testing.oracle import (
     Append,
     AppendMany,
-    CrashState,
-    Fault,
     Operation,
     RecordUsage,
     RecoveryFailure,
-    SimulatedFileSystem,
     Snapshot,
     UpdateSession,
     WorkloadResult,
     check_crash_state,
     check_workload,
-    crash_states,
     run_workload,
     verify_recovery,
 )

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 import jsonl_store.testing
 
 # Put in front of every other finder, so `import hypothesis` fails the way it does when the
@@ -60,6 +62,55 @@ def test_simulator_and_crash_states_work_without_hypothesis() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert int(result.stdout) > 0
+
+
+def test_oracle_and_damage_helpers_work_without_hypothesis() -> None:
+    """jsonl_store.testing.oracle checks a workload, and the damage helpers run, with no hypothesis."""
+    result = _run_without_hypothesis(
+        """
+        from jsonl_store import UserMessage
+        from jsonl_store.testing.damage import *
+        from jsonl_store.testing.oracle import *  # every name in __all__ is hypothesis-free
+        from jsonl_store.testing.damage import flip
+
+        counts = check_workload([Append("s", UserMessage(content="hello"))])
+        assert counts.states > 0 and flip(b"a", 0) == b"`"
+        assert "hypothesis" not in sys.modules
+        print("ok")
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+def test_the_top_level_exports_the_simulator_not_the_oracle() -> None:
+    """jsonl_store.testing's names are what a user's crash test needs; the store's checker is in oracle."""
+    from jsonl_store.testing import oracle
+
+    assert not set(jsonl_store.testing.__all__) & set(oracle.__all__)
+    assert {"SimulatedFileSystem", "crash_states", "damage"} <= set(jsonl_store.testing.__all__)
+    assert {"check_workload", "run_workload", "RecoveryFailure"} <= set(oracle.__all__)
+
+
+def test_a_name_that_moved_to_the_oracle_still_resolves_with_a_deprecation_warning() -> None:
+    """0.1.0 code importing check_workload from jsonl_store.testing gets the oracle's, and a warning saying where it went."""
+    from jsonl_store.testing import oracle
+
+    with pytest.warns(DeprecationWarning, match=r"jsonl_store\.testing\.oracle\.check_workload"):
+        moved = jsonl_store.testing.check_workload
+    assert moved is oracle.check_workload
+    with pytest.warns(DeprecationWarning):
+        from jsonl_store.testing import RecoveryFailure  # noqa: F401 -- the old import site
+    assert "check_workload" not in dir(jsonl_store.testing)
+
+
+def test_oracle_example_runs() -> None:
+    """The example in jsonl_store.testing.oracle's docstring runs as written."""
+    from jsonl_store.testing import oracle
+
+    assert oracle.__doc__ is not None
+    code = oracle.__doc__.split("Example::\n", 1)[1]
+    exec(textwrap.dedent(code), {})  # running the documented example is the point
 
 
 def test_strategy_without_hypothesis_raises_import_error_naming_the_test_extra() -> None:
