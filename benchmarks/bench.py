@@ -21,15 +21,17 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 
+import orjson
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # The helpers package sits beside this script, and the store under test is the checkout
 # this script belongs to (not whatever version happens to be installed).
 sys.path[:0] = [p for p in (_HERE, os.path.dirname(_HERE)) if p not in sys.path]
 
-import orjson
-from jsonl_bench import appends, harness, jsonl, procs, report, sqlite_baseline, wholefile, workload
-from jsonl_bench.config import FULL, QUICK, TINY, Context, Sizes
-from jsonl_bench.timing import Results
+# These imports must come after the sys.path set-up above, hence E402.
+from jsonl_bench import appends, harness, jsonl, procs, report, sqlite_baseline, wholefile, workload  # noqa: E402
+from jsonl_bench.config import FULL, QUICK, TINY, Context, Sizes  # noqa: E402
+from jsonl_bench.timing import Results  # noqa: E402
 
 SECTIONS: dict[str, Callable[[Context], None]] = {
     "appends": appends.run,

@@ -94,8 +94,10 @@ def gitignored(patterns: Iterable[str], path: str) -> bool:
         pattern = pattern.rstrip("/")
         if "/" in pattern:
             segments = pattern.lstrip("/").split("/")
+            # Not strict: the pattern matches the path's first segments, and a matched
+            # directory ignores everything below it.
             hit = len(segments) <= len(parts) and all(
-                fnmatchcase(part, segment) for part, segment in zip(parts, segments)
+                fnmatchcase(part, segment) for part, segment in zip(parts, segments, strict=False)
             )
         else:
             hit = any(fnmatchcase(part, pattern) for part in parts)

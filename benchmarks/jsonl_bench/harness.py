@@ -58,12 +58,10 @@ async def _append(store: Any, run_id: str, start: int, count: int, key: bool) ->
 
 async def _measure(store: Any, run_id: str, length: int, key: bool, ops: int, repeats: int) -> list[float]:
     """Seconds per append to a run holding ``length`` events (0: the run's first append)."""
-    samples = []
     if length == 0:
         # The first append of a new run: a fresh run per repeat.
-        for r in range(repeats):
-            samples.append(await _append(store, f"{run_id}-{r}", 0, 1, key))
-        return samples
+        return [await _append(store, f"{run_id}-{r}", 0, 1, key) for r in range(repeats)]
+    samples = []
     await _append(store, run_id, 0, length, key=False)
     have = length
     for _ in range(repeats):

@@ -133,7 +133,7 @@ class WorkerPool:
     def run(self, root: str, durability: str, session_ids: list[str], count: int) -> float:
         """Start one job per session id at once; return total appends per second."""
         conns = self.conns[: len(session_ids)]
-        for conn, sid in zip(conns, session_ids):
+        for conn, sid in zip(conns, session_ids, strict=True):
             conn.send((root, durability, sid, count))
         for conn in conns:
             assert conn.recv() == "armed"

@@ -101,7 +101,7 @@ def _align(lines: Sequence[Sequence[str]], right: set[int]) -> str:
     text = []
     for n, line in enumerate(lines):
         cells = [
-            cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(line, widths))
+            cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(line, widths, strict=True))
         ]
         text.append("  ".join(cells).rstrip())
         if n == 0:
@@ -414,9 +414,9 @@ def plot(path: str, results: Results) -> str | None:
         "append": ("append cost vs. session length", "records already in the session"),
         "resume": ("resume time vs. log length", "records in the raw log"),
     }
-    for ax, chart in zip(axes, ("append", "resume")):
+    for ax, chart in zip(axes, ("append", "resume"), strict=True):
         for name, points in results.curves.get(chart, {}).items():
-            xs, ys = zip(*sorted(points))
+            xs, ys = zip(*sorted(points), strict=True)
             ax.plot(xs, [y * 1e3 for y in ys], marker="o", label=name)
         title, xlabel = titles[chart]
         ax.set_title(title)

@@ -104,10 +104,7 @@ def per_op(block: Callable[[int], object], ops: int, repeats: int, *, warmup: in
     """
     if warmup:
         block(warmup)
-    samples = []
-    for _ in range(repeats):
-        samples.append(time_once(lambda: block(ops)) / ops)
-    return samples
+    return [time_once(lambda: block(ops)) / ops for _ in range(repeats)]
 
 
 def first_ops(make_block: Callable[[int], Block], repeats: int) -> list[float]:

@@ -84,20 +84,18 @@ def _text(rng: random.Random, size: int) -> str:
 
 def _make_pool(kind: str, text_size: int, seed: int) -> list[Turn]:
     rng = random.Random(seed)
-    pool = []
-    for i in range(_POOL):
-        pool.append(
-            Turn(
-                kind=kind,
-                text=_text(rng, text_size),
-                call_id=f"call_{seed}_{i:04d}",
-                arguments={"path": f"src/pkg/module_{i % 37}.py", "start_line": i, "end_line": i + 40},
-                input_tokens=1200 + rng.randrange(4000),
-                output_tokens=50 + rng.randrange(400),
-                cache_read_tokens=rng.randrange(1200),
-            )
+    return [
+        Turn(
+            kind=kind,
+            text=_text(rng, text_size),
+            call_id=f"call_{seed}_{i:04d}",
+            arguments={"path": f"src/pkg/module_{i % 37}.py", "start_line": i, "end_line": i + 40},
+            input_tokens=1200 + rng.randrange(4000),
+            output_tokens=50 + rng.randrange(400),
+            cache_read_tokens=rng.randrange(1200),
         )
-    return pool
+        for i in range(_POOL)
+    ]
 
 
 # Text sizes chosen so a raw-log line (with sequence, ids, timestamps, usage and the

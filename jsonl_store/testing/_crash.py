@@ -299,8 +299,7 @@ def _data_candidates(disk: _Disk, ino: int, name: str, limit: int, rng: random.R
                     variant([*ops[:-1], torn]),
                 )
             )
-    for k in range(n):
-        out.append((f"{name}: {k} of {n} unsynced writes kept", variant(ops[:k])))
+    out.extend((f"{name}: {k} of {n} unsynced writes kept", variant(ops[:k])) for k in range(n))
     for kind in ("zeros", "garbage"):
         out.append(
             (
@@ -356,8 +355,10 @@ def _candidates(
             ("directory changes kept, unsynced file data lost", lambda: disk.build(_lost, dir_ops))
         )
     families.append(dirs_family)
-    for ino in sorted(disk.pending_data):
-        families.append(_data_candidates(disk, ino, names.get(ino, f"inode {ino}"), limit, rng))
+    families.extend(
+        _data_candidates(disk, ino, names.get(ino, f"inode {ino}"), limit, rng)
+        for ino in sorted(disk.pending_data)
+    )
     return families
 
 
@@ -436,6 +437,16 @@ def crash_points(fs: SimulatedFileSystem, *, start: int | None = None) -> list[i
     return [start] + [e.index + 1 for e in fs.trace[start:] if e.effects]
 
 
+def _round_robin(families: Sequence[Sequence[_Candidate]]) -> Iterator[_Candidate]:
+    """Each family's first candidate, then each one's second, and so on: a small budget still sees each kind of damage."""
+    left = [list(family) for family in families if family]
+    while left:
+        for family in list(left):
+            yield family.pop(0)
+            if not family:
+                left.remove(family)
+
+
 def _states_at(
     disk: _Disk,
     prefix: int,
@@ -484,16 +495,10 @@ def _states_at(
         if state is not None:
             count += 1
             yield state
-    families = [list(f) for f in _candidates(disk, _names(disk), tear_points, rng) if f]
-    # Round robin over the families so a small budget still sees each kind of damage.
-    while count < budget and families:
-        for family in list(families):
-            if count >= budget:
-                break
-            description, build = family.pop(0)
-            if not family:
-                families.remove(family)
-            state = emit("power", description, build())
-            if state is not None:
-                count += 1
-                yield state
+    for description, build in _round_robin(_candidates(disk, _names(disk), tear_points, rng)):
+        if count >= budget:
+            break
+        state = emit("power", description, build())
+        if state is not None:
+            count += 1
+            yield state

@@ -718,7 +718,7 @@ class SimulatedFileSystem:
         return self._links.get(ino, 0)
 
     def _unlock(self, fd: int) -> None:
-        for ino, (exclusive, holders) in list(self._locks.items()):
+        for ino, (_exclusive, holders) in list(self._locks.items()):
             if fd in holders:
                 holders.discard(fd)
                 if not holders:

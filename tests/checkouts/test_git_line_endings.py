@@ -71,7 +71,7 @@ def test_the_store_gitattributes_keeps_an_autocrlf_clone_byte_for_byte(tmp_path:
 
 def test_an_autocrlf_clone_without_gitattributes_reads_every_record(tmp_path: Path) -> None:
     """Every line ends in \\r\\n in the clone, yet load, records, usage and list give everything."""
-    repo, written = _repository(tmp_path, attributes=False)
+    repo, _ = _repository(tmp_path, attributes=False)
     clone = _clone(repo, tmp_path / "clone")
     directory = clone / "sessions" / SID
     assert all(b"\r\n" in (directory / name).read_bytes() for name in FILES)  # git converted them

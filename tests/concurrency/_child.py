@@ -427,13 +427,12 @@ def role_subagent(args: Args) -> None:
     sid, parent = args["sid"], args["parent"]
     say("ready")
     listen()
-    own = []
-    for i in range(args["count"]):
-        own.append(
-            store.append(
-                sid, message(sid, i), parent_session_id=parent, agent_name="helper", title=f"Sub-agent {sid}"
-            )
+    own = [
+        store.append(
+            sid, message(sid, i), parent_session_id=parent, agent_name="helper", title=f"Sub-agent {sid}"
         )
+        for i in range(args["count"])
+    ]
     up = store.append(parent, {"role": "user", "id": f"{sid}:result", "content": f"result of {sid}"})
     result({"own": own, "result": up})
 

@@ -41,7 +41,7 @@ def test_ui_renaming_while_runtime_appends_and_updates_metadata_clobbers_nothing
     # What each process saw only ever moved forward, field by field.
     for seen in (ui_seen, runtime_seen, reader_seen["raw"], reader_seen["summary"]):
         for before, after in pairwise(seen):
-            assert all(a <= b for a, b in zip(before, after)), (before, after)
+            assert all(a <= b for a, b in zip(before, after, strict=True)), (before, after)
     assert all(b[0] <= summary.version for b in reader_seen["raw"])
     # The file on disk is whole and says the same.
     meta = json.loads((tmp_path / SID / "meta.json").read_bytes())
@@ -69,7 +69,7 @@ def test_two_processes_updating_with_the_same_expected_version_one_wins_the_othe
     for round_ in range(30):
         for racer in racers if round_ % 2 else racers[::-1]:
             racer.send(f"{round_} {round_}")
-        answers = {name: racer.readline() for name, racer in zip("ab", racers)}
+        answers = {name: racer.readline() for name, racer in zip("ab", racers, strict=True)}
         assert sorted(answers.values()) == ["conflict", f"won {round_ + 1}"], f"round {round_}: {answers}"
         titles.append(next(f"{name} {round_}" for name, answer in answers.items() if answer != "conflict"))
     for racer in racers:

@@ -28,7 +28,7 @@ def test_two_processes_snapshotting_the_same_version_one_wins_the_other_gets_a_c
         order = racers if round_ % 2 else racers[::-1]  # neither racer always hears first
         for racer in order:
             racer.send(f"{round_} {round_ - 1} {through}")
-        answers = {name: racer.readline() for name, racer in zip("ab", racers)}
+        answers = {name: racer.readline() for name, racer in zip("ab", racers, strict=True)}
         assert sorted(answers.values()) == ["conflict", f"won {round_}"], f"round {round_}: {answers}"
         winners.append(next(name for name, answer in answers.items() if answer != "conflict"))
     for racer in racers:

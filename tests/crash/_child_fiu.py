@@ -110,7 +110,7 @@ def main() -> None:
                 result = call(store)
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which judges it
         outcome = exc
-    print(json.dumps(describe(outcome, result)), flush=True)
+    print(json.dumps(describe(outcome, result)), flush=True)  # noqa: T201 - the parent reads stdout
 
 
 if __name__ == "__main__":

@@ -63,7 +63,7 @@ def append_loop(store: SessionStore, args: dict[str, Any], rng: random.Random) -
             batch = [make(f"{prefix}-0", rng.randint(10, 3000), rng)]
             say(f"try {prefix} 1")
             sequences = [store.append(sid, batch[0])]
-        say("\n".join(f"ack {s} {sha(m)}" for s, m in zip(sequences, batch)))
+        say("\n".join(f"ack {s} {sha(m)}" for s, m in zip(sequences, batch, strict=True)))
 
 
 def meta_loop(store: SessionStore, args: dict[str, Any], rng: random.Random) -> None:
@@ -78,7 +78,7 @@ def meta_loop(store: SessionStore, args: dict[str, Any], rng: random.Random) -> 
         batch = [make(f"{prefix}-{i}", rng.randint(10, 500), rng) for i in range(rng.randint(1, 3))]
         say(f"try {prefix} {len(batch)}")
         sequences = store.append_many(sid, batch)
-        say("\n".join(f"ack {s} {sha(m)}" for s, m in zip(sequences, batch)))
+        say("\n".join(f"ack {s} {sha(m)}" for s, m in zip(sequences, batch, strict=True)))
         summary_id = f"snap-{prefix}"
         say(f"try-snap {version + 1} {sequences[-1]} {summary_id}")
         snapshot = store.snapshot(

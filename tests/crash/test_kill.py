@@ -131,6 +131,18 @@ class Victim:
 
 
 @dataclass
+class InFlight:
+    """The calls a killed child had begun and not acknowledged, from its report."""
+
+    #: (call prefix, records in it) of the last "try" line, and how many acks of it were read.
+    tried: tuple[str, int] | None = None
+    acked: int = 0
+    #: The title of a metadata update, and the (version, through, summary id) of a snapshot.
+    title: str | None = None
+    snapshot: tuple[int, int, str] | None = None
+
+
+@dataclass
 class Ledger:
     """Everything that must survive: acknowledged records, and the metadata and snapshot states."""
 
@@ -141,33 +153,36 @@ class Ledger:
     meta: tuple[int, str | None] = (0, None)
     snapshot: tuple[int, int, str] | None = None
 
-    def check_after_kill(self, lines: list[str], round_: int) -> None:
-        """Check a fresh store's view of the disk against what the killed child reported."""
-        tried: tuple[str, int] | None = None
-        acked_in_flight = 0  # acks read for the call of the last "try" line
-        meta_try: str | None = None
-        snap_try: tuple[int, int, str] | None = None
+    def read_report(self, lines: list[str]) -> InFlight:
+        """Take in what the killed child acknowledged; return the calls it had not finished."""
+        flight = InFlight()
         for line in lines:
             word, *rest = line.split(" ")
             if word == "try":
-                tried, acked_in_flight = (rest[0], int(rest[1])), 0
+                flight.tried, flight.acked = (rest[0], int(rest[1])), 0
             elif word == "ack":
-                acked_in_flight += 1
+                flight.acked += 1
                 sequence, digest = int(rest[0]), rest[1]
                 assert self.kept.setdefault(sequence, digest) == digest, (
                     f"sequence {sequence} acknowledged twice, with different content"
                 )
             elif word == "try-snap":
-                snap_try = (int(rest[0]), int(rest[1]), rest[2])
+                flight.snapshot = (int(rest[0]), int(rest[1]), rest[2])
             elif word == "ack-snap":
-                self.snapshot, snap_try = (int(rest[0]), int(rest[1]), rest[2]), None
+                self.snapshot, flight.snapshot = (int(rest[0]), int(rest[1]), rest[2]), None
             elif word == "try-meta":
-                meta_try = rest[0]
+                flight.title = rest[0]
             elif word == "ack-meta":
-                self.meta, meta_try = (int(rest[0]), rest[1]), None
+                self.meta, flight.title = (int(rest[0]), rest[1]), None
             else:
                 raise AssertionError(f"unexpected line {line!r}")
+        return flight
 
+    def check_after_kill(self, lines: list[str], round_: int) -> None:
+        """Check a fresh store's view of the disk against what the killed child reported."""
+        flight = self.read_report(lines)
+        tried, acked_in_flight = flight.tried, flight.acked
+        meta_try, snap_try = flight.title, flight.snapshot
         store = SessionStore(self.root, durability="fsync")
         records = list(store.records(SID))
         assert [r.sequence for r in records] == list(range(1, len(records) + 1)), "the log has a gap"

@@ -1,4 +1,4 @@
-"""Reading forward and backward finds the same lines, whatever the bytes (spec §8.1–§8.4).
+"""Reading forward and backward finds the same lines, whatever the bytes (spec §8.1 to §8.4).
 
 The forward scanner (readers) and the backward search (writers, summaries) are two
 implementations of one rule; here they run over random mixes of records, converted line
@@ -75,8 +75,8 @@ def _both(data: bytes) -> tuple[list[tuple[int, bytes, int, bool]], list[tuple[i
         file.flush()
         fd = os.open(file.name, os.O_RDONLY)
         try:
-            forward = [(l.offset, l.body, l.end, l.converted) for l in _log.scan(OS_FS, fd, "", 0, len(data), DISCARD)]
-            back = [(l.offset, l.body, l.end, l.converted) for l in _log.backward(OS_FS, fd, len(data))]
+            forward = [(line.offset, line.body, line.end, line.converted) for line in _log.scan(OS_FS, fd, "", 0, len(data), DISCARD)]
+            back = [(line.offset, line.body, line.end, line.converted) for line in _log.backward(OS_FS, fd, len(data))]
         finally:
             os.close(fd)
     return forward, back[::-1]

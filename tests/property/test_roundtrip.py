@@ -72,7 +72,7 @@ def strictly_equal(a: Any, b: Any) -> bool:
     if isinstance(a, dict):
         return list(a) == list(b) and all(strictly_equal(a[k], b[k]) for k in a)
     if isinstance(a, list):
-        return len(a) == len(b) and all(strictly_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(strictly_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, float):
         return a == b and math.copysign(1, a) == math.copysign(1, b)
     return bool(a == b)

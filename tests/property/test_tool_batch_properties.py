@@ -182,7 +182,7 @@ def batches(draw: st.DrawFn) -> list[tuple[str, Any]]:
 turns = st.one_of(
     st.sampled_from([[("user", None)], [("system", None)], [("compacted", None)], [("assistant", [])]]),
     batches(),
-    st.sampled_from(CALL_IDS + ["zzz"]).map(lambda i: [("tool", i)]),
+    st.sampled_from([*CALL_IDS, "zzz"]).map(lambda i: [("tool", i)]),
 )
 
 
@@ -232,7 +232,7 @@ def test_provider_safe_matches_the_seed_rule(history: list[Message]) -> None:
     """provider_safe is the seed's rule, applied to the included messages."""
     safe = provider_safe(history)
     expected = seed_rule(history)
-    assert len(safe) == len(expected) and all(a is b for a, b in zip(safe, expected))
+    assert len(safe) == len(expected) and all(a is b for a, b in zip(safe, expected, strict=True))
 
 
 @EXAMPLES
@@ -245,7 +245,7 @@ def test_plain_messages_are_all_kept_in_order(history: list[Message], policy: An
         repair_context(history, mid_history=policy, close_last=close_last),
     ):
         kept = [message for message in output if is_plain(message)]
-        assert len(kept) == len(expected) and all(a is b for a, b in zip(kept, expected))
+        assert len(kept) == len(expected) and all(a is b for a, b in zip(kept, expected, strict=True))
 
 
 @EXAMPLES
@@ -296,7 +296,7 @@ def test_valid_context_is_returned_unchanged(history: list[Message], policy: Any
         close_interrupted(context),
         repair_context(context, mid_history=policy, close_last=close_last),
     ):
-        assert len(output) == len(context) and all(a is b for a, b in zip(output, context))
+        assert len(output) == len(context) and all(a is b for a, b in zip(output, context, strict=True))
 
 
 @EXAMPLES

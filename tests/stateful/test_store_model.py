@@ -164,9 +164,12 @@ class StoreModel(RuleBasedStateMachine):
     )
     def append(self, which: int, session_id: str, message: Message, title: str | None) -> None:
         expected = self._expect_append(session_id, [message], title)
-        call = lambda: self.stores[which].append(
-            session_id, message, parent_session_id=PARENTS.get(session_id), title=title
-        )
+
+        def call() -> int:
+            return self.stores[which].append(
+                session_id, message, parent_session_id=PARENTS.get(session_id), title=title
+            )
+
         if isinstance(expected, list):
             assert call() == expected[0]
         else:
@@ -180,9 +183,10 @@ class StoreModel(RuleBasedStateMachine):
     )
     def append_many(self, which: int, session_id: str, batch: list[Message]) -> None:
         expected = self._expect_append(session_id, batch, None)
-        call = lambda: self.stores[which].append_many(
-            session_id, batch, parent_session_id=PARENTS.get(session_id)
-        )
+
+        def call() -> list[int]:
+            return self.stores[which].append_many(session_id, batch, parent_session_id=PARENTS.get(session_id))
+
         if isinstance(expected, list):
             assert call() == expected
         else:
@@ -308,17 +312,25 @@ class StoreModel(RuleBasedStateMachine):
                 session.pinned, changed = pinned, True
             if user:
                 owned.add("pinned")
-        for key, value in (metadata or {}).items():
+        if StoreModel._merge_metadata(session, metadata or {}, user, owned):
+            changed = True
+        if owned != session.owned:
+            session.owned, changed = owned, True
+        if changed:
+            session.version += 1
+
+    @staticmethod
+    def _merge_metadata(session: ModelSession, metadata: dict[str, Any], user: bool, owned: set[str]) -> bool:
+        """The metadata keys of a merge (``owned`` gains what a user sets); True if one changed."""
+        changed = False
+        for key, value in metadata.items():
             if not user and f"metadata.{key}" in owned:
                 continue
             if user:
                 owned.add(f"metadata.{key}")
             if key not in session.metadata or session.metadata[key] != value:
                 session.metadata[key], changed = value, True
-        if owned != session.owned:
-            session.owned, changed = owned, True
-        if changed:
-            session.version += 1
+        return changed
 
     @precondition(lambda self: bool(self.model))
     @rule(which=st.integers(0, 1), data=st.data(), off_by=st.sampled_from([-1, 1, 5]))

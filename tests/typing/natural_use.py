@@ -92,7 +92,7 @@ def context_for_model(store: SessionStore, sid: str) -> list[Message]:
     assert is_provider_valid(closed)
     problems: list[Problem] = view.problems
     if view.snapshot is not None:
-        print(view.snapshot.compacted_through_sequence, view.last_sequence, len(problems))
+        print(view.snapshot.compacted_through_sequence, view.last_sequence, len(problems))  # noqa: T201 - user code prints
     return messages + closed
 
 
@@ -179,4 +179,4 @@ def crash_test_my_resume() -> int:
 
 
 if __name__ == "__main__":
-    print(asyncio.run(async_turn("/tmp/sessions", "chat")))
+    print(asyncio.run(async_turn("/tmp/sessions", "chat")))  # noqa: T201 - user code prints

@@ -241,7 +241,7 @@ OPTIONAL_ID = {"append-parent", "list_sessions-parent", "verify", "list_sessions
 CASES = [
     pytest.param(method, bad_id, id=f"{method}-{name}")
     for method in sorted(SYNC_CALLS)
-    for bad_id, name in zip(BAD_IDS, BAD_ID_NAMES)
+    for bad_id, name in zip(BAD_IDS, BAD_ID_NAMES, strict=True)
     if not (bad_id is None and method in OPTIONAL_ID)
 ]
 

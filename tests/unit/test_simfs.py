@@ -519,5 +519,5 @@ def test_testing_package_example_runs() -> None:
     code = doc.split("Example::\n", 1)[1]
     resumed: list[object] = []
     namespace = {"my_resume_code": lambda store: resumed.append(store.load("s"))}
-    exec(textwrap.dedent(code), namespace)  # noqa: S102 -- running the documented example is the point
+    exec(textwrap.dedent(code), namespace)  # running the documented example is the point
     assert len(resumed) > 10

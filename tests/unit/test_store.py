@@ -862,11 +862,11 @@ def test_loading_many_sessions_never_closes_a_writer_the_store_holds(root: Path)
     for n in range(200):
         SessionStore(root).append(f"read-{n}", UserMessage(content="x"))
     store.append("writer", UserMessage(content="first"))
-    writer = store._handles._sessions["writer"].log  # noqa: SLF001 (the descriptor cache under test)
+    writer = store._handles._sessions["writer"].log  # the descriptor cache under test
     assert writer is not None and writer.fd >= 0
     fd = writer.fd
     for n in range(200):
         store.load(f"read-{n}")
-    assert list(store._handles._sessions) == ["writer"]  # noqa: SLF001
+    assert list(store._handles._sessions) == ["writer"]
     assert writer.fd == fd  # still open: the next append reads nothing again
     assert store.append("writer", UserMessage(content="second")) == 2

@@ -43,7 +43,7 @@ def result(call_id: str, content: str = "ok") -> ToolMessage:
 
 def same(actual: list[Message], expected: list[Message]) -> bool:
     """True when both lists hold the very same objects in the same order."""
-    return len(actual) == len(expected) and all(a is e for a, e in zip(actual, expected))
+    return len(actual) == len(expected) and all(a is e for a, e in zip(actual, expected, strict=True))
 
 
 def is_notice(message: Message, call_id: str) -> bool:

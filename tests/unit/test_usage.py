@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 from helpers import json_lines, read_tree, usage_path
 
-from jsonl_store import AssistantMessage, InvalidArgument, InvalidMessage, ModelUsage, SessionStore, UserMessage
+from jsonl_store import (
+    AssistantMessage,
+    InvalidArgument,
+    InvalidMessage,
+    ModelUsage,
+    SessionStore,
+    UserMessage,
+)
 
 
 def test_record_usage_appends_one_line_per_call_and_usage_gives_them_back(

@@ -104,7 +104,7 @@ def _files(directory: Path) -> dict[str, bytes]:
 def _problems(problems: list[Problem], *, action: bool = False) -> list[dict[str, Any]]:
     out = [{"kind": p.kind, "file": Path(p.path).name, "offset": p.offset, "line": p.line} for p in problems]
     if action:
-        for item, problem in zip(out, problems):
+        for item, problem in zip(out, problems, strict=True):
             item["action"] = problem.action
     return out
 
@@ -192,8 +192,9 @@ def test_load_gives_the_expected_records_and_context(case: Path, tmp_path: Path)
         return
     view = store.load(SESSION)
     assert (view.snapshot.version if view.snapshot else None) == expected["snapshot_version"]
-    assert [_record(r, e) for r, e in zip(view.raw_tail, expected["records"])] == expected["records"]
     assert len(view.raw_tail) == len(expected["records"])
+    records = [_record(r, e) for r, e in zip(view.raw_tail, expected["records"], strict=True)]
+    assert records == expected["records"]
     if "messages" in expected:
         assert [_builtins(m) for m in view.messages] == expected["messages"]
     assert _problems(view.problems) == expected["problems"]
