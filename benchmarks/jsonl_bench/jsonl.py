@@ -6,7 +6,7 @@ import itertools
 import os
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from jsonl_store.testing.damage import damage_file, tear_last_line
@@ -361,7 +361,7 @@ def _load_snapshot_files(ctx: Context) -> None:
     _wait_until_settled([os.path.join(root, f"files-{count}") for count in counts])
     ops = max(1, s.fast_ops // 20)
     with open_store(root, "none") as store:
-        ways = {
+        ways: dict[str, tuple[str, Callable[[str], Block]]] = {
             "same_store": ("one store, again and again", lambda sid: _repeat_loader(store, sid)),
             "new_store": ("a new store object each", lambda sid: loader(root, sid)),
             "first": ("a process's first (no listing cached)", lambda sid: _first_loader(root, sid)),
@@ -415,9 +415,9 @@ def _wait_until_settled(directories: list[str]) -> None:
 def _first_loader(root: str, session_id: str) -> Block:
     """Per op: a new store's load() after forgetting every cached listing, as a new process."""
     try:
-        from jsonl_store import store as store_module
+        from jsonl_store._handles import SHARED_LISTINGS
 
-        forget = store_module._SHARED_LISTINGS._entries.clear
+        forget = SHARED_LISTINGS._entries.clear
     except (ImportError, AttributeError):  # a version without the cache: every load lists
 
         def forget() -> None:
