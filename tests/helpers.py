@@ -1,5 +1,8 @@
 """Small helpers the test suites share: directory snapshots, log lines, file paths, timeouts.
 
+`plain`, `as_class` and `classes` narrow what readers give back (`Message`, a union) to the kind a
+test appended, checking it on the way, so that mypy checks the test's use of it.
+
 The byte-damage helpers (tear, flip, zero-fill, garbage, CRLF, BOM) are public, in
 `jsonl_store.testing.damage`, shared with the vector builder and the benchmarks.
 """
@@ -17,7 +20,25 @@ from typing import Any
 import orjson
 from hypothesis import settings
 
+from jsonl_store import AnyMessage, Message
 from jsonl_store._paths import LOCK_NAME, LOG_NAME, META_NAME, USAGE_NAME, snapshot_name
+
+
+def plain(message: Message) -> dict[str, Any]:
+    """``message`` as the plain dict it was appended as; fails if it came back as a class."""
+    assert isinstance(message, dict), f"expected a plain dict, got {message!r}"
+    return message
+
+
+def as_class(message: Message) -> AnyMessage:
+    """``message`` as the message class instance it was appended as; fails if it came back as a dict."""
+    assert isinstance(message, AnyMessage), f"expected a message class, got {message!r}"
+    return message
+
+
+def classes(messages: Iterable[Message]) -> list[AnyMessage]:
+    """`as_class` of each of ``messages``."""
+    return [as_class(message) for message in messages]
 
 
 def read_tree(root: str | os.PathLike[str]) -> dict[str, bytes | None]:
@@ -108,7 +129,9 @@ def gitignored(patterns: Iterable[str], path: str) -> bool:
 
 def examples(n: int) -> int:
     """``n`` hypothesis examples, scaled up when the ``long`` profile is loaded (``--long``)."""
-    return max(1, n * settings.default.max_examples // 100)
+    profile = settings.default
+    assert profile is not None  # conftest loads a profile before any test runs
+    return max(1, n * profile.max_examples // 100)
 
 
 @contextlib.contextmanager

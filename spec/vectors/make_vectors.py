@@ -27,13 +27,14 @@ import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
 from jsonl_store import (
     AssistantMessage,
     CompactedMessage,
+    Message,
     ModelUsage,
     SessionStore,
     SystemMessage,
@@ -113,7 +114,9 @@ class Log:
             id=record_id(n),
             created_at=at(n if seconds is None else seconds),
             plain=plain,
-            message=msgspec.Raw(payload),
+            # Pre-encoded, embedded byte for byte by the encoder; the field's static
+            # type is what readers give back, which a Raw never is.
+            message=cast("Message", msgspec.Raw(payload)),
             **fields,
         )
         line = _codec.encode_record(record)

@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import classes
 
 from jsonl_store import CompactedMessage, Problem, SessionStore, UserMessage
 from jsonl_store._paths import GITATTRIBUTES_NAME, GITATTRIBUTES_TEXT
@@ -79,7 +80,7 @@ def test_an_autocrlf_clone_without_gitattributes_reads_every_record(tmp_path: Pa
     store = SessionStore(clone / "sessions", on_problem=reported.append)
     view = store.load(SID)
     assert view.snapshot is not None and view.snapshot.version == 1  # found by its boundary record
-    assert [m.id for m in view.messages] == ["c1", "m4", "m5"]
+    assert [m.id for m in classes(view.messages)] == ["c1", "m4", "m5"]
     assert [r.sequence for r in store.records(SID)] == [1, 2, 3, 4, 5, 6]
     assert store.usage_totals(SID).input_tokens == 10
     [summary] = store.list_sessions()

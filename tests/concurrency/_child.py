@@ -20,6 +20,7 @@ from typing import Any
 
 from jsonl_store import (
     CompactedMessage,
+    Message,
     MetadataConflict,
     ParentMismatch,
     SequenceConflict,
@@ -329,7 +330,7 @@ class StallingFileSystem(OsFileSystem):
         sys.exit(4)
 
     # The overrides take only what the store passes (str paths, bytes), hence the ignores.
-    def open(self, path: str, flags: int, mode: int = 0o777) -> int:  # type: ignore[override]
+    def open(self, path: str, flags: int, mode: int = 0o777) -> int:
         fd = os.open(path, flags, mode)
         if path.endswith("messages.jsonl") and flags & os.O_APPEND:
             self.log_fds.add(fd)
@@ -453,6 +454,13 @@ def role_claim_parent_rounds(args: Args) -> None:
 # -- conditional appends and empty sessions ------------------------------------------------
 
 
+def _plain_content(message: Message) -> str:
+    """The text of a message appended as a plain dict (every one on the shared stack is)."""
+    assert isinstance(message, dict), message
+    content: str = message["content"]
+    return content
+
+
 def role_pop_rounds(args: Args) -> None:
     """Pop ``count`` records off a shared stack: read the last record, then append a marker
     only if the log still ends there (``expected_last_sequence``), retrying on conflict.
@@ -469,8 +477,9 @@ def role_pop_rounds(args: Args) -> None:
     listen()
     while len(popped) < args["count"]:
         records = list(store.records(sid))
-        taken = {int(r.message["content"].split()[1]) for r in records if r.message["content"].startswith("pop ")}
-        stack = [r.sequence for r in records if r.message["content"].startswith("push") and r.sequence not in taken]
+        contents = [(r.sequence, _plain_content(r.message)) for r in records]
+        taken = {int(content.split()[1]) for _, content in contents if content.startswith("pop ")}
+        stack = [sequence for sequence, content in contents if content.startswith("push") and sequence not in taken]
         top = stack[-1]
         try:
             store.append(

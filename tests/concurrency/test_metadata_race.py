@@ -7,6 +7,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from helpers import plain
+
 from jsonl_store import SessionStore
 
 SID = "busy-session"
@@ -51,7 +53,8 @@ def test_ui_renaming_while_runtime_appends_and_updates_metadata_clobbers_nothing
         summary.metadata,
     )
     # The runtime's messages are all there, once, in order.
-    ids = [r.message["id"] for r in SessionStore(tmp_path).records(SID) if "id" in r.message]
+    messages = [plain(r.message) for r in SessionStore(tmp_path).records(SID)]
+    ids = [m["id"] for m in messages if "id" in m]
     assert ids == [f"runtime:{s}" for s in range(RUNTIME_STEPS)]
     assert SessionStore(tmp_path).verify(SID) == []
 

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from helpers import fails_after
+from helpers import classes, fails_after
 
-from jsonl_store import CompactedMessage, Problem, SessionStore, UserMessage
+from jsonl_store import CompactedMessage, FileSystem, Problem, SessionStore, UserMessage
 from jsonl_store._fs import OS_FS
 from jsonl_store.testing import SimulatedFileSystem
 
@@ -44,7 +44,7 @@ def test_readers_racing_a_compacting_writer_see_only_healthy_snapshots(tmp_path:
 class _PausedAfterMeasuring:
     """A file system that runs ``meanwhile`` once, right after a reader measures the raw log."""
 
-    def __init__(self, fs: SimulatedFileSystem, meanwhile: Any) -> None:
+    def __init__(self, fs: FileSystem, meanwhile: Any) -> None:
         self._fs = fs
         self._meanwhile = meanwhile
         self._log_fds: set[int] = set()
@@ -84,12 +84,12 @@ def test_a_snapshot_made_between_a_readers_measure_and_its_listing_is_trusted() 
     fs = SimulatedFileSystem()
     compact = _three_records_then_a_compaction(SessionStore("/store", fs=fs))
     reported: list[Problem] = []
-    reader = SessionStore("/store", fs=_PausedAfterMeasuring(fs, compact), on_problem=reported.append)  # type: ignore[arg-type]
+    reader = SessionStore("/store", fs=_PausedAfterMeasuring(fs, compact), on_problem=reported.append)
     view = reader.load(SID)
     assert reported == [] and view.problems == []
     assert view.snapshot is not None and view.snapshot.version == 1
     # The view is the log as of the snapshot or later: the record after the boundary is in it.
-    assert [m.id for m in view.messages] == ["c1", "m4"]
+    assert [m.id for m in classes(view.messages)] == ["c1", "m4"]
 
 
 def test_records_after_a_boundary_written_during_the_read_are_not_lost(tmp_path: Path) -> None:
@@ -97,7 +97,7 @@ def test_records_after_a_boundary_written_during_the_read_are_not_lost(tmp_path:
     root = tmp_path / "store"
     compact = _three_records_then_a_compaction(SessionStore(root))
     reported: list[Problem] = []
-    paused = _PausedAfterMeasuring(OS_FS, compact)  # type: ignore[arg-type]
-    reader = SessionStore(root, fs=paused, on_problem=reported.append)  # type: ignore[arg-type]
+    paused = _PausedAfterMeasuring(OS_FS, compact)
+    reader = SessionStore(root, fs=paused, on_problem=reported.append)
     assert [r.sequence for r in reader.records(SID, after=4)] == [5]
     assert reported == []

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import plain
 
 from jsonl_store import ParentMismatch, SessionStore
 
@@ -17,7 +18,7 @@ def ids_in(root: Path, sid: str) -> list[str]:
     """The message ids of one session's raw log, in file order; sequences must be 1..n."""
     records = list(SessionStore(root).records(sid))
     assert [r.sequence for r in records] == list(range(1, len(records) + 1)), sid
-    return [r.message["id"] for r in records]
+    return [plain(r.message)["id"] for r in records]
 
 
 def test_subagents_appending_while_their_parent_appends_are_listed_as_its_children(

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
+from helpers import plain
 
 from jsonl_store import SessionStore
 
@@ -187,7 +188,7 @@ class Ledger:
         records = list(store.records(SID))
         assert [r.sequence for r in records] == list(range(1, len(records) + 1)), "the log has a gap"
         for record in records:
-            message = record.message
+            message = plain(record.message)
             assert hashlib.sha256(message["content"].encode()).hexdigest() == message["digest"], (
                 record.sequence
             )
@@ -195,7 +196,7 @@ class Ledger:
             assert sequence <= len(records), f"acknowledged sequence {sequence} is lost"
             assert sha(records[sequence - 1].message) == digest, f"acknowledged sequence {sequence} changed"
         # Records past every acknowledged one can only be the call in flight: a prefix of it.
-        unacknowledged = [r.message["id"] for r in records[max(self.kept) :]]
+        unacknowledged = [plain(r.message)["id"] for r in records[max(self.kept) :]]
         if unacknowledged:
             # The call in flight: a prefix of it, after the acks of it that were read. A
             # kill can cut a batch's ack report short (one pipe write of many lines is not

@@ -41,10 +41,8 @@ pieces = st.one_of(
 def logs(draw: st.DrawFn) -> bytes:
     lines = []
     for n, (kind, value) in enumerate(draw(st.lists(pieces, max_size=12)), start=1):
-        if kind == "record":
-            lines.append(_record(n, value) + b"\n")
-        elif kind == "crlf":
-            lines.append(_record(n, value) + b"\r\n")
+        if isinstance(value, str):  # "record" or "crlf": the text of a record
+            lines.append(_record(n, value) + (b"\n" if kind == "record" else b"\r\n"))
         elif kind == "glued":
             lines.append(value + _record(n, "glued") + b"\n")
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import tempfile
 from typing import Any
 
-from helpers import examples
+from helpers import as_class, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -57,7 +57,7 @@ def test_resume_closes_what_repair_would_close_and_keeps_every_record(history: l
         assert after[: len(before)] == before
         added = [r.message for r in after[len(before) :]]
         assert all(
-            (m["content"] if isinstance(m, dict) else m.content) == INTERRUPTED_NOTICE  # type: ignore[union-attr]
+            (m["content"] if isinstance(m, dict) else as_class(m).content) == INTERRUPTED_NOTICE
             for m in added
         )
         assert is_provider_valid(view.messages)

@@ -170,7 +170,7 @@ def test_any_json_value_round_trips_in_class_messages_and_snapshots(
     writer.snapshot(session, summary, 1, 0)
     view = reader.load(session)
     assert view.snapshot is not None and strictly_equal(view.snapshot.compacted_message, summary)
-    assert view.raw_tail[0].message == parts and strictly_equal(view.raw_tail[0].message.content, [value])  # type: ignore[union-attr]
+    assert view.raw_tail[0].message == parts and strictly_equal(view.raw_tail[0].message.content, [value])
     (first, _) = reader.records(session)
     assert type(first.message) is ToolMessage and strictly_equal(first.message.content, value)
 

@@ -404,7 +404,7 @@ def test_lone_surrogate_in_metadata_or_removed_key_is_refused(store: SessionStor
 @pytest.mark.parametrize("bad_root", ["sess\x00ions", "sess\ud800ions", b"sessions"], ids=["nul", "surrogate", "bytes"])
 def test_root_the_file_system_cannot_name_raises_invalid_argument(tmp_path: Path, bad_root: Any) -> None:
     """A store root with a NUL or a lone surrogate (or given as bytes) is refused when the store is made."""
-    root = bad_root if isinstance(bad_root, bytes) else str(tmp_path / bad_root)
+    root: Any = bad_root if isinstance(bad_root, bytes) else str(tmp_path / bad_root)  # bytes: a wrong type
     with pytest.raises(InvalidArgument):
         SessionStore(root)
     assert os.listdir(tmp_path) == []

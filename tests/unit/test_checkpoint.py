@@ -39,7 +39,7 @@ def test_first_checkpoint_appends_every_message(store: SessionStore) -> None:
 
 def test_checkpoint_appends_only_unknown_ids(store: SessionStore) -> None:
     """A checkpoint of a grown list appends only the messages not stored yet."""
-    messages = [user("a"), user("b")]
+    messages: list[Message] = [user("a"), user("b")]
     store.checkpoint("s", messages)
     messages += [AssistantMessage(content="c"), user("d")]
     assert store.checkpoint("s", messages) == [3, 4]

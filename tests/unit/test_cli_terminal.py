@@ -258,8 +258,13 @@ def test_delete_prompt_shows_the_title_escaped(
 ) -> None:
     """The question delete asks on a terminal holds the title, escaped."""
     asked: list[str] = []
+
+    def answer(prompt: str) -> str:
+        asked.append(prompt)
+        return "n"
+
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
-    monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or "n")
+    monkeypatch.setattr("builtins.input", answer)
     assert main(["--root", str(evil_root), "delete", SESSION]) == 1
     [prompt] = asked
     assert FORBIDDEN.search(prompt) is None and "\\x1b[2J" in prompt

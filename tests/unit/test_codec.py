@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import zlib
 from datetime import UTC, datetime
+from typing import cast
 
 import msgspec
 import orjson
@@ -14,6 +15,7 @@ from jsonl_store import (
     CompactedMessage,
     ContextSnapshot,
     InvalidMessage,
+    Message,
     RawMessageRecord,
     ToolCall,
     UnsupportedValue,
@@ -35,7 +37,9 @@ def record(message: object, plain: bool = False, **fields: object) -> RawMessage
         id="r-1",
         created_at=NOW,
         plain=plain,
-        message=msgspec.Raw(payload),
+        # Pre-encoded, embedded byte for byte by the encoder; the field's static type is
+        # what readers give back, which a Raw never is.
+        message=cast("Message", msgspec.Raw(payload)),
         **fields,  # type: ignore[arg-type]
     )
 

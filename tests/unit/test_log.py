@@ -335,7 +335,7 @@ class FailingFS(OsFileSystem):
         self.fail_sync = False
         self.short_write = False
 
-    def fdatasync(self, fd: int) -> None:  # type: ignore[override]
+    def fdatasync(self, fd: int) -> None:
         if self.fail_sync:
             raise OSError(5, "Input/output error")
         os.fdatasync(fd)

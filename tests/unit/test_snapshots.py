@@ -89,7 +89,7 @@ def test_two_stores_race_for_one_version_and_one_wins(root: Path) -> None:
     with pytest.raises(SnapshotConflict):
         b.snapshot("s", CompactedMessage(content="from b"), 3, 0)
     view = b.load("s")
-    assert view.snapshot is not None and view.snapshot.compacted_message.content == "from a"  # type: ignore[union-attr]
+    assert view.snapshot is not None and view.snapshot.compacted_message.content == "from a"
 
 
 @pytest.mark.parametrize("through", [1, 2])

@@ -17,6 +17,7 @@ from jsonl_store import (
     CompactedMessage,
     InvalidArgument,
     JsonlStoreError,
+    Message,
     MessageTiming,
     ModelUsage,
     ParentMismatch,
@@ -336,7 +337,7 @@ def test_class_message_comes_back_as_an_equal_instance_of_its_class(
 
 def test_record_message_survives_a_new_store_object(store: SessionStore, root: Path) -> None:
     """What one store wrote, another store reads back unchanged."""
-    messages = [user("a"), {"role": "user", "content": "b", "x": 1}, AssistantMessage(content="c")]
+    messages: list[Message] = [user("a"), {"role": "user", "content": "b", "x": 1}, AssistantMessage(content="c")]
     store.append_many("s", messages)
     again = SessionStore(root, durability="none")
     assert [r.message for r in again.records("s")] == messages
@@ -794,7 +795,7 @@ def test_no_written_file_holds_an_absolute_path(store: SessionStore, root: Path,
 def test_log_splits_on_newline_only(store: SessionStore, root: Path) -> None:
     """U+2028, U+2029, CR, NUL, NEL and form feeds inside a message do not split the line."""
     nasty = "a\u2028b\u2029c\rd\x00e\x85f\x0bg\x0ch\x1ci\x1dj\x1ek\r\nl\nm"
-    messages = [user(nasty), {"role": "user", "content": nasty, nasty: nasty}, user("plain")]
+    messages: list[Message] = [user(nasty), {"role": "user", "content": nasty, nasty: nasty}, user("plain")]
     store.append_many("s", messages)
     data = log_path(root, "s").read_bytes()
     assert data.count(b"\n") == 3

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from helpers import fails_after
+from helpers import classes, fails_after
 
 from jsonl_store import (
     CompactedMessage,
@@ -228,7 +228,7 @@ def test_store_root_reached_through_a_symlink_is_used_as_the_user_chose(tmp_path
     (tmp_path / "sessions").symlink_to(real, target_is_directory=True)
     store = SessionStore(tmp_path / "sessions")
     store.append(SID, UserMessage(content="through the link"))
-    assert [m.content for m in store.load(SID).messages] == ["through the link"]
+    assert [m.content for m in classes(store.load(SID).messages)] == ["through the link"]
     assert store.update_session(SID, title="fine").title == "fine"
     assert store.verify() == []
     assert (real / SID / "messages.jsonl").is_file()
