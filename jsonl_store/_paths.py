@@ -138,7 +138,7 @@ def encode_session_id(text: str) -> str:
 def decode_session_id(session_id: str) -> str:
     """The string `encode_session_id` made ``session_id`` from; `InvalidSessionId` for no such string."""
     validate_session_id(session_id)
-    body = session_id[1:] if session_id.startswith("_" + _ESCAPE) or session_id.startswith("_-") else session_id
+    body = session_id[1:] if session_id.startswith(("_" + _ESCAPE, "_-")) else session_id
     data = bytearray()
     position = 0
     for match in _ESCAPED.finditer(body):
