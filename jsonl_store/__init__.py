@@ -1,5 +1,6 @@
 """jsonl_store: LLM-agent sessions as plain, crash-safe, git-friendly files."""
 
+from ._dialects import Dialect, register_dialect
 from ._errors import (
     CorruptSession,
     DurabilityError,
@@ -22,7 +23,6 @@ from ._errors import (
     UnsupportedFormat,
     UnsupportedValue,
 )
-from ._dialects import Dialect, register_dialect
 from ._fs import FileSystem, OsFileSystem
 from ._paths import decode_session_id, encode_session_id
 from ._problems import Problem, ProblemKind

@@ -11,6 +11,7 @@ A test that needs a package skips when it is not installed.
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -71,5 +72,5 @@ def anthropic_request(system: str | None, messages: list[dict[str, Any]]) -> Non
         # every version (and every Anthropic model) takes.
         assert message["role"] in ("user", "assistant"), message
         conforms(MessageParam, message)
-    for before, after in zip(messages, messages[1:]):
+    for before, after in itertools.pairwise(messages):
         assert before["role"] != after["role"], "consecutive messages of one role"
