@@ -29,7 +29,8 @@ library's classes and OpenAI chat dicts (``"neutral"``, the default), OpenAI Res
 items, Anthropic content blocks, or one registered with `register_dialect`. In a dialect
 whose messages hold several results and other content (an Anthropic user message with
 text), dropping a result removes only that result from the message; the message goes when
-nothing is left of it.
+nothing is left of it, and when only other content is left of it in a batch being closed,
+it moves after the batch's results, which must stay together.
 
 What this does not do: it never edits an assistant message (a call id the model repeated
 stays repeated, though some providers reject that); it never reorders the results of a
@@ -128,10 +129,15 @@ def _without_results(messages: Sequence[Any], dialect: Dialect) -> list[Any]:
 
 
 def _close(callers: Sequence[Any], results: Sequence[Any], notice: str | None, dialect: Dialect) -> list[Any]:
-    """The results of a batch trimmed to its calls, then (unless ``notice`` is None) closed."""
+    """The results of a batch trimmed to its calls, then (unless ``notice`` is None) closed.
+
+    A message left with no result but other content (a user's text beside Anthropic
+    results) moves after the batch's results and notices, which must stay together.
+    """
     calls = _open_calls(callers, dialect)
     unanswered: Counter[Any] = Counter(call_id for _, call_id, _ in calls)
     kept: list[Any] = []
+    left: list[Any] = []
     for result in results:
         keep = []
         for call_id in dialect.answers(result):
@@ -141,7 +147,7 @@ def _close(callers: Sequence[Any], results: Sequence[Any], notice: str | None, d
         if all(keep):
             kept.append(result)
         elif (trimmed := dialect.keep_answers(result, keep)) is not None:
-            kept.append(trimmed)
+            (kept if any(keep) else left).append(trimmed)
     if notice is not None:
         missing = []
         for call in calls:
@@ -150,7 +156,7 @@ def _close(callers: Sequence[Any], results: Sequence[Any], notice: str | None, d
                 missing.append(call)
         if missing:
             kept.extend(dialect.notices(missing, notice))
-    return kept
+    return kept + left
 
 
 def repair_context(
