@@ -300,3 +300,15 @@ def test_pydantic_ai_messages_through_a_registered_dialect() -> None:
     assert isinstance(notice, ToolReturnPart) and (notice.tool_call_id, notice.tool_name) == ("b", "cat")
     assert notice.content == INTERRUPTED_NOTICE
     assert is_provider_valid(closed, dialect="pydantic-ai")
+
+
+def test_anthropic_text_left_of_a_duplicate_result_moves_after_the_notices() -> None:
+    """Closing keeps a batch's results together: a message left with only text comes after them."""
+    history = [uses("a", "b"), results("a"), results("a", text="hurry")]
+    closed = close_interrupted(history, dialect="anthropic")
+    assert same(closed[:2], history[:2])
+    assert closed[2:] == [
+        {"role": "user", "content": [notice_block("b")]},
+        {"role": "user", "content": [{"type": "text", "text": "hurry"}]},
+    ]
+    assert is_provider_valid(closed, dialect="anthropic")
