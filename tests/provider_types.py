@@ -51,6 +51,8 @@ def openai_chat(messages: list[dict[str, Any]]) -> None:
 
     for message in messages:
         conforms(ChatCompletionMessageParam, message)
+        if message["role"] == "assistant":  # the API's rule, which the types cannot say
+            assert message.get("content") or message.get("tool_calls") or message.get("refusal"), message
 
 
 def openai_responses(items: list[dict[str, Any]]) -> None:
@@ -72,5 +74,11 @@ def anthropic_request(system: str | None, messages: list[dict[str, Any]]) -> Non
         # every version (and every Anthropic model) takes.
         assert message["role"] in ("user", "assistant"), message
         conforms(MessageParam, message)
+        # The API's rules, which the types cannot say: no empty message or text block,
+        # and in a user message the tool_result blocks first.
+        blocks = message["content"]
+        assert blocks and all(b.get("text") != "" for b in blocks if isinstance(b, dict)), message
+        kinds = [isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks]
+        assert kinds == sorted(kinds, reverse=True), f"a tool_result after other content: {message}"
     for before, after in itertools.pairwise(messages):
         assert before["role"] != after["role"], "consecutive messages of one role"
