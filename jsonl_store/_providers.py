@@ -31,6 +31,7 @@ the dialect the session is stored in).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -91,7 +92,12 @@ def _tool_calls(message: Any, index: int) -> list[tuple[str, str, Any]]:
 
 
 def _json_text(value: Any) -> str:
-    return value if isinstance(value, str) else orjson.dumps(value).decode()
+    if isinstance(value, str):
+        return value
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:  # an int beyond 64 bits, which only the standard library writes
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _text(content: Any) -> str:
