@@ -84,8 +84,11 @@ class Dialect(Protocol):
 # ---------------------------------------------------------------------------------------
 
 
-def _calls(message: Any) -> list[Call]:
-    """The ``(id, name)`` of each tool call an assistant message made; [] for other roles."""
+_NONE: Sequence[Any] = ()
+
+
+def _calls(message: Any) -> Sequence[Call]:
+    """The ``(id, name)`` of each tool call an assistant message made; empty for other roles."""
     if isinstance(message, AssistantMessage):
         return [(call.id, call.name) for call in message.tool_calls]
     if isinstance(message, dict) and message.get("role") == "assistant":
@@ -94,7 +97,7 @@ def _calls(message: Any) -> list[Call]:
             (call["id"], call.get("name") or (call.get("function") or {}).get("name"))
             for call in message.get("tool_calls") or ()
         ]
-    return []
+    return _NONE
 
 
 def _is_result(message: Any) -> bool:
@@ -112,6 +115,15 @@ def _answers(result: Any) -> Any:
     return result.tool_call_id
 
 
+def _neutral_answers(message: Any) -> Sequence[Any]:
+    """``[the call id]`` for a tool result, empty for anything else."""
+    if isinstance(message, ToolMessage):
+        return [message.tool_call_id]
+    if isinstance(message, dict) and message.get("role") == "tool":
+        return [message.get("tool_call_id")]
+    return _NONE
+
+
 def _notice(assistant: Any, call_id: Any, name: str | None, notice: str) -> Any:
     """An error result for one unanswered call, of the same kind as the assistant message."""
     if isinstance(assistant, dict):
@@ -125,11 +137,9 @@ def _notice(assistant: Any, call_id: Any, name: str | None, notice: str) -> Any:
 class NeutralDialect:
     """This library's message classes and OpenAI chat dicts: one result per message."""
 
-    def calls(self, message: Any) -> Sequence[Call]:
-        return _calls(message)
-
-    def answers(self, message: Any) -> Sequence[Any]:
-        return [_answers(message)] if _is_result(message) else []
+    # Plain functions, not methods: repair asks these of every message in the context.
+    calls = staticmethod(_calls)
+    answers = staticmethod(_neutral_answers)
 
     def keep_answers(self, message: Any, keep: Sequence[bool]) -> Any | None:
         return message if keep[0] else None
@@ -178,7 +188,7 @@ class OpenAIResponsesDialect:
     def answers(self, message: Any) -> Sequence[Any]:
         if _item_type(message) in _RESPONSES_RESULTS:
             return [message.get("call_id")]
-        return [_answers(message)] if _is_result(message) else []
+        return _neutral_answers(message)
 
     def keep_answers(self, message: Any, keep: Sequence[bool]) -> Any | None:
         return message if keep[0] else None
@@ -230,7 +240,7 @@ class AnthropicDialect:
         blocks = _blocks(message, "user")
         if blocks is not None:
             return [b.get("tool_use_id") for b in blocks if _block_type(b) == "tool_result"]
-        return [_answers(message)] if _is_result(message) else []
+        return _neutral_answers(message)
 
     def keep_answers(self, message: Any, keep: Sequence[bool]) -> Any | None:
         blocks = _blocks(message, "user")

@@ -78,17 +78,17 @@ def includes(message: Any) -> bool:
 
 def _calls_end(context: Sequence[Any], start: int, dialect: Dialect) -> int:
     """Index just past the calls of a batch that starts at ``start``; ``start`` when none does."""
-    end = start
-    joined = start + 1 < len(context) and dialect.joins(context[start], context[start + 1])
-    if joined or dialect.calls(context[start]):
-        end = start + 1
-        while end < len(context) and dialect.joins(context[end - 1], context[end]):
-            end += 1
-        # A joined run ends at its last message that makes calls (a Responses reasoning
-        # item after the calls goes with what follows).
-        while end > start and not dialect.calls(context[end - 1]):
-            end -= 1
-    return end
+    makes_calls = bool(dialect.calls(context[start]))
+    if not makes_calls and not (start + 1 < len(context) and dialect.joins(context[start], context[start + 1])):
+        return start
+    end = start + 1
+    while end < len(context) and dialect.joins(context[end - 1], context[end]):
+        end += 1
+    # A joined run ends at its last message that makes calls (a Responses reasoning item
+    # after the calls goes with what follows).
+    while end - 1 > start and not dialect.calls(context[end - 1]):
+        end -= 1
+    return end if makes_calls or end - 1 > start else start
 
 
 def _segments(context: Sequence[Any], dialect: Dialect) -> Iterator[tuple[int, int, int]]:
@@ -199,13 +199,19 @@ def repair_context(
         else:
             # "drop" keeps a complete batch, and a last batch whose missing results may
             # still come. A result that answers no call means damage, not an interruption.
-            expected = Counter(call_id for _, call_id, _ in _open_calls(callers, reading))
-            answered = Counter(call_id for result in results for call_id in reading.answers(result))
-            if expected == answered or (at_end and not answered - expected):
+            expected = [call_id for _, call_id, _ in _open_calls(callers, reading)]
+            answered = [call_id for result in results for call_id in reading.answers(result)]
+            # Most batches are answered in call order: equal lists need no multiset count.
+            if expected == answered or _complete_or_open(Counter(expected), Counter(answered), at_end):
                 repaired.extend((*callers, *results))
             else:
                 repaired.extend(_without_results(results, reading))
     return repaired
+
+
+def _complete_or_open(expected: Counter[Any], answered: Counter[Any], at_end: bool) -> bool:
+    """True for a batch every call of which is answered once, or, at the end, none more than once."""
+    return expected == answered or (at_end and not answered - expected)
 
 
 def provider_safe(messages: Sequence[Any], *, dialect: str | Dialect = "neutral") -> list[Any]:
