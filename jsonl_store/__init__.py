@@ -1,5 +1,6 @@
 """jsonl_store: LLM-agent sessions as plain, crash-safe, git-friendly files."""
 
+from ._dialects import Dialect, register_dialect
 from ._errors import (
     CorruptSession,
     DurabilityError,
@@ -25,6 +26,7 @@ from ._errors import (
 from ._fs import FileSystem, OsFileSystem
 from ._paths import decode_session_id, encode_session_id
 from ._problems import Problem, ProblemKind
+from ._providers import to_anthropic, to_openai_chat, to_openai_responses
 from ._records import (
     AnyMessage,
     AssistantMessage,
@@ -59,6 +61,7 @@ __all__ = [
     "CompactedMessage",
     "ContextSnapshot",
     "CorruptSession",
+    "Dialect",
     "DurabilityError",
     "FileSystem",
     "InvalidArgument",
@@ -99,5 +102,9 @@ __all__ = [
     "is_provider_valid",
     "provider_safe",
     "provider_violation",
+    "register_dialect",
     "repair_context",
+    "to_anthropic",
+    "to_openai_chat",
+    "to_openai_responses",
 ]

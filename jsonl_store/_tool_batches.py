@@ -6,7 +6,7 @@ answered exactly once by a result in that run, and no tool result stands anywher
 The raw log breaks this whenever the process stopped between appending an assistant message
 and its last result, so the model context is repaired here; the raw log itself never is.
 
-The rules, the same for message class instances and plain dicts:
+The rules, the same for message class instances and plain dicts, and in every dialect:
 
 - A message with ``include_in_messages=False`` is not part of the model context. It is
   left out first, so a result hidden that way counts as missing. Every function here
@@ -24,20 +24,32 @@ and second results of a call, then add `INTERRUPTED_NOTICE` as an error result f
 call still unanswered, right after the kept results. Calls are counted as a multiset: an
 assistant message that repeats a call id needs that many results.
 
+Where a message format keeps its calls and results is its *dialect* (`_dialects`): the
+library's classes and OpenAI chat dicts (``"neutral"``, the default), OpenAI Responses
+items, Anthropic content blocks, or one registered with `register_dialect`. In a dialect
+whose messages hold several results and other content (an Anthropic user message with
+text), dropping a result removes only that result from the message; the message goes when
+nothing is left of it, and when only other content is left of it in a batch being closed,
+it moves after the batch's results, which must stay together.
+
 What this does not do: it never edits an assistant message (a call id the model repeated
 stays repeated, though some providers reject that); it never reorders the results of a
-batch (providers take them in any order); and it reads tool calls only from
-``tool_calls`` and ``tool_call_id``, not from Anthropic-style ``tool_use`` /
-``tool_result`` content blocks.
+batch (providers take them in any order), nor the blocks of a message.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal, TypeAlias
 
-from ._records import AssistantMessage, Message, ToolMessage
+from ._dialects import Dialect, resolve
+
+# Re-exported (``as``) for `_resume`, which reads a neutral context with them.
+from ._dialects import _answers as _answers  # noqa: PLC0414
+from ._dialects import _calls as _calls  # noqa: PLC0414
+from ._dialects import _is_result as _is_result  # noqa: PLC0414
+from ._records import _Message
 
 #: What to do with an incomplete tool batch in the middle of the history.
 ToolBatchPolicy: TypeAlias = Literal["drop", "close"]
@@ -49,62 +61,66 @@ INTERRUPTED_NOTICE = (
 """The content of the error result that closes a call left without one."""
 
 
-# ---------------------------------------------------------------------------------------
-# Accessors: the same questions asked of a message class instance or a plain dict
-# ---------------------------------------------------------------------------------------
-
-
-def includes(message: Message) -> bool:
+def includes(message: Any) -> bool:
     """True when the message belongs in the model context (``include_in_messages``)."""
     if isinstance(message, dict):
         return bool(message.get("include_in_messages", True))
-    return message.include_in_messages
+    if isinstance(message, _Message):
+        return message.include_in_messages
+    # Another library's message (a dialect's): it has no such flag, so it is included.
+    return bool(getattr(message, "include_in_messages", True))
 
 
-def _calls(message: Message) -> list[tuple[str, str | None]]:
-    """The ``(id, name)`` of each tool call an assistant message made; [] for other roles."""
-    if isinstance(message, AssistantMessage):
-        return [(call.id, call.name) for call in message.tool_calls]
-    if isinstance(message, dict) and message.get("role") == "assistant":
-        # A call is OpenAI-shaped ({"id", "type", "function": {"name", ...}}) or flat.
-        return [
-            (call["id"], call.get("name") or (call.get("function") or {}).get("name"))
-            for call in message.get("tool_calls") or ()
-        ]
-    return []
+# ---------------------------------------------------------------------------------------
+# Finding the batches
+# ---------------------------------------------------------------------------------------
 
 
-def _is_result(message: Message) -> bool:
-    """True for a tool result."""
-    if isinstance(message, dict):
-        return message.get("role") == "tool"
-    return isinstance(message, ToolMessage)
-
-
-def _answers(result: Message) -> Any:
-    """The call id a tool result answers (None for a dict that names none)."""
-    if isinstance(result, dict):
-        return result.get("tool_call_id")
-    assert isinstance(result, ToolMessage)
-    return result.tool_call_id
-
-
-def _batch_end(context: Sequence[Message], start: int) -> int:
-    """Index just past the run of tool results that begins at ``start``."""
-    end = start
-    while end < len(context) and _is_result(context[end]):
+def _calls_end(context: Sequence[Any], start: int, dialect: Dialect) -> int:
+    """Index just past the calls of a batch that starts at ``start``; ``start`` when none does."""
+    makes_calls = bool(dialect.calls(context[start]))
+    if not makes_calls and not (start + 1 < len(context) and dialect.joins(context[start], context[start + 1])):
+        return start
+    end = start + 1
+    while end < len(context) and dialect.joins(context[end - 1], context[end]):
         end += 1
-    return end
+    # A joined run ends at its last message that makes calls (a Responses reasoning item
+    # after the calls goes with what follows).
+    while end - 1 > start and not dialect.calls(context[end - 1]):
+        end -= 1
+    return end if makes_calls or end - 1 > start else start
 
 
-def _notice(assistant: Message, call_id: str, name: str | None, notice: str) -> Message:
-    """An error result for one unanswered call, of the same kind as the assistant message."""
-    if isinstance(assistant, dict):
-        result: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": notice}
-        if name is not None:
-            result["name"] = name
-        return result
-    return ToolMessage(tool_call_id=call_id, name=name, content=notice, is_error=True)
+def _segments(context: Sequence[Any], dialect: Dialect) -> Iterator[tuple[int, int, int]]:
+    """``(start, calls_end, end)`` of each part of ``context``, in order.
+
+    A batch has its calls in ``context[start:calls_end]`` and its results in
+    ``context[calls_end:end]``; a part with ``calls_end == start`` is the single message
+    ``context[start]`` (``end == start + 1``), a plain message or an orphan result.
+    """
+    index = 0
+    while index < len(context):
+        calls_end = _calls_end(context, index, dialect)
+        if calls_end == index:
+            yield index, index, index + 1
+            index += 1
+            continue
+        end = calls_end
+        while end < len(context) and dialect.answers(context[end]) and not dialect.calls(context[end]):
+            end += 1
+        yield index, calls_end, end
+        index = end
+
+
+def _open_calls(callers: Sequence[Any], dialect: Dialect) -> list[tuple[Any, Any, str | None]]:
+    """``(caller, call id, name)`` of each call the messages of a batch make, in order."""
+    return [(caller, call_id, name) for caller in callers for call_id, name in dialect.calls(caller)]
+
+
+def _without_results(messages: Sequence[Any], dialect: Dialect) -> list[Any]:
+    """What is left of messages that carry results once those are dropped (in most dialects, nothing)."""
+    left = (dialect.keep_answers(message, [False] * len(dialect.answers(message))) for message in messages)
+    return [rest for rest in left if rest is not None]
 
 
 # ---------------------------------------------------------------------------------------
@@ -112,31 +128,45 @@ def _notice(assistant: Message, call_id: str, name: str | None, notice: str) -> 
 # ---------------------------------------------------------------------------------------
 
 
-def _close(assistant: Message, results: Sequence[Message], notice: str | None) -> list[Message]:
-    """The results of a batch trimmed to its calls, then (unless ``notice`` is None) closed."""
-    calls = _calls(assistant)
-    unanswered: Counter[Any] = Counter(call_id for call_id, _ in calls)
-    kept: list[Message] = []
+def _close(callers: Sequence[Any], results: Sequence[Any], notice: str | None, dialect: Dialect) -> list[Any]:
+    """The results of a batch trimmed to its calls, then (unless ``notice`` is None) closed.
+
+    A message left with no result but other content (a user's text beside Anthropic
+    results) moves after the batch's results and notices, which must stay together.
+    """
+    calls = _open_calls(callers, dialect)
+    unanswered: Counter[Any] = Counter(call_id for _, call_id, _ in calls)
+    kept: list[Any] = []
+    left: list[Any] = []
     for result in results:
-        call_id = _answers(result)
-        if unanswered[call_id] > 0:
-            unanswered[call_id] -= 1
-            kept.append(result)
-    if notice is not None:
-        for call_id, name in calls:
-            if unanswered[call_id] > 0:
+        keep = []
+        for call_id in dialect.answers(result):
+            keep.append(unanswered[call_id] > 0)
+            if keep[-1]:
                 unanswered[call_id] -= 1
-                kept.append(_notice(assistant, call_id, name, notice))
-    return kept
+        if all(keep):
+            kept.append(result)
+        elif (trimmed := dialect.keep_answers(result, keep)) is not None:
+            (kept if any(keep) else left).append(trimmed)
+    if notice is not None:
+        missing = []
+        for call in calls:
+            if unanswered[call[1]] > 0:
+                unanswered[call[1]] -= 1
+                missing.append(call)
+        if missing:
+            kept.extend(dialect.notices(missing, notice))
+    return kept + left
 
 
 def repair_context(
-    messages: Sequence[Message],
+    messages: Sequence[Any],
     *,
     mid_history: ToolBatchPolicy = "drop",
     close_last: bool = True,
     notice: str = INTERRUPTED_NOTICE,
-) -> list[Message]:
+    dialect: str | Dialect = "neutral",
+) -> list[Any]:
     """Return the model context of ``messages`` with its tool batches made safe to send.
 
     ``mid_history="drop"`` drops a batch in the middle unless it is complete; ``"close"``
@@ -145,41 +175,46 @@ def repair_context(
     `is_provider_valid`). With ``close_last=False``
     the last batch keeps the results that finished and may lack some: under ``"drop"`` it
     is dropped whole if any of its results answers no call (the seed rule), under
-    ``"close"`` such results are dropped instead.
+    ``"close"`` such results are dropped instead. ``dialect`` says where calls and
+    results are (a registered name or a `Dialect`); raises `InvalidArgument` for an
+    unknown one.
     """
+    reading = resolve(dialect)
     context = [message for message in messages if includes(message)]
-    repaired: list[Message] = []
-    index = 0
-    while index < len(context):
-        message = context[index]
-        calls = _calls(message)
-        if not calls:
+    repaired: list[Any] = []
+    for start, calls_end, end in _segments(context, reading):
+        if calls_end == start:
             # An orphan result answers no call in this context; anything else stays.
-            if not _is_result(message):
-                repaired.append(message)
-            index += 1
+            message = context[start]
+            repaired.extend(_without_results([message], reading) if reading.answers(message) else [message])
             continue
-        end = _batch_end(context, index + 1)
-        results = context[index + 1 : end]
+        callers, results = context[start:calls_end], context[calls_end:end]
         at_end = end == len(context)
         closing = close_last if at_end else mid_history == "close"
         if closing:
-            repaired.extend((message, *_close(message, results, notice)))
+            repaired.extend((*callers, *_close(callers, results, notice, reading)))
         elif mid_history == "close":
             # Only the last batch gets here: trimmed, but left open for the caller to close.
-            repaired.extend((message, *_close(message, results, None)))
+            repaired.extend((*callers, *_close(callers, results, None, reading)))
         else:
             # "drop" keeps a complete batch, and a last batch whose missing results may
             # still come. A result that answers no call means damage, not an interruption.
-            expected = Counter(call_id for call_id, _ in calls)
-            answered = Counter(_answers(result) for result in results)
-            if expected == answered or (at_end and not answered - expected):
-                repaired.extend((message, *results))
-        index = end
+            expected = [call_id for _, call_id, _ in _open_calls(callers, reading)]
+            answered = [call_id for result in results for call_id in reading.answers(result)]
+            # Most batches are answered in call order: equal lists need no multiset count.
+            if expected == answered or _complete_or_open(Counter(expected), Counter(answered), at_end):
+                repaired.extend((*callers, *results))
+            else:
+                repaired.extend(_without_results(results, reading))
     return repaired
 
 
-def provider_safe(messages: Sequence[Message]) -> list[Message]:
+def _complete_or_open(expected: Counter[Any], answered: Counter[Any], at_end: bool) -> bool:
+    """True for a batch every call of which is answered once, or, at the end, none more than once."""
+    return expected == answered or (at_end and not answered - expected)
+
+
+def provider_safe(messages: Sequence[Any], *, dialect: str | Dialect = "neutral") -> list[Any]:
     """Return the model context with interrupted tool batches dropped, except the last.
 
     Orphan results are dropped, and so is an incomplete batch in the middle of the history,
@@ -187,10 +222,12 @@ def provider_safe(messages: Sequence[Message]) -> list[Message]:
     left open for the runtime to close (see `close_interrupted`), unless one of its results
     answers no call. The same as ``repair_context(mid_history="drop", close_last=False)``.
     """
-    return repair_context(messages, mid_history="drop", close_last=False)
+    return repair_context(messages, mid_history="drop", close_last=False, dialect=dialect)
 
 
-def close_interrupted(messages: Sequence[Message], *, notice: str = INTERRUPTED_NOTICE) -> list[Message]:
+def close_interrupted(
+    messages: Sequence[Any], *, notice: str = INTERRUPTED_NOTICE, dialect: str | Dialect = "neutral"
+) -> list[Any]:
     """Return the model context with the batch at the very end closed; nothing else changes.
 
     Each call of the last assistant message that has no result gets an error result
@@ -198,13 +235,13 @@ def close_interrupted(messages: Sequence[Message], *, notice: str = INTERRUPTED_
     have happened. Results that answer no call of that message are dropped. A context that
     does not end in a tool batch comes back as it is.
     """
+    reading = resolve(dialect)
     context = [message for message in messages if includes(message)]
-    start = len(context)
-    while start > 0 and _is_result(context[start - 1]):
-        start -= 1
-    if start == 0 or not _calls(context[start - 1]):
+    segments = list(_segments(context, reading))
+    start, calls_end, _ = segments[-1] if segments else (0, 0, 0)
+    if calls_end == start:
         return context
-    return [*context[:start], *_close(context[start - 1], context[start:], notice)]
+    return [*context[:calls_end], *_close(context[start:calls_end], context[calls_end:], notice, reading)]
 
 
 # ---------------------------------------------------------------------------------------
@@ -212,33 +249,31 @@ def close_interrupted(messages: Sequence[Message], *, notice: str = INTERRUPTED_
 # ---------------------------------------------------------------------------------------
 
 
-def provider_violation(messages: Sequence[Message]) -> str | None:
+def provider_violation(messages: Sequence[Any], *, dialect: str | Dialect = "neutral") -> str | None:
     """Return why a provider would reject ``messages`` (the first reason found), or None.
 
     The messages are judged as given: ``include_in_messages`` is not consulted.
     """
-    index = 0
-    while index < len(messages):
-        message = messages[index]
-        calls = _calls(message)
-        if not calls:
-            if _is_result(message):
-                return f"message {index}: tool result for {_answers(message)!r} follows no tool call"
-            index += 1
+    reading = resolve(dialect)
+    for start, calls_end, end in _segments(messages, reading):
+        if calls_end == start:
+            if answers := reading.answers(messages[start]):
+                return f"message {start}: tool result for {answers[0]!r} follows no tool call"
             continue
-        end = _batch_end(messages, index + 1)
-        unanswered: Counter[Any] = Counter(call_id for call_id, _ in calls)
-        for position in range(index + 1, end):
-            call_id = _answers(messages[position])
-            if unanswered[call_id] == 0:
-                return f"message {position}: result for {call_id!r} answers no open call of message {index}"
-            unanswered[call_id] -= 1
-        if missing := [call_id for call_id, _ in calls if unanswered[call_id] > 0]:
-            return f"message {index}: tool call {missing[0]!r} has no result right after it"
-        index = end
+        calls = _open_calls(messages[start:calls_end], reading)
+        unanswered: Counter[Any] = Counter(call_id for _, call_id, _ in calls)
+        for position in range(calls_end, end):
+            for call_id in reading.answers(messages[position]):
+                if unanswered[call_id] == 0:
+                    return f"message {position}: result for {call_id!r} answers no open call of message {start}"
+                unanswered[call_id] -= 1
+        for position in range(start, calls_end):
+            for call_id, _ in reading.calls(messages[position]):
+                if unanswered[call_id] > 0:
+                    return f"message {position}: tool call {call_id!r} has no result right after it"
     return None
 
 
-def is_provider_valid(messages: Sequence[Message]) -> bool:
+def is_provider_valid(messages: Sequence[Any], *, dialect: str | Dialect = "neutral") -> bool:
     """True when every tool call is answered exactly once, right after it, and no result is orphan."""
-    return provider_violation(messages) is None
+    return provider_violation(messages, dialect=dialect) is None

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -313,3 +314,273 @@ def test_close_interrupted_touches_only_the_last_batch(history: list[Message]) -
         assert Counter(answered_id(m) for m in closed[start:]) == Counter(call_ids(context[start - 1]))
     else:
         assert closed == context
+
+
+# ---------------------------------------------------------------------------------------
+# Every dialect: the same rule
+#
+# One abstract history is rendered in each dialect's own shapes (Responses items; Anthropic
+# blocks, results of a run sometimes in one user message, sometimes with the next user's
+# text in it; pydantic-ai requests and responses), and in the library's classes. Read back
+# as calls, results and plain contents, every function's output must be what "neutral"
+# gives for the class rendering: the rule does not depend on the shape. The class
+# rendering joins the calls that one dialect keeps together (Responses: consecutive call
+# items are one batch), and a run's results come before the text beside them (where the
+# API puts them).
+# ---------------------------------------------------------------------------------------
+
+NOTICE = "NOTICE"
+DIALECTS = ["openai-responses", "anthropic", "pydantic-ai"]
+
+
+@st.composite
+def abstract_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Abstract messages: ``what``, call ``ids``, ``label`` (its content), ``include``, ``fuse``.
+
+    ``fuse`` (Anthropic, pydantic-ai) puts a user message's text into the result message
+    before it; drawn only where that does not change which messages follow the batch.
+    """
+    items = [item for turn in draw(st.lists(turns, max_size=12)) for item in turn]
+    history = [
+        {"what": what, "ids": ids, "label": f"m{n}", "include": draw(st.sampled_from([True] * 9 + [False]))}
+        for n, (what, ids) in enumerate(items)
+    ]
+    shown = [item for item in history if item["include"]]
+    for before, item, after in zip(shown, shown[1:], shown[2:], strict=False):
+        fits = before["what"] == "tool" and item["what"] == "user" and after["what"] != "tool"
+        item["fuse"] = fits and draw(st.booleans())
+    return history
+
+
+def as_classes(history: list[dict[str, Any]], dialect: str) -> list[Message]:
+    """The included messages as library classes, calls joined as ``dialect`` joins them."""
+    out: list[Message] = []
+    for item in (item for item in history if item["include"]):
+        what, ids, label = item["what"], item["ids"], item["label"]
+        calls = [ToolCall(id=i, name=f"tool_{i}") for i in ids or []]
+        if what == "assistant" and calls and dialect == "openai-responses" and out and call_ids(out[-1]):
+            previous = out.pop()
+            assert isinstance(previous, AssistantMessage)
+            out.append(AssistantMessage(content=previous.content, tool_calls=[*previous.tool_calls, *calls]))
+        else:
+            out.append(render((what, ids), "class", int(label[1:]), True))
+    return out
+
+
+def as_responses(history: list[dict[str, Any]]) -> list[Any]:
+    """Responses items: one ``function_call`` per call, one ``function_call_output`` per result."""
+    out: list[Any] = []
+    for item in history:
+        hidden = {} if item["include"] else {"include_in_messages": False}
+        what, ids, label = item["what"], item["ids"], item["label"]
+        if what == "assistant" and ids:
+            out.extend(
+                {"type": "function_call", "call_id": i, "name": f"tool_{i}", "arguments": "{}", **hidden} for i in ids
+            )
+        elif what == "tool":
+            out.append({"type": "function_call_output", "call_id": ids, "output": label, **hidden})
+        else:
+            out.append({"role": what, "content": label, **hidden})
+    return out
+
+
+def as_anthropic(history: list[dict[str, Any]], split: bool) -> list[Any]:
+    """Anthropic messages: results of a run in one user message (or one each, if ``split``)."""
+    out: list[Any] = []
+    for index, item in enumerate(history):
+        hidden = {} if item["include"] else {"include_in_messages": False}
+        what, ids, label = item["what"], item["ids"], item["label"]
+        text = {"type": "text", "text": label}
+        if what == "assistant":
+            uses = [{"type": "tool_use", "id": i, "name": f"tool_{i}", "input": {}} for i in ids]
+            out.append({"role": "assistant", "content": [text, *uses], **hidden})
+        elif what == "tool":
+            result = {"type": "tool_result", "tool_use_id": ids, "content": label}
+            previous = history[index - 1] if index else None
+            if not split and previous and previous["what"] == "tool" and previous["include"] == item["include"]:
+                out[-1]["content"].append(result)
+            else:
+                out.append({"role": "user", "content": [result], **hidden})
+        elif item.get("fuse"):
+            out[-1 - next(i for i, m in enumerate(reversed(out)) if includes(m))]["content"].append(text)
+        else:
+            out.append({"role": what, "content": label, **hidden})
+    return out
+
+
+def as_pydantic_ai(history: list[dict[str, Any]], split: bool) -> list[Any]:
+    """pydantic-ai messages (it has no hidden messages, so only the included ones)."""
+    from pydantic_ai.messages import (
+        ModelRequest,
+        ModelResponse,
+        SystemPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+
+    out: list[Any] = []
+    for item in (item for item in history if item["include"]):
+        what, ids, label = item["what"], item["ids"], item["label"]
+        if what == "assistant":
+            out.append(ModelResponse(parts=[TextPart(label), *(ToolCallPart(f"tool_{i}", {}, i) for i in ids)]))
+        elif what == "tool":
+            result = ToolReturnPart(f"tool_{ids}", label, ids)
+            if not split and out and isinstance(out[-1], ModelRequest) and PYDANTIC_AI.answers(out[-1]):
+                out[-1].parts.append(result)
+            else:
+                out.append(ModelRequest(parts=[result]))
+        elif item.get("fuse"):
+            out[-1].parts.append(UserPromptPart(label))
+        else:
+            out.append(ModelRequest(parts=[SystemPromptPart(label) if what == "system" else UserPromptPart(label)]))
+    return out
+
+
+def rendered(history: list[dict[str, Any]], dialect: str, split: bool) -> list[Any]:
+    """``history`` in ``dialect``'s own shapes."""
+    if dialect == "openai-responses":
+        return as_responses(history)
+    if dialect == "anthropic":
+        return as_anthropic(history, split)
+    return as_pydantic_ai(history, split)
+
+
+def atoms(message: Any, dialect: str) -> tuple[list[Any], list[Any], list[Any]]:
+    """``(calls, results, plain)`` of one message: call ids, (id, label) pairs, content labels."""
+    if dialect == "pydantic-ai" and not isinstance(message, (dict, *MESSAGE_CLASSES)):
+        parts = message.parts
+        calls = [p.tool_call_id for p in parts if p.part_kind == "tool-call"]
+        returns = [p for p in parts if p.part_kind == "tool-return"]
+        results = [(p.tool_call_id, NOTICE if p.content == INTERRUPTED_NOTICE else p.content) for p in returns]
+        plain = [p.content for p in parts if p.part_kind in ("text", "user-prompt", "system-prompt")]
+        return calls, results, ([] if calls else plain)
+    if isinstance(message, dict) and message.get("type") == "function_call":
+        return [message["call_id"]], [], []
+    if isinstance(message, dict) and message.get("type") == "function_call_output":
+        output = message["output"]
+        return [], [(message["call_id"], NOTICE if output == INTERRUPTED_NOTICE else output)], []
+    if isinstance(message, dict) and isinstance(message.get("content"), list):
+        blocks = message["content"]
+        calls = [b["id"] for b in blocks if b["type"] == "tool_use"]
+        results = [
+            (b["tool_use_id"], NOTICE if b.get("is_error") and b["content"] == INTERRUPTED_NOTICE else b["content"])
+            for b in blocks
+            if b["type"] == "tool_result"
+        ]
+        return calls, results, ([] if calls else [b["text"] for b in blocks if b["type"] == "text"])
+    if role(message) == "tool":
+        return [], [(answered_id(message), NOTICE if is_notice(message) else _content(message))], []
+    return call_ids(message), [], ([] if call_ids(message) else [_content(message)])
+
+
+def _content(message: Any) -> Any:
+    return message["content"] if isinstance(message, dict) else message.content
+
+
+def read_back(context: list[Any], dialect: str) -> list[tuple[str, Any]]:
+    """The context as ``("call", id)``, ``("result", (id, label))`` and ``("plain", label)``.
+
+    In a run of messages that carry results, all results come first, then the rest.
+    """
+    out: list[tuple[str, Any]] = []
+    run_plain: list[tuple[str, Any]] = []
+    for message in context:
+        calls, results, plain = atoms(message, dialect)
+        if not results:
+            out.extend(run_plain)
+            run_plain = []
+        out.extend(("call", i) for i in calls)
+        out.extend(("result", r) for r in results)
+        (run_plain if results else out).extend(("plain", p) for p in plain)
+    return out + run_plain
+
+
+MESSAGE_CLASSES = (SystemMessage, UserMessage, AssistantMessage, ToolMessage, CompactedMessage)
+try:
+    from pydantic_ai_dialect import PYDANTIC_AI
+except ImportError:  # the pydantic-ai cases skip
+    PYDANTIC_AI = None  # type: ignore[assignment]
+
+
+def resolve_dialect(name: str) -> Any:
+    """The dialect argument for ``name``: the built-in's name, or the test's pydantic-ai dialect."""
+    if name == "pydantic-ai":
+        if PYDANTIC_AI is None:
+            pytest.skip("pydantic-ai is not installed")
+        return PYDANTIC_AI
+    return name
+
+
+def outputs(context: list[Any], dialect: Any) -> dict[str, list[Any]]:
+    """Every repair function's output for ``context`` in ``dialect``, by a readable name."""
+    out = {
+        "provider_safe": provider_safe(context, dialect=dialect),
+        "close_interrupted": close_interrupted(context, dialect=dialect),
+    }
+    for policy in ("drop", "close"):
+        for close_last in (True, False):
+            out[f"repair_context({policy}, {close_last})"] = repair_context(
+                context, mid_history=policy, close_last=close_last, dialect=dialect
+            )
+    return out
+
+
+@pytest.mark.parametrize("name", DIALECTS)
+@EXAMPLES
+@given(history=abstract_histories(), split=st.booleans())
+def test_every_dialect_applies_the_neutral_rule(name: str, history: list[dict[str, Any]], split: bool) -> None:
+    """Each function's output, read back, is what the neutral dialect gives for the same history."""
+    dialect = resolve_dialect(name)
+    classes, native = as_classes(history, name), rendered(history, name, split)
+    expected, actual = outputs(classes, "neutral"), outputs(native, dialect)
+    for function, output in actual.items():
+        assert read_back(output, name) == read_back(expected[function], "neutral"), function
+    shown = [message for message in native if includes(message)]
+    assert is_provider_valid(shown, dialect=dialect) == is_provider_valid(classes)
+
+
+@pytest.mark.parametrize("name", DIALECTS)
+@EXAMPLES
+@given(history=abstract_histories(), split=st.booleans(), policy=policies)
+def test_every_dialect_repairs_to_a_valid_context_and_stays_there(
+    name: str, history: list[dict[str, Any]], split: bool, policy: Any
+) -> None:
+    """close_last=True is valid in the dialect; a valid context, or an output repaired again, is unchanged."""
+    dialect = resolve_dialect(name)
+    native = rendered(history, name, split)
+    repaired = repair_context(native, mid_history=policy, dialect=dialect)
+    assert provider_violation(repaired, dialect=dialect) is None
+    for function, output in outputs(repaired, dialect).items():
+        assert len(output) == len(repaired) and all(a is b for a, b in zip(output, repaired, strict=True)), function
+    for function, output in outputs(native, dialect).items():
+        again = outputs(output, dialect)[function]
+        assert len(again) == len(output) and all(a is b for a, b in zip(again, output, strict=True)), function
+
+
+def same_but_notice_ids(actual: list[Message], expected: list[Message]) -> bool:
+    """The same objects, except notices, which are equal but for their new ``id``."""
+    if len(actual) != len(expected):
+        return False
+    for a, e in zip(actual, expected, strict=True):
+        if a is e:
+            continue
+        if not (is_notice(a) and is_notice(e)):
+            return False
+        if isinstance(a, ToolMessage) and isinstance(e, ToolMessage):
+            a = {"call": a.tool_call_id, "name": a.name}
+            e = {"call": e.tool_call_id, "name": e.name}
+        if a != e:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("name", ["openai-responses", "anthropic"])
+@EXAMPLES
+@given(histories())
+def test_every_dialect_reads_neutral_messages_as_neutral_does(name: str, history: list[Message]) -> None:
+    """Classes and OpenAI chat dicts mean the same in every dialect: the same output, the same verdict."""
+    for function, output in outputs(history, name).items():
+        assert same_but_notice_ids(output, outputs(history, "neutral")[function]), function
+    assert provider_violation(history, dialect=name) == provider_violation(history)
