@@ -1,4 +1,4 @@
-"""`resume`: close the interrupted tool batch in the log itself, once (spec §9.9).
+"""`resume`: close the interrupted tool batch in the log itself, once (spec §9.11).
 
 The seed rule (``002_193ac4f508577b36.txt`` in the project's seeds: "when the next
 request starts, by adding a result for each call that has none") is applied to the raw
@@ -13,62 +13,78 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from ._records import Message, ToolMessage
-from ._tool_batches import _answers, _calls, _is_result  # the neutral dialect's accessors
+import msgspec
 
-#: Namespace of the closing results' ids (spec §9.9): uuid5 of the assistant message's id,
+from ._dialects import Dialect, resolve
+from ._records import MESSAGE_TYPES
+from ._tool_batches import _open_calls, _segments
+
+#: Namespace of the closing results' ids (spec §9.11): uuid5 of the calling message's id,
 #: the call id and the call's occurrence, so every process derives the same id.
 CLOSING_NAMESPACE = uuid.UUID("5b0c9d1e-7f3a-5c2b-9e61-0a4d8f2c7b13")
 
 
-def closing_id(assistant_id: str, call_id: str, occurrence: int) -> str:
+def closing_id(caller_id: str, call_id: str, occurrence: int) -> str:
     """The id of the result that closes call ``call_id`` (its ``occurrence``-th, from 0)."""
-    return str(uuid.uuid5(CLOSING_NAMESPACE, f"{assistant_id}\x00{call_id}\x00{occurrence}"))
+    return str(uuid.uuid5(CLOSING_NAMESPACE, f"{caller_id}\x00{call_id}\x00{occurrence}"))
 
 
-def _message_id(message: Message) -> Any:
-    return message.get("id") if isinstance(message, dict) else message.id
+def _id_of(message: Any) -> str:
+    found = message.get("id") if isinstance(message, dict) else getattr(message, "id", None)
+    return found if isinstance(found, str) else ""
 
 
-def closing_results(context: Sequence[Message], notice: str) -> list[Message]:
-    """The results the last tool batch lacks, one per unanswered call; [] when it is whole.
+def _with_id(message: Any, identifier: str) -> Any:
+    if isinstance(message, MESSAGE_TYPES):
+        return msgspec.structs.replace(message, id=identifier)
+    if isinstance(message, dict):
+        if message.get("role") == "tool":
+            # A stored chat-shaped result says it failed, as a ToolMessage does: readers
+            # and frameworks that keep dicts see an error (`to_openai_chat` leaves it out).
+            return {**message, "is_error": True, "id": identifier}
+        return {**message, "id": identifier}
+    return message  # a dialect's own objects keep what they have
 
-    The last batch is the last assistant message with tool calls when only tool results
-    follow it. A call id the assistant repeated needs as many results. Results are dicts
-    when the assistant message is one (the session stores plain dicts), else `ToolMessage`.
+
+def closing_results(context: Sequence[Any], notice: str, dialect: str | Dialect = "neutral") -> list[Any]:
+    """The messages the last tool batch lacks (the dialect's notices), with derived ids; [] when whole.
+
+    The last batch is the context's last part when it makes calls (`_tool_batches`'s
+    reading of batches, in ``dialect``). A call id made twice needs two results; the
+    first results answer the first occurrences. When the dialect gives one message per
+    open call, message ``k`` gets the id of open call ``k``; when it bundles them (one
+    message holding several results), message ``k`` gets ``closing_id`` of the first
+    open call's caller, the open call ids joined by NUL, and ``k``.
     """
-    end = len(context)
-    start = end
-    while start > 0 and _is_result(context[start - 1]):
-        start -= 1
-    if start == 0 or not _calls(context[start - 1]):
+    reading = resolve(dialect)
+    segments = list(_segments(context, reading))
+    if not segments:
         return []
-    assistant = context[start - 1]
-    unanswered: Counter[Any] = Counter(call_id for call_id, _ in _calls(assistant))
-    for answer in context[start:end]:
-        call_id = _answers(answer)
-        if unanswered[call_id] > 0:
-            unanswered[call_id] -= 1
-    if not +unanswered:
+    start, calls_end, end = segments[-1]
+    if calls_end == start or end != len(context):
         return []
-    assistant_id = str(_message_id(assistant) or "")
+    calls = _open_calls(context[start:calls_end], reading)
+    answered: Counter[Any] = Counter()
+    for message in context[calls_end:end]:
+        answered.update(reading.answers(message))
     seen: Counter[Any] = Counter()
-    answered_first = Counter(call_id for call_id, _ in _calls(assistant))
-    answered_first.subtract(unanswered)
-    closing: list[Message] = []
-    for call_id, name in _calls(assistant):
+    missing: list[tuple[Any, Any, str | None]] = []
+    occurrences: list[int] = []
+    for caller, call_id, name in calls:
+        occurrence = seen[call_id]
         seen[call_id] += 1
-        if seen[call_id] <= answered_first[call_id]:
-            continue  # this occurrence has its result
-        result_id = closing_id(assistant_id, str(call_id), seen[call_id] - 1)
-        if isinstance(assistant, dict):
-            # The shape `close_interrupted` gives a dict session (OpenAI chat's, which has
-            # no error flag), with the derived id.
-            result: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": notice}
-            if name is not None:
-                result["name"] = name
-            result["id"] = result_id
-            closing.append(result)
-        else:
-            closing.append(ToolMessage(id=result_id, tool_call_id=call_id, name=name, content=notice, is_error=True))
-    return closing
+        if occurrence >= answered[call_id]:
+            missing.append((caller, call_id, name))
+            occurrences.append(occurrence)
+    if not missing:
+        return []
+    notices = reading.notices(missing, notice)
+    if len(notices) == len(missing):
+        ids = [
+            closing_id(_id_of(caller), str(call_id), occurrence)
+            for (caller, call_id, _), occurrence in zip(missing, occurrences, strict=True)
+        ]
+    else:
+        joined = "\x00".join(str(call_id) for _, call_id, _ in missing)
+        ids = [closing_id(_id_of(missing[0][0]), joined, k) for k in range(len(notices))]
+    return [_with_id(message, identifier) for message, identifier in zip(notices, ids, strict=True)]

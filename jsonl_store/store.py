@@ -39,6 +39,7 @@ from ._problems import CORRUPT_KINDS, UNUSABLE_KINDS, Forward, Problem, Reporter
 from ._reader import LogReader
 from ._records import ContextSnapshot, Message, MessageTiming, ModelUsage, RawMessageRecord
 from ._snapshots import Listings
+from ._dialects import Dialect
 from ._tool_batches import INTERRUPTED_NOTICE
 from ._view import SessionSummary, SessionView
 
@@ -329,7 +330,9 @@ class SessionStore:
         return view
 
     @_storage_errors
-    def resume(self, session_id: str, *, notice: str = INTERRUPTED_NOTICE) -> SessionView:
+    def resume(
+        self, session_id: str, *, notice: str = INTERRUPTED_NOTICE, dialect: str | Dialect = "neutral"
+    ) -> SessionView:
         """Load the session after closing its interrupted tool batch in the log, once.
 
         When the last tool batch has calls without results (the process stopped inside
@@ -337,12 +340,14 @@ class SessionStore:
         an id derived from the call: spec §9.9) is appended in one batch, only if the log
         still ends where it was loaded; then the session is loaded again. Idempotent, and
         safe with several processes: concurrent resumes store the closing results once.
+        ``dialect`` reads the stored messages' tool calls (see `repair_context`); the
+        results it makes must be messages the store holds (dicts with a ``role``).
         """
         if not isinstance(notice, str) or not notice:
             raise InvalidArgument(f"notice must be a non-empty str, got {notice!r}")
         while True:
             view = self.load(session_id)
-            closing = _resume.closing_results(view.context, notice)
+            closing = _resume.closing_results(view.context, notice, dialect)
             if not closing:
                 return view
             try:

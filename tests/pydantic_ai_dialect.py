@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic_ai.messages import ModelRequest, ModelResponse, RetryPromptPart, ToolCallPart, ToolReturnPart
 
 
-def is_result(part: Any) -> bool:
+def is_result(part: Any) -> TypeGuard[ToolReturnPart | RetryPromptPart]:
     """True for a request part that answers a tool call."""
     return isinstance(part, ToolReturnPart) or (isinstance(part, RetryPromptPart) and part.tool_name is not None)
 

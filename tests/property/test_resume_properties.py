@@ -40,6 +40,8 @@ def _without_ids(messages: list[Message]) -> list[Any]:
     for message in messages:
         data = dict(message) if isinstance(message, dict) else {f: getattr(message, f) for f in message.__struct_fields__}
         data.pop("id", None)
+        if isinstance(message, dict):
+            data.pop("is_error", None)  # stored dict results also say they failed; chat dicts do not
         out.append(data)
     return out
 

@@ -428,7 +428,7 @@ def as_pydantic_ai(history: list[dict[str, Any]], split: bool) -> list[Any]:
         elif what == "tool":
             result = ToolReturnPart(f"tool_{ids}", label, ids)
             if not split and out and isinstance(out[-1], ModelRequest) and PYDANTIC_AI.answers(out[-1]):
-                out[-1].parts.append(result)
+                out[-1].parts = [*out[-1].parts, result]
             else:
                 out.append(ModelRequest(parts=[result]))
         elif item.get("fuse"):

@@ -72,7 +72,9 @@ def test_a_dict_session_gets_dict_results(store: SessionStore) -> None:
     store.append("s", {"role": "assistant", "id": "a", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]})
     last = store.resume("s").raw_tail[-1].message
     assert isinstance(last, dict)
-    assert {k: last[k] for k in ("role", "tool_call_id", "name")} == {"role": "tool", "tool_call_id": "c1", "name": "f"}
+    assert {k: last[k] for k in ("role", "tool_call_id", "name", "is_error")} == {
+        "role": "tool", "tool_call_id": "c1", "name": "f", "is_error": True,
+    }
     assert last["content"] == INTERRUPTED_NOTICE
     assert isinstance(last["id"], str) and last["id"]
 
@@ -102,3 +104,15 @@ def test_a_notice_of_ones_own(store: SessionStore) -> None:
     assert isinstance(last, ToolMessage) and last.content == "killed"
     with pytest.raises(InvalidArgument):
         store.resume("s", notice="")
+
+
+def test_an_anthropic_session_is_closed_in_its_own_shape(store: SessionStore) -> None:
+    """resume(dialect="anthropic") answers an open tool_use with a user message of tool_result blocks."""
+    store.append("s", {"role": "user", "content": "read it"})
+    store.append("s", {"role": "assistant", "content": [{"type": "tool_use", "id": "tu1", "name": "read", "input": {}}]})
+    view = store.resume("s", dialect="anthropic")
+    last = view.raw_tail[-1].message
+    assert isinstance(last, dict) and last["role"] == "user"
+    assert [(b["type"], b["tool_use_id"]) for b in last["content"]] == [("tool_result", "tu1")]
+    assert is_provider_valid(view.context, dialect="anthropic")
+    assert store.resume("s", dialect="anthropic") == view  # once
