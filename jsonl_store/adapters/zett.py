@@ -33,6 +33,7 @@ import asyncio
 import json
 import os
 from collections.abc import Mapping
+from itertools import islice, takewhile
 from typing import Any
 
 try:
@@ -276,7 +277,39 @@ class JsonlSessionStorage:
             self._snapshot, session_id, record, compacted_through_sequence, expected_version
         )
 
+    async def list_raw_messages(
+        self,
+        session_id: str,
+        *,
+        after_sequence: int = 0,
+        through_sequence: int | None = None,
+        limit: int = 10_000,
+        offset: int = 0,
+    ) -> list[RawMessageRecord]:
+        """One page of the whole raw log, snapshots ignored, as zett's SQL storage gives it to a UI."""
+        if after_sequence < 0:
+            raise ValueError("after_sequence cannot be negative")
+        if through_sequence is not None and through_sequence < 1:
+            raise ValueError("through_sequence must be positive")
+        if limit < 1:
+            raise ValueError("limit must be positive")
+        if offset < 0:
+            raise ValueError("offset cannot be negative")
+        return await asyncio.to_thread(self._list, session_id, after_sequence, through_sequence, limit, offset)
+
     # -- the blocking halves, run in a worker thread ------------------------------------
+
+    def _list(
+        self, session_id: str, after: int, through: int | None, limit: int, offset: int
+    ) -> list[RawMessageRecord]:
+        records = self.store.records(encode_session_id(session_id), after=after)
+        try:
+            wanted = takewhile(lambda r: through is None or r.sequence <= through, records)
+            return [_record(session_id, record) for record in islice(wanted, offset, offset + limit)]
+        finally:
+            close = getattr(records, "close", None)  # stop reading at the page's end
+            if close is not None:
+                close()
 
     def _load(self, session_id: str) -> SessionView:
         view = self.store.load(encode_session_id(session_id))
