@@ -49,10 +49,9 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by th
         'jsonl_store.adapters.zett needs zett-agent: pip install "jsonl_store[zett]"'
     ) from exc
 
-from .. import _records as core
-from .._errors import SessionNotFound, SnapshotConflict
-from .._paths import decode_session_id, encode_session_id
-from ..store import SessionStore
+# The store's public API only, as any user of it would write (no private module).
+import jsonl_store as core
+from jsonl_store import SessionNotFound, SessionStore, SnapshotConflict, decode_session_id, encode_session_id
 
 __all__ = ["JsonlSessionStorage"]
 
