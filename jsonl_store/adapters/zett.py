@@ -8,7 +8,8 @@ the same context from either:
 - a zett message is stored as a plain dict record: the fields zett's own codec
   (``zett_agent.storage.encode_messages``) gives it, plus the store's ``role``
   (``AgentMessage``, which has no provider role, is ``"user"`` with
-  ``"zett_kind": "agent"``). Loading decodes it with ``decode_messages``, the call
+  ``"zett_kind": "agent"``; a failed tool result also has the store's ``"is_error": true``).
+  Loading decodes it with ``decode_messages``, the call
   zett's SQL storage makes, so the objects are equal to those zett wrote. A
   message's own ``persist`` flag is kept as ``zett_persist`` (the store reads
   ``persist`` as "do not write"; zett's storage writes what it is given);
@@ -74,8 +75,9 @@ _KINDS: dict[str, MessageKind] = {
 }
 _KIND_KEY = "zett_kind"
 _PERSIST_KEY = "zett_persist"
+_ERROR_KEY = "is_error"
 #: Keys the adapter adds to zett's fields; no zett message class has a field of these names.
-_OWN_KEYS = ("role", _KIND_KEY, _PERSIST_KEY)
+_OWN_KEYS = ("role", _KIND_KEY, _PERSIST_KEY, _ERROR_KEY)
 
 
 def _kind(message: object) -> MessageKind:
@@ -98,6 +100,8 @@ def encode_message(message: AnyMessage | CompactedMessage) -> dict[str, Any]:
     if not data.get("attributes"):
         data.pop("attributes", None)  # the default, {}: short lines
     record.update(data)
+    if kind is MessageKind.TOOL and not data["success"]:
+        record[_ERROR_KEY] = True  # what the store's readers (jsonl-store show, resume) look for
     return record
 
 

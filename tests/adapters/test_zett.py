@@ -232,6 +232,42 @@ def test_every_kind_of_zett_message_comes_back_equal_in_a_new_process(tmp_path: 
     assert (tmp_path / "jsonl" / "user.3a42.2fchat.201" / "messages.jsonl").exists()
 
 
+def test_a_session_written_with_the_native_api_loads_as_zett_messages(tmp_path: Path) -> None:
+    """Records of the store's own message classes come back as the zett messages they stand for."""
+    from jsonl_store import AssistantMessage as Assistant
+    from jsonl_store import CompactedMessage as Compacted
+    from jsonl_store import SystemMessage as System
+    from jsonl_store import ToolCall as Call
+    from jsonl_store import ToolMessage as Tool
+    from jsonl_store import UserMessage as User
+
+    store = SessionStore(tmp_path)
+    store.append("native", System(content="Be brief."))
+    store.append("native", User(content="Read it."))
+    store.snapshot("native", Compacted(content="Asked to read."), 2, 0)
+    store.append("native", Assistant(content="On it.", reasoning="r", tool_calls=[Call(id="c1", name="read", arguments={"p": 1})]))
+    store.append("native", Tool(tool_call_id="c1", name="read", content={"lines": 3}, is_error=True))
+    view = asyncio.run(JsonlSessionStorage(tmp_path).load("native"))
+    assert view.snapshot is not None and view.snapshot.compacted_message == CompactedMessage(content="Asked to read.")
+    assert [r.message for r in view.raw_tail] == [
+        AssistantMessage(content="On it.", reasoning="r", tool_calls=(ToolCall("c1", "read", {"p": 1}),)),
+        ToolMessage(tool_call_id="c1", name="read", content='{"lines": 3}', success=False),
+    ]
+
+
+def test_a_failed_tool_result_is_an_error_to_the_stores_own_readers(tmp_path: Path) -> None:
+    """A zett ToolMessage with success=False is stored with is_error, and reads back without it."""
+    failed = ToolMessage(tool_call_id="t", name="run", content="boom", success=False)
+
+    async def go() -> Any:
+        storage = JsonlSessionStorage(tmp_path)
+        await storage.append("s", "r", failed)
+        return (await storage.load("s")).raw_tail[0].message
+
+    assert asyncio.run(go()) == failed
+    assert next(SessionStore(tmp_path).records("s")).message["is_error"] is True
+
+
 def test_zett_errors_are_the_value_errors_zett_sqlite_storage_raises(tmp_path: Path) -> None:
     """Bad input, a changed parent and stale or misplaced snapshots raise ValueError, with SQLite's words."""
     summary = CompactedMessage(content="Earlier: greetings.")
