@@ -3,16 +3,16 @@
 `JsonlSessionStorage` implements the protocol of ``zett_agent.extensions.persistence``
 (``load``, ``append``, ``snapshot``) and behaves as zett's own ``SQLSessionStorage``
 does (``zett_agent/_sql_storage.py``), so ``BaseSessionPersistenceExtension`` restores
-the same context from either:
+the same context from either; `JsonlSessionExtension` is that extension over it.
 
 - a zett message is stored as a plain dict record: the fields zett's own codec
-  (``zett_agent.storage.encode_messages``) gives it, plus the store's ``role``
-  (``AgentMessage``, which has no provider role, is ``"user"`` with
-  ``"zett_kind": "agent"``; a failed tool result also has the store's ``"is_error": true``).
-  Loading decodes it with ``decode_messages``, the call
-  zett's SQL storage makes, so the objects are equal to those zett wrote. A
-  message's own ``persist`` flag is kept as ``zett_persist`` (the store reads
-  ``persist`` as "do not write"; zett's storage writes what it is given);
+  (``zett_agent.storage.encode_messages``) gives it, plus the store's ``role``. An
+  ``AgentMessage``, which has no provider role, is ``"user"`` with ``"zett_kind":
+  "agent"``; a failed tool result also has the store's ``"is_error": true``. Loading
+  decodes it with ``decode_messages``, the call zett's SQL storage makes, so the
+  objects are equal to those zett wrote. A message's own ``persist`` flag is kept as
+  ``zett_persist`` (the store reads ``persist`` as "do not write"; zett's storage
+  writes what it is given);
 - an append without timing gets ``MessageTiming.instant()``, as in the SQL storage;
 - a later append's ``title``/``agent_name`` update the session, as the SQL storage's
   do, but as a runtime update: a title a user set (``SessionStore.update_session``)
@@ -40,7 +40,12 @@ from typing import Any
 try:
     from zett_agent.extensions.compaction import CompactedMessage
     from zett_agent.extensions.events import MessageTiming
-    from zett_agent.extensions.persistence import ContextSnapshot, RawMessageRecord, SessionView
+    from zett_agent.extensions.persistence import (
+        BaseSessionPersistenceExtension,
+        ContextSnapshot,
+        RawMessageRecord,
+        SessionView,
+    )
     from zett_agent.json_types import JsonValue, json_object
     from zett_agent.messages import AnyMessage, AssistantMessage
     from zett_agent.model import ModelUsage
@@ -54,7 +59,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by th
 import jsonl_store as core
 from jsonl_store import SessionNotFound, SessionStore, SnapshotConflict, decode_session_id, encode_session_id
 
-__all__ = ["JsonlSessionStorage"]
+__all__ = ["JsonlSessionExtension", "JsonlSessionStorage"]
 
 #: The store's role for each zett message kind (spec: roles are system, user, assistant,
 #: tool, compacted). An ``AgentMessage`` is sent to providers as a user message.
@@ -87,7 +92,7 @@ def _kind(message: object) -> MessageKind:
     raise ValueError(f"Unsupported message type: {type(message).__name__}")
 
 
-def encode_message(message: AnyMessage | CompactedMessage) -> dict[str, Any]:
+def _to_record(message: AnyMessage | CompactedMessage) -> dict[str, Any]:
     """The record a zett message is stored as: zett's own encoding, with the store's role."""
     kind = _kind(message)
     [envelope] = json.loads(encode_messages([message]))
@@ -105,8 +110,8 @@ def encode_message(message: AnyMessage | CompactedMessage) -> dict[str, Any]:
     return record
 
 
-def decode_message(stored: object) -> AnyMessage:
-    """The zett message a record holds: the one `encode_message` stored, equal to it."""
+def _from_record(stored: object) -> AnyMessage:
+    """The zett message a record holds: the one `_to_record` stored, equal to it."""
     if not isinstance(stored, dict):
         stored = _from_native(stored)
     kind = MessageKind.AGENT if stored.get(_KIND_KEY) == "agent" else _KINDS[stored["role"]]
@@ -167,7 +172,7 @@ def _record(session_id: str, record: core.RawMessageRecord) -> RawMessageRecord:
         session_id=session_id,
         request_id=record.request_id or "",
         sequence=record.sequence,
-        message=decode_message(record.message),
+        message=_from_record(record.message),
         metadata=record.metadata,
         tags=record.tags,
         started_at=started_at,
@@ -190,7 +195,7 @@ def _record(session_id: str, record: core.RawMessageRecord) -> RawMessageRecord:
 
 
 def _snapshot(session_id: str, snapshot: core.ContextSnapshot) -> ContextSnapshot:
-    compacted = decode_message(snapshot.compacted_message)
+    compacted = _from_record(snapshot.compacted_message)
     if not isinstance(compacted, CompactedMessage):
         raise ValueError("Context snapshot must contain exactly one CompactedMessage")
     return ContextSnapshot(
@@ -262,7 +267,7 @@ class JsonlSessionStorage:
             "title": title,
             "agent_name": agent_name,
         }
-        record = encode_message(message)
+        record = _to_record(message)
         return await asyncio.to_thread(self._append, session_id, record, parent_session_id, options)
 
     async def snapshot(
@@ -275,7 +280,7 @@ class JsonlSessionStorage:
         """Create one immutable checkpoint; ``ValueError`` for a stale version or a bad boundary."""
         if type(compacted_message) is not CompactedMessage:
             raise ValueError("Context snapshot must contain exactly one CompactedMessage")
-        record = encode_message(compacted_message)
+        record = _to_record(compacted_message)
         return await asyncio.to_thread(
             self._snapshot, session_id, record, compacted_through_sequence, expected_version
         )
@@ -368,3 +373,18 @@ class JsonlSessionStorage:
         except SessionNotFound as exc:
             raise ValueError("Snapshot boundary must identify an existing Raw Log message") from exc
         return _snapshot(session_id, snapshot)
+
+
+class JsonlSessionExtension(BaseSessionPersistenceExtension[JsonlSessionStorage]):
+    """zett's persistence extension over `JsonlSessionStorage`: where ``SQLiteSessionExtension`` goes.
+
+    It is the subclass zett's docs ask a storage to come with (``BaseSessionPersistenceExtension``
+    does the restoring, appending and compacting); ``self.storage`` is the storage.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], **store_options: Any) -> None:
+        super().__init__(JsonlSessionStorage(root, **store_options))
+
+    async def close(self) -> None:
+        """Release the store's open descriptors, as ``SQLSessionExtension.close`` releases its pool."""
+        await self.storage.close()

@@ -44,7 +44,7 @@ from jsonl_store import SessionStore, is_provider_valid  # noqa: E402
 from jsonl_store.adapters.zett import JsonlSessionStorage  # noqa: E402
 
 #: The zett-agent releases these tests passed with; the extra's floor is the oldest.
-TESTED_ZETT_VERSIONS = ("0.2.0", "0.2.1")
+TESTED_ZETT_VERSIONS = ("0.1.17", "0.2.0", "0.2.1")
 SCENARIO = Path(__file__).with_name("zett_scenario.py")
 #: Fields that differ between two storages by nature: ids and the moment of writing.
 UNIQUE_FIELDS = {"id", "created_at", "updated_at"}
@@ -87,6 +87,17 @@ def run_both(tmp_path: Path, session_id: str, *steps: tuple[str, ...]) -> dict[s
             expect = 3 if "crash" in " ".join(step) else 0
             scenario(backend, root, session_id, *step, expect=expect)
     return roots
+
+
+def test_the_extension_is_zetts_own_persistence_extension_over_the_storage(tmp_path: Path) -> None:
+    """JsonlSessionExtension is a BaseSessionPersistenceExtension whose storage is JsonlSessionStorage."""
+    from zett_agent.extensions.persistence import BaseSessionPersistenceExtension
+
+    from jsonl_store.adapters.zett import JsonlSessionExtension
+
+    extension = JsonlSessionExtension(tmp_path, durability="none")
+    assert isinstance(extension, BaseSessionPersistenceExtension)
+    assert isinstance(extension.storage, JsonlSessionStorage) and extension.storage.store.durability == "none"
 
 
 def test_the_tested_zett_agent_version_is_pinned() -> None:

@@ -31,23 +31,12 @@ from typing import Any
 
 from zett_agent.agent import Agent, AgentRunConfig
 from zett_agent.extensions.compaction import CompactionExtension
-from zett_agent.extensions.persistence import BaseSessionPersistenceExtension
 from zett_agent.extensions.sqlite import SQLiteSessionExtension
 from zett_agent.messages import AgentMessage, AssistantMessage, ToolCall, ToolMessage, UserMessage
 from zett_agent.model import ModelEvent, ModelRequest, ModelResponse, ModelUsage, RetryOptions
 from zett_agent.tools.base import tool
 
-from jsonl_store.adapters.zett import JsonlSessionStorage
-
-
-class JsonlSessionExtension(BaseSessionPersistenceExtension[JsonlSessionStorage]):
-    """Sessions in a jsonl_store folder: the extension zett's docs tell a storage author to write."""
-
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        super().__init__(JsonlSessionStorage(root))
-
-    async def close(self) -> None:
-        await self.storage.close()
+from jsonl_store.adapters.zett import JsonlSessionExtension
 
 
 class FakeModel:
