@@ -118,6 +118,11 @@ def _from_record(stored: object) -> AnyMessage:
     data = {key: value for key, value in stored.items() if key not in _OWN_KEYS}
     if _PERSIST_KEY in stored:
         data["persist"] = stored[_PERSIST_KEY]
+    if kind is MessageKind.TOOL:
+        # A result another writer added (SessionStore.resume's closing result names no
+        # success and maybe no tool): the store's is_error stands for zett's success.
+        data.setdefault("success", not stored.get(_ERROR_KEY, False))
+        data.setdefault("name", "")
     [message] = decode_messages(json.dumps([{"kind": int(kind), "data": data}], ensure_ascii=False))
     return message
 

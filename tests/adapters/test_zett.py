@@ -279,6 +279,23 @@ def test_a_failed_tool_result_is_an_error_to_the_stores_own_readers(tmp_path: Pa
     assert next(SessionStore(tmp_path).records("s")).message["is_error"] is True
 
 
+def test_a_batch_the_stores_resume_closed_loads_in_zett(tmp_path: Path) -> None:
+    """After SessionStore.resume closed a zett session's open batch, zett loads it with the batch whole."""
+
+    async def write() -> None:
+        storage = JsonlSessionStorage(tmp_path)
+        await storage.append("s", "r", UserMessage(content="Read both."))
+        await storage.append("s", "r", AssistantMessage(tool_calls=(ToolCall("a", "read"), ToolCall("b", "read"))))
+        await storage.append("s", "r", ToolMessage(tool_call_id="a", name="read", content="ok"))
+
+    asyncio.run(write())
+    SessionStore(tmp_path).resume("s")
+    view = asyncio.run(JsonlSessionStorage(tmp_path).load("s"))
+    closing = view.raw_tail[-1].message
+    assert isinstance(closing, ToolMessage) and closing.tool_call_id == "b"
+    assert classify_resume(view.messages).kind is ResumeKind.CALL_MODEL
+
+
 def test_zett_errors_are_the_value_errors_zett_sqlite_storage_raises(tmp_path: Path) -> None:
     """Bad input, a changed parent and stale or misplaced snapshots raise ValueError, with SQLite's words."""
     summary = CompactedMessage(content="Earlier: greetings.")
