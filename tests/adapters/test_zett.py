@@ -65,7 +65,8 @@ def scenario(backend: str, root: Path, *args: str, expect: int = 0) -> str:
 
 def dump(backend: str, root: Path, session_id: str) -> tuple[Any, list[Any]]:
     """The session as a new process loads it through `backend`: (SessionView, whole raw log)."""
-    return pickle.loads(bytes.fromhex(scenario(backend, root, session_id, "dump")))
+    loaded: tuple[Any, list[Any]] = pickle.loads(bytes.fromhex(scenario(backend, root, session_id, "dump")))
+    return loaded
 
 
 def comparable(item: Any, *, runs: bool = False) -> dict[str, Any]:
@@ -276,7 +277,8 @@ def test_a_failed_tool_result_is_an_error_to_the_stores_own_readers(tmp_path: Pa
         return (await storage.load("s")).raw_tail[0].message
 
     assert asyncio.run(go()) == failed
-    assert next(SessionStore(tmp_path).records("s")).message["is_error"] is True
+    stored = next(SessionStore(tmp_path).records("s")).message
+    assert isinstance(stored, dict) and stored["is_error"] is True
 
 
 def test_a_batch_the_stores_resume_closed_loads_in_zett(tmp_path: Path) -> None:
