@@ -42,7 +42,9 @@ is that of the last ``limit`` items, the pops after them and the items those pop
 never the log's length. ``get_items()`` without a limit reads the records after the last
 clear (``load()``'s tail), folding pops in as it goes. Records that are neither (another
 program's, the core's ``resume()`` results) are skipped; so are damaged lines, as SQLite
-skips rows that are not JSON.
+skips rows that are not JSON (a damaged pop record would give its item back). The
+session's snapshots are the adapter's: one made by other means (``checkpoint``,
+``snapshot``) would hide the items before it from ``get_items()`` without a limit.
 
 ``clear_session`` keeps every record; ``store.delete_session(session.store_session_id)``
 is the real removal of the session's files (``session.store`` is the ``SessionStore``).
@@ -64,7 +66,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from jsonl_store import (
     CompactedMessage,
@@ -83,6 +85,9 @@ except ImportError as exc:  # pragma: no cover - exercised in an environment wit
     raise ImportError(
         'jsonl_store.adapters.openai_agents needs the OpenAI Agents SDK: pip install "jsonl_store[openai-agents]"'
     ) from exc
+
+if TYPE_CHECKING:
+    from agents.memory.session import Session
 
 __all__ = ["INTERRUPTED_OUTPUT", "JsonlSession"]
 
@@ -379,3 +384,9 @@ class JsonlSession:
             except SequenceConflict:
                 continue
             return outputs
+
+
+if TYPE_CHECKING:  # mypy checks that JsonlSession is what the SDK's Session protocol asks for
+
+    def _is_a_session(session: JsonlSession) -> Session:
+        return session

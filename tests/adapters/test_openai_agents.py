@@ -24,7 +24,7 @@ pytest.importorskip("agents", reason='needs the extra: pip install -e ".[openai-
 
 import _agents_child as child
 from _agents_fake_model import FakeModel, call, text
-from agents import Agent, RunConfig, Runner, SessionSettings, SQLiteSession, set_tracing_disabled
+from agents import Agent, RunConfig, Runner, Session, SessionSettings, SQLiteSession, set_tracing_disabled
 
 from jsonl_store import OsFileSystem, SessionStore, decode_session_id
 from jsonl_store.adapters.openai_agents import INTERRUPTED_OUTPUT, JsonlSession
@@ -481,7 +481,8 @@ def test_failed_add_items_writes_nothing_and_the_session_stays_usable(tmp_path: 
 
 
 def test_session_settings_default_constructor_and_dictionary(tmp_path: Path) -> None:
-    """session_settings defaults to SessionSettings(); a dict is normalised (ported)."""
+    """A JsonlSession is a Session; settings default to SessionSettings(), a dict is checked (ported)."""
+    assert isinstance(JsonlSession("a", str(tmp_path)), Session)  # the SDK's runtime-checkable protocol
     assert JsonlSession("a", str(tmp_path)).session_settings == SessionSettings()
     assert JsonlSession("b", str(tmp_path), session_settings=SessionSettings(limit=5)).session_settings == SessionSettings(limit=5)
     settings = JsonlSession("c", str(tmp_path), session_settings={"limit": 0}).session_settings
