@@ -51,8 +51,9 @@ is the real removal of the session's files (``session.store`` is the ``SessionSt
 
 Tool batches
 ------------
-The SDK (0.24) saves a turn's items after its tools ran, so a process killed inside a
-tool leaves the history it had before that turn, which the SDK and the provider accept.
+The SDK (0.24) saves a run's input first and a turn's items after its tools ran, so a
+process killed inside a tool leaves the history up to that input, as SQLiteSession does,
+which the SDK and the provider accept.
 A writer that stored a ``function_call`` without its ``function_call_output`` (an older
 SDK, a program of yours) leaves a history the Responses API refuses ("No tool output found
 for function call ..."). ``close_interrupted_calls()`` answers each such call of the last
