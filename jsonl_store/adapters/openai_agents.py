@@ -5,7 +5,8 @@
 ``clear_session``, ``session_settings``) and gives back the same items as the SDK's own
 ``SQLiteSession`` (``agents/memory/sqlite_session.py``) would, in the same order, across
 ``Runner.run``, ``Runner.run_streamed`` and parallel tool calls. Install it with
-``pip install "jsonl_store[openai-agents]"``; the tests ran against openai-agents 0.24.0.
+``pip install "jsonl_store[openai-agents]"``; the tests ran against openai-agents 0.24.0
+and 0.21.0, the extra's floor.
 
 What is on disk
 ---------------

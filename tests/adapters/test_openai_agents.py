@@ -4,8 +4,8 @@ The SDK runs for real (``Runner.run``, ``Runner.run_sync``, ``Runner.run_streame
 function tools in parallel) with a scripted model (`_agents_fake_model.FakeModel`); no SDK
 part is mocked. The ported tests follow ``tests/memory/test_session.py`` and
 ``tests/memory/test_session_limit.py`` of openai-agents-python, the ones that test
-behaviour rather than SQLite internals. Ran against openai-agents 0.24.0 (the floor the
-``openai-agents`` extra declares).
+behaviour rather than SQLite internals. Ran against openai-agents 0.24.0, and 0.21.0 (the
+floor the ``openai-agents`` extra declares), each with openai 3.57.0.
 """
 
 from __future__ import annotations
