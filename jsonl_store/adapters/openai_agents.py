@@ -82,7 +82,7 @@ from jsonl_store import (
 )
 
 try:
-    from agents.memory.session_settings import SessionSettings, resolve_session_limit
+    from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 except ImportError as exc:  # pragma: no cover - exercised in an environment without the extra
     raise ImportError(
         'jsonl_store.adapters.openai_agents needs the OpenAI Agents SDK: pip install "jsonl_store[openai-agents]"'
@@ -208,18 +208,6 @@ async def _run_to_completion(call: Callable[[], T]) -> T:
     return result
 
 
-def _settings(value: SessionSettings | dict[str, Any] | None) -> SessionSettings:
-    if value is None:
-        return SessionSettings()
-    if isinstance(value, SessionSettings):
-        return value
-    try:  # openai-agents >= 0.17 checks the keys ("Unknown session settings: ...")
-        from agents.memory.session_settings import coerce_session_settings
-    except ImportError:  # pragma: no cover - older SDKs
-        return SessionSettings(**value)
-    return coerce_session_settings(value)
-
-
 class JsonlSession:
     """An OpenAI Agents SDK ``Session`` kept in a jsonl_store session below ``root``.
 
@@ -240,7 +228,10 @@ class JsonlSession:
     ) -> None:
         self.session_id = session_id
         self.store_session_id = encode_session_id(session_id)
-        self.session_settings = _settings(session_settings)
+        # As SQLiteSession: a dict is checked and made a SessionSettings, None the defaults.
+        self.session_settings = (
+            coerce_session_settings(session_settings) if session_settings is not None else SessionSettings()
+        )
         self.store = SessionStore(root, **store_options)
 
     def __repr__(self) -> str:
