@@ -1,7 +1,7 @@
 """JsonlSession against the real OpenAI Agents SDK, offline, side by side with SQLiteSession.
 
 The SDK runs for real (``Runner.run``, ``Runner.run_sync``, ``Runner.run_streamed``, its
-function tools in parallel) with a scripted model (`_agents_fake_model.FakeModel`); no SDK
+function tools in parallel) with a scripted model (`agents_fake_model.FakeModel`); no SDK
 part is mocked. The ported tests follow ``tests/memory/test_session.py`` and
 ``tests/memory/test_session_limit.py`` of openai-agents-python, the ones that test
 behaviour rather than SQLite internals. Ran against openai-agents 0.24.0, and 0.21.0 (the
@@ -22,16 +22,16 @@ import pytest
 
 pytest.importorskip("agents", reason='needs the extra: pip install -e ".[openai-agents]"')
 
-import _agents_child as child
-from _agents_fake_model import FakeModel, call, text
+import agents_child as child
 from agents import Agent, RunConfig, Runner, Session, SessionSettings, SQLiteSession, set_tracing_disabled
+from agents_fake_model import FakeModel, call, text
 
 from jsonl_store import OsFileSystem, SessionStore, decode_session_id
 from jsonl_store.adapters.openai_agents import INTERRUPTED_OUTPUT, JsonlSession
 
 set_tracing_disabled(True)
 
-CHILD = Path(__file__).with_name("_agents_child.py")
+CHILD = Path(__file__).parents[1] / "agents_child.py"
 RUNNERS = ["run", "run_sync", "run_streamed"]
 
 
@@ -59,7 +59,7 @@ async def run_agent(runner: str, agent: Agent[Any], user_input: Any, **kwargs: A
 
 
 def spawn(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(CHILD), *args], input=stdin, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, str(CHILD), *args], input=stdin, capture_output=True, text=True, timeout=120, check=False)
 
 
 def provider_valid(items: list[Any]) -> bool:
@@ -264,7 +264,7 @@ def test_free_form_session_ids_map_to_directories_and_back(tmp_path: Path) -> No
 
 def test_items_with_values_the_store_keeps_only_as_json_come_back_as_sqlite_gives_them(tmp_path: Path) -> None:
     """A tuple comes back as a list, as SQLiteSession's json round trip gives it."""
-    item = {"role": "user", "content": [{"type": "input_text", "text": "hi"}], "extra": (1, 2)}
+    item: Any = {"role": "user", "content": [{"type": "input_text", "text": "hi"}], "extra": (1, 2)}
     jsonl, sqlite = JsonlSession("t", str(tmp_path)), SQLiteSession("t")
     run(jsonl.add_items([item]))
     run(sqlite.add_items([item]))

@@ -1,6 +1,6 @@
 """A child process for the adapter tests: runs the real Agents SDK on one session and exits.
 
-``python _agents_child.py MODE BACKEND ROOT SESSION_ID RUNNER``, BACKEND ``jsonl``
+``python agents_child.py MODE BACKEND ROOT SESSION_ID RUNNER``, BACKEND ``jsonl``
 (JsonlSession below ROOT) or ``sqlite`` (SQLiteSession in ROOT/sqlite.db), RUNNER ``run``
 or ``run_streamed``. Modes:
 
@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from _agents_fake_model import FakeModel, call, text
 from agents import Agent, Runner, SQLiteSession, function_tool, set_tracing_disabled
+from agents_fake_model import FakeModel, call, text
 
 from jsonl_store.adapters.openai_agents import JsonlSession
 
@@ -99,10 +99,10 @@ async def kill(backend: str, root: str, session_id: str, runner: str) -> None:
 async def pop(backend: str, root: str, session_id: str) -> None:
     session = open_session(backend, root, session_id)
     await session.get_items(1)  # opened and warm
-    print("ready", flush=True)
+    print("ready", flush=True)  # noqa: T201 (the parent reads it)
     sys.stdin.readline()  # all children start popping together
     while (item := await session.pop_item()) is not None:
-        print(json.dumps(item), flush=True)
+        print(json.dumps(item), flush=True)  # noqa: T201 (the parent reads it)
 
 
 def main(argv: list[str]) -> None:
