@@ -58,9 +58,10 @@ which the SDK and the provider accept.
 A writer that stored a ``function_call`` without its ``function_call_output`` (an older
 SDK, a program of yours) leaves a history the Responses API refuses ("No tool output found
 for function call ..."). ``close_interrupted_calls()`` answers each such call of the last
-batch with an error output, once, in the log. It lives here until the core's
-``"openai-responses"`` tool-batch dialect (issue 10) is on main; then it becomes
-``store.resume(..., dialect="openai-responses")``.
+batch with an error output, once, in the log: the core's rule for Responses items
+(``close_interrupted(items, dialect="openai-responses")``) applied to the items, appended
+with a conditional append as ``store.resume`` does (``resume`` itself reads the stored
+messages, which here wrap the items).
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jsonl_store import (
+    INTERRUPTED_NOTICE,
     CompactedMessage,
     InvalidArgument,
     RawMessageRecord,
@@ -78,6 +80,7 @@ from jsonl_store import (
     SessionStore,
     SnapshotConflict,
     UnsupportedValue,
+    close_interrupted,
     encode_session_id,
 )
 
@@ -91,16 +94,10 @@ except ImportError as exc:  # pragma: no cover - exercised in an environment wit
 if TYPE_CHECKING:
     from agents.memory.session import Session
 
-__all__ = ["INTERRUPTED_OUTPUT", "JsonlSession"]
+__all__ = ["JsonlSession"]
 
 #: The key of the record metadata that marks a pop or a clear.
 MARKER = "openai_agents"
-
-#: The output ``close_interrupted_calls`` gives a call that never got one.
-INTERRUPTED_OUTPUT = (
-    "Error: this tool call was interrupted (the process stopped) and may or may not have run. "
-    "Check its effects before calling it again."
-)
 
 T = TypeVar("T")
 
@@ -268,7 +265,7 @@ class JsonlSession:
 
     # -- beyond the protocol -------------------------------------------------------------
 
-    async def close_interrupted_calls(self, notice: str = INTERRUPTED_OUTPUT) -> list[Any]:
+    async def close_interrupted_calls(self, notice: str = INTERRUPTED_NOTICE) -> list[Any]:
         """Answer each ``function_call`` of the last batch that has no output, in the log.
 
         The last batch is the run of ``function_call`` and ``function_call_output`` items
@@ -359,25 +356,19 @@ class JsonlSession:
         while True:
             live, last = self._live(None)
             items = [_item(record) for record in live]
-            start = len(items)
-            while start > 0 and items[start - 1].get("type") in ("function_call", "function_call_output"):
-                start -= 1
-            batch = items[start:]
-            answered = {item.get("call_id") for item in batch if item.get("type") == "function_call_output"}
-            outputs = [
-                {"type": "function_call_output", "call_id": item["call_id"], "output": notice}
-                for item in batch
-                if item.get("type") == "function_call" and item.get("call_id") not in answered
-            ]
+            # The core's rule for Responses items (calls and outputs paired by call_id,
+            # consecutive calls one batch); the closing outputs come after the batch, at the end.
+            closed = close_interrupted(items, notice=notice, dialect="openai-responses")
+            assert closed[: len(items)] == items, "closing only appends to the last batch"
+            outputs = closed[len(items) :]
             if not outputs:
                 return []
-            messages = [{"role": "tool", "content": output} for output in outputs]
+            messages = [{"role": _role(output), "content": output} for output in outputs]
             try:
                 self.store.append_many(self.store_session_id, messages, expected_last_sequence=last)
             except SequenceConflict:
-                continue
+                continue  # another writer appended (maybe these very outputs): look again
             return outputs
-
 
 if TYPE_CHECKING:  # mypy checks that JsonlSession is what the SDK's Session protocol asks for
 

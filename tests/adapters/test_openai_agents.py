@@ -26,8 +26,8 @@ import agents_child as child
 from agents import Agent, RunConfig, Runner, Session, SessionSettings, SQLiteSession, set_tracing_disabled
 from agents_fake_model import FakeModel, call, text
 
-from jsonl_store import OsFileSystem, SessionStore, decode_session_id
-from jsonl_store.adapters.openai_agents import INTERRUPTED_OUTPUT, JsonlSession
+from jsonl_store import INTERRUPTED_NOTICE, OsFileSystem, SessionStore, decode_session_id
+from jsonl_store.adapters.openai_agents import JsonlSession
 
 set_tracing_disabled(True)
 
@@ -138,7 +138,7 @@ def test_a_call_stored_without_its_output_is_closed_once_and_the_next_run_works(
     ]
     run(session.add_items(opened))
     added = run(session.close_interrupted_calls())
-    assert added == [{"type": "function_call_output", "call_id": "w1", "output": INTERRUPTED_OUTPUT}]
+    assert added == [{"type": "function_call_output", "call_id": "w1", "output": INTERRUPTED_NOTICE}]
     assert run(session.close_interrupted_calls()) == []
     restored = run(JsonlSession("open", str(tmp_path)).get_items())
     assert restored == [*opened, *added] and provider_valid(restored)
