@@ -1,0 +1,376 @@
+"""A session of the OpenAI Agents SDK stored in a jsonl_store session directory.
+
+``JsonlSession(session_id, root)`` implements the SDK's ``Session`` protocol
+(``agents/memory/session.py``: ``get_items``, ``add_items``, ``pop_item``,
+``clear_session``, ``session_settings``) and gives back the same items as the SDK's own
+``SQLiteSession`` (``agents/memory/sqlite_session.py``) would, in the same order, across
+``Runner.run``, ``Runner.run_streamed`` and parallel tool calls. Install it with
+``pip install "jsonl_store[openai-agents]"``; the tests ran against openai-agents 0.24.0
+and 0.21.0, the extra's floor.
+
+What is on disk
+---------------
+The session is the directory ``encode_session_id(session_id)`` below ``root`` (the SDK's
+ids are free-form: ``decode_session_id`` gives the SDK's id back). Its raw log holds three
+kinds of records, and is never rewritten:
+
+- **An item**: one record per item ``add_items`` got, all of one call in one
+  ``append_many`` (all or nothing, as SQLite's transaction). The record's message is the
+  dict ``{"role": R, "content": item}``: the SDK item verbatim under ``content``, so it
+  comes back equal whatever keys it has, and ``R`` only says who made it, for people
+  and for ``jsonl-store show`` (``user``, ``system`` for system and developer messages,
+  ``tool`` for ``*_output`` items, ``assistant`` for the rest).
+- **A pop**: ``pop_item`` appends ``{"role": "system", "content": "pop_item: #S",
+  "include_in_messages": false}`` with the record metadata ``{"openai_agents": {"op":
+  "pop", "item": S}}``, ``S`` being the sequence of the item it took. It is a conditional
+  append (``expected_last_sequence`` = the last sequence it read): of two concurrent pops
+  that read the same log, one writes and the other reads again and takes the next item,
+  so no item is ever popped twice, across threads and processes.
+- **A clear**: ``clear_session`` appends ``{"role": "system", "content":
+  "clear_session", "include_in_messages": false}`` with metadata ``{"openai_agents":
+  {"op": "clear"}}``, then makes a snapshot through it whose compacted message is not in
+  the model context (``CompactedMessage(include_in_messages=False)``), so ``load()``,
+  ``jsonl-store show`` and ``get_items()`` start after it. The marker is what counts;
+  the snapshot only saves reading (a crash between the two, or a concurrent clear that
+  snapshots first, loses nothing).
+
+Which items are live follows from the records alone: reading backwards from the end of
+the log, a clear ends the history, and a pop takes the nearest item before it that no
+later pop took (``pop_item`` always takes the newest live item, so pops and items nest
+like brackets). ``get_items(limit)`` reads the log backwards with ``SessionStore.tail``,
+from ``limit`` records on, doubling the window only when pops stand among them: its cost
+is that of the last ``limit`` items, the pops after them and the items those pops took,
+never the log's length. ``get_items()`` without a limit reads the records after the last
+clear (``load()``'s tail), folding pops in as it goes. Records that are neither (another
+program's, the core's ``resume()`` results) are skipped; so are damaged lines, as SQLite
+skips rows that are not JSON (a damaged pop record would give its item back). The
+session's snapshots are the adapter's: one made by other means (``checkpoint``,
+``snapshot``) would hide the items before it from ``get_items()`` without a limit.
+
+``clear_session`` keeps every record; ``store.delete_session(session.store_session_id)``
+is the real removal of the session's files (``session.store`` is the ``SessionStore``).
+
+Tool batches
+------------
+The SDK (0.24) saves a run's input first and a turn's items after its tools ran, so a
+process killed inside a tool leaves the history up to that input, as SQLiteSession does,
+which the SDK and the provider accept.
+A writer that stored a ``function_call`` without its ``function_call_output`` (an older
+SDK, a program of yours) leaves a history the Responses API refuses ("No tool output found
+for function call ..."). ``close_interrupted_calls()`` answers each such call of the last
+batch with an error output, once, in the log: the core's rule for Responses items
+(``close_interrupted(items, dialect="openai-responses")``) applied to the items, appended
+with a conditional append as ``store.resume`` does (``resume`` itself reads the stored
+messages, which here wrap the items).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from jsonl_store import (
+    INTERRUPTED_NOTICE,
+    CompactedMessage,
+    InvalidArgument,
+    RawMessageRecord,
+    SequenceConflict,
+    SessionStore,
+    SnapshotConflict,
+    UnsupportedValue,
+    close_interrupted,
+    encode_session_id,
+)
+
+try:
+    from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
+except ImportError as exc:  # pragma: no cover - exercised in an environment without the extra
+    raise ImportError(
+        'jsonl_store.adapters.openai_agents needs the OpenAI Agents SDK: pip install "jsonl_store[openai-agents]"'
+    ) from exc
+
+if TYPE_CHECKING:
+    from agents.memory.session import Session
+
+__all__ = ["JsonlSession"]
+
+#: The key of the record metadata that marks a pop or a clear.
+MARKER = "openai_agents"
+
+T = TypeVar("T")
+
+_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
+
+
+def _role(item: Any) -> str:
+    """Who made an item, in the store's roles (for people and ``jsonl-store show`` only)."""
+    if not isinstance(item, dict):
+        return "user"
+    role = _ROLES.get(item.get("role"))  # type: ignore[arg-type]
+    if role is not None:
+        return role
+    kind = item.get("type")
+    return "tool" if isinstance(kind, str) and kind.endswith("_output") else "assistant"
+
+
+def _op(record: RawMessageRecord) -> str | None:
+    """``"pop"`` or ``"clear"`` for a marker record, ``"item"`` for an item, None for others."""
+    marker = record.metadata.get(MARKER)
+    if isinstance(marker, dict):
+        op = marker.get("op")
+        return op if op in ("pop", "clear") else None
+    message = record.message
+    if isinstance(message, dict) and isinstance(message.get("content"), dict):
+        return "item"
+    return None
+
+
+def _item(record: RawMessageRecord) -> Any:
+    """The SDK item an item record holds."""
+    message = record.message
+    assert isinstance(message, dict), "only item records are asked for their item"
+    return message["content"]
+
+
+def _scan_back(records: list[RawMessageRecord], limit: int) -> tuple[list[RawMessageRecord], bool]:
+    """The live items among ``records`` (a tail of the log), newest first, at most ``limit``.
+
+    The flag says whether the answer is final: ``limit`` items found or a clear met, so
+    records before these cannot add to it.
+    """
+    pending = 0  # pops seen whose item is further back
+    live: list[RawMessageRecord] = []
+    for record in reversed(records):
+        op = _op(record)
+        if op == "clear":
+            return live, True
+        if op == "pop":
+            pending += 1
+        elif op == "item":
+            if pending:
+                pending -= 1
+            else:
+                live.append(record)
+                if len(live) == limit:
+                    return live, True
+    return live, False
+
+
+def _fold(records: list[RawMessageRecord]) -> list[RawMessageRecord]:
+    """The live items after reading ``records`` forward: clears empty it, pops take the last."""
+    live: list[RawMessageRecord] = []
+    for record in records:
+        op = _op(record)
+        if op == "item":
+            live.append(record)
+        elif op == "clear":
+            live.clear()
+        elif op == "pop" and live:
+            live.pop()
+    return live
+
+
+def _json_normalized(items: list[Any]) -> list[Any]:
+    """The items as SQLiteSession gives them back: through ``json.dumps`` and ``json.loads``.
+
+    Only needed for values the store refuses to keep unchanged (a tuple, a ``str`` enum);
+    a value JSON cannot carry raises ``TypeError`` here, as SQLiteSession's ``add_items`` does.
+    """
+    return [json.loads(json.dumps(item)) for item in items]
+
+
+async def _run_to_completion(call: Callable[[], T]) -> T:
+    """Run a write in a thread and wait for its outcome even if the caller is cancelled.
+
+    A write that started is not abandoned halfway (the SDK's ``_await_mutation`` does the
+    same for SQLiteSession): the cancellation is raised once the outcome is known.
+    """
+    task = asyncio.ensure_future(asyncio.to_thread(call))
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as exc:
+            cancelled = cancelled or exc
+    try:
+        result = task.result()
+    except BaseException:
+        if cancelled is not None:
+            raise cancelled from None
+        raise
+    if cancelled is not None:
+        raise cancelled from None
+    return result
+
+
+class JsonlSession:
+    """An OpenAI Agents SDK ``Session`` kept in a jsonl_store session below ``root``.
+
+    ``session_id`` is the SDK's id (any non-empty string without NUL whose encoding fits
+    128 characters, else `InvalidSessionId`); ``session_settings`` is a ``SessionSettings``
+    or its dict; ``store_options`` are ``SessionStore``'s keywords (``durability``,
+    ``lock_timeout``, ``on_problem``, ``fs``).
+    """
+
+    session_settings: SessionSettings | None
+
+    def __init__(
+        self,
+        session_id: str,
+        root: str,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+        **store_options: Any,
+    ) -> None:
+        self.session_id = session_id
+        self.store_session_id = encode_session_id(session_id)
+        # As SQLiteSession: a dict is checked and made a SessionSettings, None the defaults.
+        self.session_settings = (
+            coerce_session_settings(session_settings) if session_settings is not None else SessionSettings()
+        )
+        self.store = SessionStore(root, **store_options)
+
+    def __repr__(self) -> str:
+        return f"JsonlSession({self.session_id!r}, {self.store.root!r})"
+
+    def close(self) -> None:
+        """Release the store's open descriptors (it reopens them if used again)."""
+        self.store.close()
+
+    # -- the Session protocol ------------------------------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        """The history, oldest first; the last ``limit`` items (``session_settings.limit``
+        when None; 0 gives none and a negative limit all, as SQLiteSession does)."""
+        resolved = resolve_session_limit(limit, self.session_settings)
+        return await asyncio.to_thread(self._get_items, resolved)
+
+    async def add_items(self, items: list[Any]) -> None:
+        """Append ``items`` to the history, all or nothing."""
+        if not items:
+            return
+        await _run_to_completion(lambda: self._add_items(list(items)))
+
+    async def pop_item(self) -> Any | None:
+        """Take the newest item off the history and return it; None when it is empty.
+
+        Atomic across threads and processes: no item is returned by two pops.
+        """
+        return await _run_to_completion(self._pop_item)
+
+    async def clear_session(self) -> None:
+        """Empty the history (the log keeps the records; see the module's docstring)."""
+        await _run_to_completion(self._clear_session)
+
+    # -- beyond the protocol -------------------------------------------------------------
+
+    async def close_interrupted_calls(self, notice: str = INTERRUPTED_NOTICE) -> list[Any]:
+        """Answer each ``function_call`` of the last batch that has no output, in the log.
+
+        The last batch is the run of ``function_call`` and ``function_call_output`` items
+        at the end of the history (parallel calls are one item each, their outputs in any
+        order). Each call without an output gets ``{"type": "function_call_output",
+        "call_id": ..., "output": notice}``, appended once (a conditional append: with
+        concurrent callers, one writes). Returns the outputs added ([] when none was missing).
+        """
+        if not isinstance(notice, str) or not notice:
+            raise InvalidArgument(f"notice must be a non-empty str, got {notice!r}")
+        return await _run_to_completion(lambda: self._close_interrupted(notice))
+
+    # -- the work, in a worker thread ----------------------------------------------------
+
+    def _live(self, limit: int | None) -> tuple[list[RawMessageRecord], int]:
+        """The last ``limit`` live item records (all when None), oldest first, and the
+        log's last sequence as read."""
+        sid = self.store_session_id
+        if limit is None:
+            view = self.store.load(sid)
+            return _fold(view.raw_tail), view.last_sequence
+        window = max(limit, 2)
+        while True:
+            records = self.store.tail(sid, window)
+            live, final = _scan_back(records, limit)
+            if final or len(records) < window:
+                live.reverse()
+                return live, records[-1].sequence if records else 0
+            window *= 2
+
+    def _get_items(self, limit: int | None) -> list[Any]:
+        if limit is not None and limit < 0:
+            limit = None  # SQLite's LIMIT -1: no limit
+        if limit == 0:
+            return []
+        live, _ = self._live(limit)
+        return [_item(record) for record in live]
+
+    def _add_items(self, items: list[Any]) -> None:
+        try:
+            messages = [{"role": _role(item), "content": item} for item in items]
+            self.store.append_many(self.store_session_id, messages)
+        except UnsupportedValue:
+            items = _json_normalized(items)  # raises TypeError for what JSON cannot carry
+            messages = [{"role": _role(item), "content": item} for item in items]
+            self.store.append_many(self.store_session_id, messages)
+
+    def _pop_item(self) -> Any | None:
+        while True:
+            live, last = self._live(1)
+            if not live:
+                return None
+            top = live[0]
+            marker = {"role": "system", "content": f"pop_item: #{top.sequence}", "include_in_messages": False}
+            try:
+                self.store.append(
+                    self.store_session_id,
+                    marker,
+                    metadata={MARKER: {"op": "pop", "item": top.sequence}},
+                    expected_last_sequence=last,
+                )
+            except SequenceConflict:
+                continue  # the log moved (maybe another pop took this item): read again
+            return _item(top)
+
+    def _clear_session(self) -> None:
+        sid = self.store_session_id
+        last = self.store.tail(sid, 1)
+        if not last or _op(last[0]) == "clear":
+            return  # no session, or already clear: nothing to record
+        marker = {"role": "system", "content": "clear_session", "include_in_messages": False}
+        sequence = self.store.append(sid, marker, metadata={MARKER: {"op": "clear"}})
+        view = self.store.load(sid)
+        version = view.snapshot.version if view.snapshot else 0
+        if view.snapshot is not None and view.snapshot.compacted_through_sequence >= sequence:
+            return  # a concurrent clear snapshotted past this one already
+        try:
+            self.store.snapshot(
+                sid,
+                CompactedMessage(content="clear_session: earlier items were cleared", include_in_messages=False),
+                compacted_through_sequence=sequence,
+                expected_version=version,
+            )
+        except (SnapshotConflict, InvalidArgument):
+            pass  # another writer snapshotted meanwhile; the marker alone is what counts
+
+    def _close_interrupted(self, notice: str) -> list[Any]:
+        while True:
+            live, last = self._live(None)
+            items = [_item(record) for record in live]
+            # The core's rule for Responses items (calls and outputs paired by call_id,
+            # consecutive calls one batch); the closing outputs come after the batch, at the end.
+            closed = close_interrupted(items, notice=notice, dialect="openai-responses")
+            assert closed[: len(items)] == items, "closing only appends to the last batch"
+            outputs = closed[len(items) :]
+            if not outputs:
+                return []
+            messages = [{"role": _role(output), "content": output} for output in outputs]
+            try:
+                self.store.append_many(self.store_session_id, messages, expected_last_sequence=last)
+            except SequenceConflict:
+                continue  # another writer appended (maybe these very outputs): look again
+            return outputs
+
+if TYPE_CHECKING:  # mypy checks that JsonlSession is what the SDK's Session protocol asks for
+
+    def _is_a_session(session: JsonlSession) -> Session:
+        return session

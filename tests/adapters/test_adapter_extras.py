@@ -1,0 +1,47 @@
+"""The adapters are optional: the core never imports a framework, and a missing one names its extra.
+
+These run without any framework installed (each child hides the framework it checks).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+
+
+def python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_importing_jsonl_store_and_its_adapters_package_imports_no_framework() -> None:
+    """import jsonl_store (and jsonl_store.adapters) leaves the Agents SDK unimported."""
+    done = python("import sys, jsonl_store, jsonl_store.adapters; print('agents' in sys.modules)")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_the_openai_agents_adapter_without_its_extra_is_a_one_line_import_error() -> None:
+    """Without the SDK, importing the adapter raises one ImportError line naming the extra."""
+    done = python(
+        "import sys; sys.modules['agents'] = None\n"
+        "try:\n"
+        "    import jsonl_store.adapters.openai_agents\n"
+        "except ImportError as exc:\n"
+        "    print(type(exc).__name__, exc)\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        'ImportError jsonl_store.adapters.openai_agents needs the OpenAI Agents SDK: '
+        'pip install "jsonl_store[openai-agents]"\n'
+    )
+
+
+def test_the_openai_agents_extra_declares_a_floor() -> None:
+    """pyproject's openai-agents extra is the SDK with a lower bound the adapter tests ran at."""
+    extras = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    [requirement] = extras["openai-agents"]
+    assert requirement.startswith("openai-agents>=")
