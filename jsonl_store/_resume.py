@@ -8,7 +8,6 @@ whole when the agent appends its next message, and every later read sees the sam
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -17,21 +16,7 @@ import msgspec
 
 from ._dialects import Dialect, resolve
 from ._records import MESSAGE_TYPES
-from ._tool_batches import _open_calls, _segments
-
-#: Namespace of the closing results' ids (spec §9.11): uuid5 of the calling message's id,
-#: the call id and the call's occurrence, so every process derives the same id.
-CLOSING_NAMESPACE = uuid.UUID("5b0c9d1e-7f3a-5c2b-9e61-0a4d8f2c7b13")
-
-
-def closing_id(caller_id: str, call_id: str, occurrence: int) -> str:
-    """The id of the result that closes call ``call_id`` (its ``occurrence``-th, from 0)."""
-    return str(uuid.uuid5(CLOSING_NAMESPACE, f"{caller_id}\x00{call_id}\x00{occurrence}"))
-
-
-def _id_of(message: Any) -> str:
-    found = message.get("id") if isinstance(message, dict) else getattr(message, "id", None)
-    return found if isinstance(found, str) else ""
+from ._tool_batches import _id_of, _open_calls, _segments, closing_id
 
 
 def _with_id(message: Any, identifier: str) -> Any:

@@ -39,9 +39,12 @@ batch (providers take them in any order), nor the blocks of a message.
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal, TypeAlias
+
+import msgspec
 
 from ._dialects import Dialect, resolve
 
@@ -150,13 +153,53 @@ def _close(callers: Sequence[Any], results: Sequence[Any], notice: str | None, d
             (kept if any(keep) else left).append(trimmed)
     if notice is not None:
         missing = []
+        occurrences = []
+        answered = Counter(call_id for _, call_id, _ in calls)
+        answered.subtract(unanswered)
+        seen: Counter[Any] = Counter()
         for call in calls:
-            if unanswered[call[1]] > 0:
-                unanswered[call[1]] -= 1
+            occurrence = seen[call[1]]
+            seen[call[1]] += 1
+            if occurrence >= answered[call[1]]:
                 missing.append(call)
+                occurrences.append(occurrence)
         if missing:
-            kept.extend(dialect.notices(missing, notice))
+            kept.extend(with_closing_ids(dialect.notices(missing, notice), missing, occurrences))
     return kept + left
+
+
+#: Namespace of the ids of closing results (spec §9.11): uuid5 of the calling message's
+#: id, the call id and the call's occurrence, so every process derives the same id.
+CLOSING_NAMESPACE = uuid.UUID("5b0c9d1e-7f3a-5c2b-9e61-0a4d8f2c7b13")
+
+
+def closing_id(caller_id: str, call_id: str, occurrence: int) -> str:
+    """The id of the result that closes call ``call_id`` (its ``occurrence``-th, from 0)."""
+    return str(uuid.uuid5(CLOSING_NAMESPACE, f"{caller_id}\x00{call_id}\x00{occurrence}"))
+
+
+def _id_of(message: Any) -> str:
+    found = message.get("id") if isinstance(message, dict) else getattr(message, "id", None)
+    return found if isinstance(found, str) else ""
+
+
+def with_closing_ids(
+    notices: list[Any], missing: Sequence[tuple[Any, Any, str | None]], occurrences: Sequence[int]
+) -> list[Any]:
+    """Give message-class notices the id derived from the call they close (spec §9.11).
+
+    The same call closed twice, by two repairs of one view or by `resume` and a later
+    repair, gets one id. Dicts and a dialect's own objects are left as the dialect made
+    them (`resume` gives stored dicts their ids itself).
+    """
+    if len(notices) != len(missing):
+        return notices
+    return [
+        msgspec.structs.replace(message, id=closing_id(_id_of(caller), str(call_id), occurrence))
+        if isinstance(message, _Message)
+        else message
+        for message, (caller, call_id, _), occurrence in zip(notices, missing, occurrences, strict=True)
+    ]
 
 
 def repair_context(

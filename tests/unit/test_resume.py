@@ -116,3 +116,14 @@ def test_an_anthropic_session_is_closed_in_its_own_shape(store: SessionStore) ->
     assert [(b["type"], b["tool_use_id"]) for b in last["content"]] == [("tool_result", "tu1")]
     assert is_provider_valid(view.context, dialect="anthropic")
     assert store.resume("s", dialect="anthropic") == view  # once
+
+
+def test_the_view_and_resume_give_a_closing_result_one_id(store: SessionStore) -> None:
+    """model_context() names the synthetic result alike on every call, and resume stores that very id."""
+    interrupted(store)
+    view = store.load("s")
+    first, second = view.model_context()[-1], view.model_context()[-1]
+    assert isinstance(first, ToolMessage) and isinstance(second, ToolMessage)
+    assert first.id == second.id
+    stored = store.resume("s").raw_tail[-1].message
+    assert isinstance(stored, ToolMessage) and stored.id == first.id
