@@ -34,6 +34,8 @@ from ._records import (
 
 CRC_KEY: Final = b',"crc":"'
 SUFFIX_LENGTH: Final = len(CRC_KEY) + 8 + 2  # ,"crc":" + 8 hex digits + "}
+#: The suffix a line's CRC-32 spells, ``SUFFIX % crc``: one comparison checks key and digits.
+SUFFIX: Final = CRC_KEY + b'%08x"}'
 # msgspec encodes and decodes nested values recursively, within the interpreter's
 # recursion limit (1000 by default) less the frames already on the caller's stack: deeper
 # values fail to encode and are refused with a clear error rather than a RecursionError.
