@@ -179,6 +179,7 @@ def scan(
                     carried = 0
             continue
         view = memoryview(chunk)  # the CRC reads a line through it: no second copy
+        past = chunk_start + 1
         begin = 0
         while stop >= 0:
             if begin == 0 and (far or carry or stop > LONG_LINE):
@@ -195,7 +196,7 @@ def scan(
                 carried = 0
             else:
                 raw = chunk[begin:stop]
-                line_end = offset + stop - begin + 1
+                line_end = past + stop  # = offset + len(raw) + 1
                 # `_codec.is_sealed` inline, as one comparison of the suffix: the only step
                 # a healthy log's lines take.
                 if stop - begin >= shortest and raw[-suffix_length:] == suffix % crc32(
