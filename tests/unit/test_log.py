@@ -265,6 +265,16 @@ def test_scan_gives_offsets_and_ends_of_each_line(tmp_path: Path) -> None:
     assert [line.end for line in lines] == [*line_starts(data)[1:], len(data)]
 
 
+def test_scan_takes_sealed_lines_of_20_bytes_but_not_of_19_or_18(tmp_path: Path) -> None:
+    """A line is valid from 20 bytes on (spec §3), even with a suffix that holds at 18 or 19."""
+    twenty, nineteen, eighteen = _codec.seal(b'{"}'), _codec.seal(b"{}"), _codec.seal(b"}")
+    assert [len(line) - 1 for line in (twenty, nineteen, eighteen)] == [20, 19, 18]
+    problems: list[Problem] = []
+    lines = scan_bytes(tmp_path, nineteen + eighteen + twenty + sealed("last"), problems)
+    assert [line.body for line in lines] == [twenty[:-1], sealed("last")[:-1]]
+    assert [(p.kind, p.offset) for p in problems] == [("damaged-line", 0), ("damaged-line", 20)]
+
+
 def test_scan_handles_lines_across_chunk_boundaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Reading in tiny chunks gives the same lines and problems as one big read."""
     data = sealed("a" * 50) + b"junk\n" + sealed("b") + sealed("c" * 300) + b"torn"
