@@ -14,8 +14,6 @@ from datetime import datetime
 from types import TracebackType
 from typing import Self
 
-import msgspec
-
 from . import _codec, _snapshots
 from ._fs import FileSystem, open_regular
 from ._log import FLAGS_READ, Line, backward, last_good, scan
@@ -146,8 +144,6 @@ class LogReader:
                                 KEPT_AFTER_GAP, line.offset, line.number)
                     )  # fmt: skip
             previous = sequence
-            if record.started_at is None:
-                _fill_timing(record)
             yield line, record
 
     def last_records(self, count: int) -> list[RawMessageRecord]:
@@ -177,20 +173,12 @@ class LogReader:
                     Problem(path, "out-of-order", f"sequence {record.sequence} before {after}", SKIPPED, line.offset)
                 )
                 continue
-            _fill_timing(record)
             found.append(record)
             after = record.sequence
             if len(found) == count:
                 break
         found.reverse()
         return found
-
-
-def _fill_timing(record: RawMessageRecord) -> None:
-    if record.started_at is None:
-        # Instantaneous messages store no timing: it equals the append time.
-        msgspec.structs.force_setattr(record, "started_at", record.created_at)
-        msgspec.structs.force_setattr(record, "completed_at", record.created_at)
 
 
 def sequence_of(line: Line | None) -> int:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
 
 from . import _append, _checkpoint, _codec, _compact, _meta, _recovery, _resume, _session, _usage
+from ._dialects import Dialect
 from ._errors import (
     CorruptSession,
     InvalidArgument,
@@ -39,7 +40,6 @@ from ._problems import CORRUPT_KINDS, UNUSABLE_KINDS, Forward, Problem, Reporter
 from ._reader import LogReader
 from ._records import ContextSnapshot, Message, MessageTiming, ModelUsage, RawMessageRecord
 from ._snapshots import Listings
-from ._dialects import Dialect
 from ._tool_batches import INTERRUPTED_NOTICE
 from ._view import SessionSummary, SessionView
 
