@@ -27,6 +27,7 @@ from ._records import (
     ROLES,
     AnyMessage,
     ContextSnapshot,
+    ModelUsage,
     RawMessageRecord,
     ToolCall,
     UsageRecord,
@@ -86,6 +87,12 @@ _force_setattr = msgspec.structs.force_setattr
 # ---------------------------------------------------------------------------------------
 
 
+#: One decoder per message class: the round trip of an exact instance skips the union's tag lookup.
+_class_decoders: Final[dict[type, Callable[[bytes], Any]]] = {
+    cls: msgspec.json.Decoder(cls).decode for cls in MESSAGE_TYPES
+}
+
+
 def encode_message(message: object) -> tuple[bytes, bool]:
     """Encode one message; return its JSON bytes and whether it was a plain dict.
 
@@ -94,6 +101,21 @@ def encode_message(message: object) -> tuple[bytes, bool]:
     silently altered. The check is a decode-and-compare, which costs about as much as
     the encoding itself and is exactly the promise made to the caller.
     """
+    decode = _class_decoders.get(type(message))
+    if decode is not None:
+        # The common case, flat: an instance of a message class itself (a subclass takes
+        # the general path below, and fails its round trip there).
+        try:
+            data = _encoder.encode(message)
+        except _ENCODE_ERRORS:
+            raise _explain(message, "$") from None
+        try:
+            back = decode(data)
+        except msgspec.ValidationError as exc:
+            raise InvalidMessage(f"message does not match its class: {exc}") from None
+        if back != message:
+            raise _explain(message, "$")
+        return data, False
     if isinstance(message, dict):
         role = message.get("role")
         if not isinstance(role, str) or role not in ROLES:
@@ -124,12 +146,15 @@ def encode_json(value: object, where: str = "$") -> bytes:
     return data
 
 
+#: What encoding a value JSON cannot carry raises (a lone surrogate: UnicodeEncodeError,
+#: a ValueError; an int past 64 bits: OverflowError; nesting past the stack: RecursionError).
+_ENCODE_ERRORS: Final = (TypeError, OverflowError, ValueError, RecursionError)
+
+
 def _encode_value(value: object, where: str) -> bytes:
     try:
         data = _encoder.encode(value)
-    except UnicodeEncodeError:
-        raise _explain(value, where) from None
-    except (TypeError, OverflowError, ValueError, RecursionError):
+    except _ENCODE_ERRORS:
         raise _explain(value, where) from None
     return data
 
@@ -284,6 +309,10 @@ def encode_trailer(**fields: Any) -> bytes:
 
 def usage_trailer(usage: Any) -> bytes:
     """A `ModelUsage` as the last fields of a record (the same bytes `encode_trailer` makes)."""
+    if type(usage) is ModelUsage:
+        # Its fields, in order, are the record's last ones (`RawMessageRecord`): the
+        # encoder writes them in one call, without a format operation per count.
+        return b"," + _encoder.encode(usage)[1:-1]
     return b',"input_tokens":%d,"output_tokens":%d,"cache_read_tokens":%d,"cache_write_tokens":%d,"reasoning_tokens":%d' % (
         usage.input_tokens,
         usage.output_tokens,
@@ -303,22 +332,21 @@ def record_head(record_id: str, created_at: bytes, payload: bytes, plain: bool) 
     Writing the line from pre-encoded parts keeps the work done under the append lock to
     one format operation and one CRC, whatever the message's size.
     """
-    return b'"id":"%s","created_at":%s%s,"message":%s' % (
-        record_id.encode(),
-        created_at,
-        _PLAIN_MARK[:-1] if plain else b"",
-        payload,
-    )
+    return b"".join((b'"id":"', record_id.encode(), b'","created_at":', created_at, _PLAIN_KEYS[plain], payload))
+
+
+#: What comes between a record's time and its message: `_PLAIN_MARK` for a plain dict.
+_PLAIN_KEYS: Final = (b',"message":', _PLAIN_MARK + b'"message":')
 
 
 def record_line(sequence: int, batch_end: int, head: bytes, trailer: bytes) -> tuple[bytes, bytes]:
     """The sealed line for one record and its JSON object (for the writer's bookkeeping)."""
     if batch_end:
-        body = b'{"sequence":%d,"batch_end":%d,%s%s' % (sequence, batch_end, head, trailer)
+        body = b"".join((b'{"sequence":%d,"batch_end":%d,' % (sequence, batch_end), head, trailer))
     else:
-        body = b'{"sequence":%d,%s%s' % (sequence, head, trailer)
-    line = b'%s,"crc":"%08x"}\n' % (body, zlib.crc32(body))
-    return line, line[:-1]
+        body = b"".join((b'{"sequence":%d,' % sequence, head, trailer))
+    sealed = body + b',"crc":"%08x"}' % zlib.crc32(body)
+    return sealed + b"\n", sealed
 
 
 def encode_record(record: RawMessageRecord) -> bytes:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from . import _atomic, _codec, _lines
 from ._errors import DurabilityError, LockTimeout, StorageError, UnrecognizedRecords, name_file, storage_error
-from ._fs import FILE_MODE, SAFE_FLAGS, FileSystem, check_directory, open_regular
+from ._fs import FILE_MODE, SAFE_FLAGS, FileSystem, StatResult, check_directory, open_regular
 from ._ids import new_uuid7
 from ._paths import TMP_SUFFIX, cut_name, tmp_name
 from ._problems import DISCARD, READ_AS_WRITTEN, RESTORE, SKIPPED_LINE, Problem, Reporter, cut_into
@@ -538,9 +538,13 @@ class LogWriter:
         if self.fd >= 0:  # -1 when reopening after a delete failed half-way
             self.fs.flock(self.fd, _LOCK_UN)
 
-    def _sync(self) -> None:
-        """Bring ``size``/``last`` up to date with the file; called with the lock held."""
-        st = self.fs.fstat(self.fd)
+    def _sync(self, st: StatResult | None = None) -> None:
+        """Bring ``size``/``last`` up to date with the file; called with the lock held.
+
+        ``st``: the descriptor's fstat, when the caller has just made it.
+        """
+        if st is None:
+            st = self.fs.fstat(self.fd)
         if st.st_nlink == 0:
             # The file was deleted (delete_session) while we held it open: start anew.
             self.fs.flock(self.fd, _LOCK_UN)
@@ -752,7 +756,9 @@ class LogWriter:
         sequence) cannot be taken by another writer. It returns the bytes to write and
         the `Line` that will be last afterwards (its offsets relative to the write).
         """
-        with self.mutex:
+        mutex = self.mutex  # not `with`: about 1,300 instructions fewer per append
+        mutex.acquire()
+        try:
             if self.failed is not None:
                 failed = self.failed
                 raise DurabilityError(
@@ -764,13 +770,30 @@ class LogWriter:
                     session_id=self.session_id,
                     path=self.path,
                 ) from failed
-            self._open()
-            self._lock()
+            # `_open`, `_lock`, `_sync` and `_unlock` with their common case inline: four
+            # system calls (flock, fstat, write, flock) and no other call per append.
+            fs = self.fs
+            if self.fd < 0 or self.pid != _process.pid:
+                self._open()
             try:
-                self._sync()
+                fs.flock(self.fd, _LOCK_EX_NB)
+            except BlockingIOError:
+                self._lock()  # another writer holds it: wait
+            try:
+                # fstat, not an lseek for the size: only the link count tells a log that
+                # was deleted or replaced under our descriptor (delete_session, `rm -r`, a
+                # restore, a git checkout) from one nobody touched.
+                st = fs.fstat(self.fd)
+                if st.st_nlink == 0 or st.st_size != self.size:
+                    self._sync(st)
                 data, line = build(self.last)
                 start = self.size
-                self._write(data, start)
+                try:
+                    written = fs.write(self.fd, data)
+                    if written != len(data):
+                        raise _short_write(written, len(data))
+                except OSError as exc:
+                    raise self._write_failed(start, exc) from exc
                 line.offset += start
                 line.end += start
                 self.size = start + len(data)
@@ -779,10 +802,11 @@ class LogWriter:
                 name_file(exc, self.path)  # reading the tail, cutting it: calls on descriptors
                 raise
             finally:
-                self._unlock()
+                if self.fd >= 0:  # as in `_unlock`
+                    fs.flock(self.fd, _LOCK_UN)
             if self.durable:
                 try:
-                    self.fs.fdatasync(self.fd)
+                    fs.fdatasync(self.fd)
                 except OSError as exc:
                     # Never retry: after a failed fsync the kernel may have dropped the
                     # dirty pages and a second fsync would falsely succeed (PostgreSQL's
@@ -790,6 +814,8 @@ class LogWriter:
                     self.failed = exc
                     raise self._failure("fsync", exc) from exc
             return line
+        finally:
+            mutex.release()
 
     def restore(self) -> None:
         """Open, lock, give back the written bytes of every converted line, cut a damaged tail."""
@@ -812,19 +838,10 @@ class LogWriter:
             finally:
                 self._unlock()
 
-    def _write(self, data: bytes, start: int) -> None:
-        try:
-            written = self.fs.write(self.fd, data)
-            if written != len(data):
-                # A short write: on a local file system only a full disk (or quota, or
-                # size limit) stops write(2) part-way, and it reports no errno for the
-                # part it did write; ENOSPC is what the next write would fail with.
-                short = f"short write: {written} of {len(data)} bytes"
-                raise OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)} ({short})")
-        except OSError as exc:
-            # The record must not stay half-written.
-            self._undo(start, exc)
-            raise self._failure("write", exc) from exc
+    def _write_failed(self, start: int, exc: OSError) -> DurabilityError:
+        """Take back what a failed write left after ``start``; the error to raise."""
+        self._undo(start, exc)  # the record must not stay half-written
+        return self._failure("write", exc)
 
     def _failure(self, operation: str, exc: OSError) -> DurabilityError:
         return DurabilityError(
@@ -844,6 +861,14 @@ class LogWriter:
             # Could not take the partial bytes back: the tail stays damaged until the
             # next open cuts it, so this writer must not append after it.
             self.failed = cause
+
+
+def _short_write(written: int, wanted: int) -> OSError:
+    # On a local file system only a full disk (or quota, or size limit) stops write(2)
+    # part-way, and it reports no errno for the part it did write; ENOSPC is what the
+    # next write would fail with.
+    short = f"short write: {written} of {wanted} bytes"
+    return OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)} ({short})")
 
 
 class _Process:

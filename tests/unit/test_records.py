@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 import uuid
 from datetime import UTC, datetime
 
@@ -120,3 +122,31 @@ def test_uuid7_ids_sort_in_creation_order() -> None:
     assert len(set(ids)) == len(ids)
     parsed = uuid.UUID(ids[0])
     assert parsed.version == 7 and parsed.variant == uuid.RFC_4122
+
+
+def test_uuid7_ids_sort_past_4096_in_one_millisecond(monkeypatch: pytest.MonkeyPatch) -> None:
+    """More than 4,096 ids in one millisecond (or a clock that stands still) still sort and differ."""
+    stopped = time.time_ns()
+    monkeypatch.setattr(time, "time_ns", lambda: stopped)
+    ids = [new_uuid7() for _ in range(3 * 4096)]
+    assert ids == sorted(ids)
+    assert len(set(ids)) == len(ids)
+    assert all(str(uuid.UUID(i)) == i and uuid.UUID(i).version == 7 for i in ids)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_uuid7_ids_of_a_forked_child_differ_from_its_parents() -> None:
+    """A child made by fork draws its own random bits: no id of the child equals one of the parent."""
+    new_uuid7()  # the parent has random tails in hand before the fork
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    ids = [new_uuid7() for _ in range(600)]
+    if pid == 0:  # pragma: no cover (the child)
+        os.write(write_end, " ".join(ids).encode())
+        os._exit(0)
+    os.close(write_end)
+    os.waitpid(pid, 0)
+    with os.fdopen(read_end, "rb") as pipe:
+        child = pipe.read().decode().split()
+    assert len(child) == 600
+    assert not set(child) & set(ids)
