@@ -15,7 +15,7 @@ import math
 import sys
 import threading
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Final, TypeVar
 
@@ -179,56 +179,60 @@ _SCHEMA_STRUCTS: Final[tuple[type[msgspec.Struct], ...]] = (*MESSAGE_TYPES, Tool
 
 
 def _find_bad(value: object, where: str, depth: int) -> InvalidMessage | UnsupportedValue | None:
+    """The first value in ``value`` JSON cannot give back unchanged, as the error to raise."""
     if depth > MAX_DEPTH:
         return InvalidMessage(f"value at {where} is nested deeper than {MAX_DEPTH} levels")
-    if value is None or value is True or value is False:
-        return None
     kind = type(value)
-    if kind is str:
-        assert isinstance(value, str)
+    if value is None or kind is bool or kind is int:
+        return None
+    if kind is str or kind is float:
+        return _bad_scalar(value, where)
+    if kind is list:
+        assert isinstance(value, list)
+        return _first_bad(((item, f"{where}[{index}]") for index, item in enumerate(value)), depth)
+    if kind is dict:
+        assert isinstance(value, dict)
+        return _bad_dict(value, where, depth)
+    if isinstance(value, _SCHEMA_STRUCTS):
+        # Walk the fields themselves: converting the message to builtins first would fail
+        # on the very value being looked for (an object()), or turn it into one JSON can
+        # carry (a set into a list, a datetime into a str) and hide it.
+        return _first_bad(((getattr(value, name), f"{where}.{name}") for name in value.__struct_fields__), depth)
+    return UnsupportedValue(
+        f"value at {where} has type {kind.__name__}, which JSON cannot give back unchanged "
+        "(use dict, list, str, int, float, bool or None)"
+    )
+
+
+def _bad_scalar(value: object, where: str) -> InvalidMessage | None:
+    if isinstance(value, str):
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
             return InvalidMessage(f"string at {where} holds a lone surrogate (not valid UTF-8)")
         return None
-    if kind is int:
-        return None
-    if kind is float:
-        assert isinstance(value, float)
-        if not math.isfinite(value):
-            return InvalidMessage(f"number at {where} is {value!r}, which JSON cannot represent")
-        return None
-    if kind is list:
-        assert isinstance(value, list)
-        for index, item in enumerate(value):
-            bad = _find_bad(item, f"{where}[{index}]", depth + 1)
-            if bad is not None:
-                return bad
-        return None
-    if kind is dict:
-        assert isinstance(value, dict)
-        for key, item in value.items():
-            if type(key) is not str:
-                return UnsupportedValue(f"key {key!r} at {where} is not a str; JSON object keys are strings")
-            bad = _find_bad(key, f"{where} (key {key!r})", depth + 1) or _find_bad(
-                item, f"{where}.{key}", depth + 1
-            )
-            if bad is not None:
-                return bad
-        return None
-    if isinstance(value, _SCHEMA_STRUCTS):
-        # Walk the fields themselves: converting the message to builtins first would fail
-        # on the very value being looked for (an object()), or turn it into one JSON can
-        # carry (a set into a list, a datetime into a str) and hide it.
-        for name in value.__struct_fields__:
-            bad = _find_bad(getattr(value, name), f"{where}.{name}", depth + 1)
-            if bad is not None:
-                return bad
-        return None
-    return UnsupportedValue(
-        f"value at {where} has type {kind.__name__}, which JSON cannot give back unchanged "
-        "(use dict, list, str, int, float, bool or None)"
-    )
+    assert isinstance(value, float)
+    if not math.isfinite(value):
+        return InvalidMessage(f"number at {where} is {value!r}, which JSON cannot represent")
+    return None
+
+
+def _bad_dict(value: dict[object, object], where: str, depth: int) -> InvalidMessage | UnsupportedValue | None:
+    for key, item in value.items():  # in order: the first bad key or value is the one named
+        if type(key) is not str:
+            return UnsupportedValue(f"key {key!r} at {where} is not a str; JSON object keys are strings")
+        bad = _find_bad(key, f"{where} (key {key!r})", depth + 1) or _find_bad(item, f"{where}.{key}", depth + 1)
+        if bad is not None:
+            return bad
+    return None
+
+
+def _first_bad(parts: Iterable[tuple[object, str]], depth: int) -> InvalidMessage | UnsupportedValue | None:
+    for part, where in parts:
+        bad = _find_bad(part, where, depth + 1)
+        if bad is not None:
+            return bad
+    return None
 
 
 def check_label(value: str, name: str) -> None:

@@ -14,6 +14,7 @@ ends in hundreds of megabytes of garbage costs one pass over them and flat memor
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import threading
 import time
@@ -31,6 +32,9 @@ from ._problems import DISCARD, READ_AS_WRITTEN, RESTORE, SKIPPED_LINE, Problem,
 
 CHUNK = 1 << 20  # forward reads: big enough to amortise syscalls, small enough for flat memory
 BACK_CHUNK = 1 << 12  # backward reads: the last record of a log usually fits in 4 KiB
+#: Spec §9.2: the next sequence follows the highest one among the lines that start in this
+#: many bytes before the last good line. A rule of the format, not a tuning knob.
+SEQUENCE_WINDOW = 4096
 #: Lines longer than this are checked by reading them again in chunks instead of joining
 #: their pieces: memory stays bounded by this plus a chunk, whatever a line's length.
 LONG_LINE = 8 << 20
@@ -195,7 +199,7 @@ class _Notes:
         return found
 
     def finish(self) -> None:
-        # Whatever is still pending is damage after the last good line (the tail): silent.
+        # Whatever is still pending is damage after the last good line (the damaged tail): silent.
         if self.converted:
             self.reporter.report(conversion_problem(self.path, self.converted, self.first_converted, READ_AS_WRITTEN))
 
@@ -223,7 +227,7 @@ def scan(
 
     ``start`` must be the start of a line. Reads ``first_read`` bytes first, then twice
     as many each time up to `CHUNK` (a caller that stops early reads little). Damage
-    after the last good line (the tail) is not reported here: a writer cuts it, `verify`
+    after the last good line (the damaged tail) is not reported here: a writer cuts it, `verify`
     names it. Lines that a text conversion changed (§8.4) are read as written and
     reported once, at the end, as one ``text-conversion`` problem. Memory stays bounded
     by `LONG_LINE` plus one chunk.
@@ -482,7 +486,7 @@ class LogWriter:
             raise
         self.fd = fd
         self.pid = _process.pid
-        self.size = -1  # unknown: the first locked sync reads the tail
+        self.size = -1  # unknown: the first locked sync reads the log's end
         self.last = None
 
     def close(self) -> None:
@@ -587,59 +591,14 @@ class LogWriter:
         """
         fs = self.fs
         name = os.path.basename(self.path)
-        # Only a restore makes ``<log>.<token>.tmp``, always under this lock: any such file
-        # now is what a restore that crashed left, a copy of the log as big as the log.
-        for stale in fs.listdir(self.directory):
-            if stale.startswith(name + ".") and stale.endswith(TMP_SUFFIX):
-                try:
-                    fs.unlink(os.path.join(self.directory, stale))
-                except FileNotFoundError:
-                    pass
+        self._remove_stale_copies(name)
         temp = os.path.join(self.directory, tmp_name(name, new_uuid7()[-12:]))
-        count, first = 0, -1
         try:
             out = fs.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | SAFE_FLAGS, FILE_MODE)
         except OSError as exc:
             raise self._restore_failed(exc, size) from exc
         try:
-            pending: list[bytes] = []
-            held = 0
-
-            def emit(data: bytes) -> None:
-                nonlocal held
-                pending.append(data)
-                held += len(data)
-                if held >= CHUNK:
-                    flush()
-
-            def flush() -> None:
-                nonlocal held
-                _atomic.write_all(fs, out, b"".join(pending))
-                pending.clear()
-                held = 0
-
-            def copy(start: int, stop: int) -> None:
-                while start < stop:
-                    chunk = fs.pread(self.fd, min(CHUNK, stop - start), start)
-                    if not chunk:
-                        return
-                    emit(chunk)
-                    start += len(chunk)
-
-            position = 0
-            for line in scan(fs, self.fd, self.path, 0, size, DISCARD):
-                if not line.converted:
-                    continue  # copied with the bytes around it
-                count += 1
-                bom = line.offset == len(_lines.BOM) and fs.pread(self.fd, len(_lines.BOM), 0) == _lines.BOM
-                if first < 0:
-                    first = 0 if bom else line.offset
-                copy(position, 0 if bom else line.offset)
-                emit(line.body)
-                emit(b"\n")
-                position = line.end
-            copy(position, size)
-            flush()
+            count, first = self._write_restored(out, size)
             fs.fsync(out)
         except BaseException as exc:
             fs.close(out)
@@ -662,6 +621,59 @@ class LogWriter:
         self.last = None
         self.reporter.report(conversion_problem(self.path, count, first, RESTORE))
 
+    def _remove_stale_copies(self, name: str) -> None:
+        # Only a restore makes ``<log>.<token>.tmp``, always under this lock: any such file
+        # now is what a restore that crashed left, a copy of the log as big as the log.
+        for stale in self.fs.listdir(self.directory):
+            if stale.startswith(name + ".") and stale.endswith(TMP_SUFFIX):
+                try:
+                    self.fs.unlink(os.path.join(self.directory, stale))
+                except FileNotFoundError:
+                    pass
+
+    def _write_restored(self, out: int, size: int) -> tuple[int, int]:
+        """Write the log's first ``size`` bytes to ``out`` as written; (lines restored, first one's offset)."""
+        fs, fd = self.fs, self.fd
+        pending: list[bytes] = []
+        held = 0
+
+        def emit(data: bytes) -> None:
+            nonlocal held
+            pending.append(data)
+            held += len(data)
+            if held >= CHUNK:
+                flush()
+
+        def flush() -> None:
+            nonlocal held
+            _atomic.write_all(fs, out, b"".join(pending))
+            pending.clear()
+            held = 0
+
+        def copy(start: int, stop: int) -> None:
+            while start < stop:
+                chunk = fs.pread(fd, min(CHUNK, stop - start), start)
+                if not chunk:
+                    return
+                emit(chunk)
+                start += len(chunk)
+
+        count, first, position = 0, -1, 0
+        for line in scan(fs, fd, self.path, 0, size, DISCARD):
+            if not line.converted:
+                continue  # copied with the bytes around it
+            count += 1
+            bom = line.offset == len(_lines.BOM) and fs.pread(fd, len(_lines.BOM), 0) == _lines.BOM
+            if first < 0:
+                first = 0 if bom else line.offset
+            copy(position, 0 if bom else line.offset)
+            emit(line.body)
+            emit(b"\n")
+            position = line.end
+        copy(position, size)
+        flush()
+        return count, first
+
     def _restore_failed(self, exc: OSError, size: int) -> StorageError:
         """What a failed restore tells the caller: the log is intact, and what it needs."""
         name_file(exc, self.path)
@@ -682,7 +694,7 @@ class LogWriter:
         after the highest one seen in the last few KiB (without reading the whole log).
         """
         assert self.sequence_of is not None
-        start = max(0, line.offset - BACK_CHUNK)
+        start = max(0, line.offset - SEQUENCE_WINDOW)
         window = self.fs.pread(self.fd, line.offset - start, start)
         if start > 0:
             cut = window.find(b"\n")
@@ -709,7 +721,7 @@ class LogWriter:
         suspect = _RecordLike()
         try:
             # Copied a chunk at a time: a damaged tail can be any length, memory stays flat.
-            # The same pass looks for lines like records, so the tail is read once.
+            # The same pass looks for lines like records, so the damaged tail is read once.
             position = good_end
             while position < size:
                 data = fs.pread(self.fd, min(CHUNK, size - position), position)
@@ -799,7 +811,7 @@ class LogWriter:
                 self.size = start + len(data)
                 self.last = line
             except OSError as exc:
-                name_file(exc, self.path)  # reading the tail, cutting it: calls on descriptors
+                name_file(exc, self.path)  # reading the log's end, cutting it: calls on descriptors
                 raise
             finally:
                 if self.fd >= 0:  # as in `_unlock`
@@ -858,7 +870,7 @@ class LogWriter:
             if self.fs.fstat(self.fd).st_size != start:
                 self.fs.ftruncate(self.fd, start)
         except OSError:
-            # Could not take the partial bytes back: the tail stays damaged until the
+            # Could not take the partial bytes back: the log's end stays damaged until the
             # next open cuts it, so this writer must not append after it.
             self.failed = cause
 
@@ -892,5 +904,5 @@ _writers: weakref.WeakSet[LogWriter] = weakref.WeakSet()
 _process = _Process
 os.register_at_fork(after_in_child=_Process.forked)
 
-_LOCK_EX_NB = 2 | 4  # fcntl.LOCK_EX | fcntl.LOCK_NB
-_LOCK_UN = 8  # fcntl.LOCK_UN
+_LOCK_EX_NB = fcntl.LOCK_EX | fcntl.LOCK_NB
+_LOCK_UN = fcntl.LOCK_UN

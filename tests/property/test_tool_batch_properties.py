@@ -569,9 +569,9 @@ def same_but_notice_ids(actual: list[Message], expected: list[Message]) -> bool:
         if not (is_notice(a) and is_notice(e)):
             return False
         if isinstance(a, ToolMessage) and isinstance(e, ToolMessage):
-            a = {"call": a.tool_call_id, "name": a.name}
-            e = {"call": e.tool_call_id, "name": e.name}
-        if a != e:
+            if (a.tool_call_id, a.name) != (e.tool_call_id, e.name):
+                return False
+        elif a != e:
             return False
     return True
 
