@@ -36,7 +36,9 @@ def per_message(value: Any, kind: type, count: int, name: str) -> list[Any]:
     try:
         values = list(value)
     except TypeError:
-        raise InvalidArgument(f"{name} must be one {kind.__name__} or a list of them, got {value!r}") from None
+        raise InvalidArgument(
+            f"{name} must be one {kind.__name__} or a list of them, got {value!r}"
+        ) from None
     if len(values) != count:
         raise InvalidArgument(f"{name} has {len(values)} entries for {count} messages")
     return values
@@ -181,8 +183,12 @@ def encode(
 ) -> Batch | None:
     """Check and encode an append; None when no message is to be stored (all ``persist=False``)."""
     check_session_options(session.session_id, request_id, parent_session_id, session_type)
-    if expected_last_sequence is not None and (type(expected_last_sequence) is not int or expected_last_sequence < 0):
-        raise InvalidArgument(f"expected_last_sequence must be a non-negative int, got {expected_last_sequence!r}")
+    if expected_last_sequence is not None and (
+        type(expected_last_sequence) is not int or expected_last_sequence < 0
+    ):
+        raise InvalidArgument(
+            f"expected_last_sequence must be a non-negative int, got {expected_last_sequence!r}"
+        )
     common: dict[str, Any] = {}
     if request_id is not None or metadata is not None or tags is not None:
         common = {
@@ -194,7 +200,11 @@ def encode(
     created_at = now()
     created = _codec.encode_time(created_at)
     bodies: list[tuple[bytes, bytes] | None] = []
-    encode_message, record_head, usage_trailer = _codec.encode_message, _codec.record_head, _codec.usage_trailer
+    encode_message, record_head, usage_trailer = (
+        _codec.encode_message,
+        _codec.record_head,
+        _codec.usage_trailer,
+    )
     for index, message in enumerate(messages):
         payload, plain = encode_message(message)
         if not (message.get("persist", True) is not False if isinstance(message, dict) else message.persist):

@@ -74,7 +74,11 @@ class Store(Protocol):
 
     def records(self, session_id: str, *, after: int = 0) -> Iterator[RawMessageRecord]: ...
     def snapshot(
-        self, session_id: str, compacted_message: Message, compacted_through_sequence: int, expected_version: int
+        self,
+        session_id: str,
+        compacted_message: Message,
+        compacted_through_sequence: int,
+        expected_version: int,
     ) -> ContextSnapshot: ...
 
 
@@ -118,11 +122,15 @@ def ids_of(messages: Sequence[Message], start: int) -> list[str]:
 def check_unique(fresh_ids: list[str], cache: CheckpointCache | None, saved: int) -> None:
     """Refuse a list naming one id twice (the saved part was checked when it was saved)."""
     unique = set(fresh_ids)
-    if len(unique) != len(fresh_ids) or (saved and cache is not None and not unique.isdisjoint(cache.saved_idset)):
+    if len(unique) != len(fresh_ids) or (
+        saved and cache is not None and not unique.isdisjoint(cache.saved_idset)
+    ):
         raise InvalidMessage("checkpoint got two messages with the same id")
 
 
-def state(fs: Any, session_id: str, directory: str, cache: CheckpointCache | None, listings: Any) -> CheckpointCache:
+def state(
+    fs: Any, session_id: str, directory: str, cache: CheckpointCache | None, listings: Any
+) -> CheckpointCache:
     """The cache brought up to the log's end: rebuilt when a snapshot or a new log made it stale."""
     with LogReader(fs, session_id, directory, listings=listings) as log:
         snapshot = log.latest_snapshot()
@@ -175,7 +183,11 @@ class Plan:
 
 
 def plan(
-    messages: Sequence[Message], cache: CheckpointCache, saved: int, saved_ids: list[str], fresh_ids: list[str]
+    messages: Sequence[Message],
+    cache: CheckpointCache,
+    saved: int,
+    saved_ids: list[str],
+    fresh_ids: list[str],
 ) -> Plan:
     """Match the caller's list against the stored context by id (spec §8.8).
 
@@ -187,7 +199,9 @@ def plan(
     known = cache.ids
     if saved:
         ids = fresh_ids
-        candidates = [m for m in messages[saved:] if persisted(m)]  # a slice: O(new), islice would skip one by one
+        candidates = [
+            m for m in messages[saved:] if persisted(m)
+        ]  # a slice: O(new), islice would skip one by one
     else:
         ids = saved_ids + fresh_ids
         candidates = [m for m in messages if persisted(m)]
@@ -318,7 +332,9 @@ def rewrite(
     _snapshots.check_size(_codec.encode_message(compacted)[0])
     # A marker record first: it always advances the boundary (even right after another
     # snapshot) and leaves a trace of the rewrite in the raw log.
-    marker = CompactedMessage(content="checkpoint: the session context was rewritten here", include_in_messages=False)
+    marker = CompactedMessage(
+        content="checkpoint: the session context was rewritten here", include_in_messages=False
+    )
     through = store.append(session_id, marker)
     store.snapshot(session_id, compacted, through, cache.snapshot_version)
     tail = [*rest, *unseen]

@@ -167,7 +167,9 @@ def _explain(value: object, where: str) -> InvalidMessage | UnsupportedValue:
     try:
         found = _find_bad(value, where, 0)
     except RecursionError:
-        return InvalidMessage(f"value at {where} is nested too deeply to be encoded (about {MAX_DEPTH} levels)")
+        return InvalidMessage(
+            f"value at {where} is nested too deeply to be encoded (about {MAX_DEPTH} levels)"
+        )
     if found is None:
         return InvalidMessage(f"value at {where} does not survive a JSON round trip")
     return found
@@ -197,7 +199,9 @@ def _find_bad(value: object, where: str, depth: int) -> InvalidMessage | Unsuppo
         # Walk the fields themselves: converting the message to builtins first would fail
         # on the very value being looked for (an object()), or turn it into one JSON can
         # carry (a set into a list, a datetime into a str) and hide it.
-        return _first_bad(((getattr(value, name), f"{where}.{name}") for name in value.__struct_fields__), depth)
+        return _first_bad(
+            ((getattr(value, name), f"{where}.{name}") for name in value.__struct_fields__), depth
+        )
     return UnsupportedValue(
         f"value at {where} has type {kind.__name__}, which JSON cannot give back unchanged "
         "(use dict, list, str, int, float, bool or None)"
@@ -217,11 +221,15 @@ def _bad_scalar(value: object, where: str) -> InvalidMessage | None:
     return None
 
 
-def _bad_dict(value: dict[object, object], where: str, depth: int) -> InvalidMessage | UnsupportedValue | None:
+def _bad_dict(
+    value: dict[object, object], where: str, depth: int
+) -> InvalidMessage | UnsupportedValue | None:
     for key, item in value.items():  # in order: the first bad key or value is the one named
         if type(key) is not str:
             return UnsupportedValue(f"key {key!r} at {where} is not a str; JSON object keys are strings")
-        bad = _find_bad(key, f"{where} (key {key!r})", depth + 1) or _find_bad(item, f"{where}.{key}", depth + 1)
+        bad = _find_bad(key, f"{where} (key {key!r})", depth + 1) or _find_bad(
+            item, f"{where}.{key}", depth + 1
+        )
         if bad is not None:
             return bad
     return None
@@ -250,7 +258,9 @@ def check_label(value: str, name: str) -> None:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:
             raise InvalidArgument(
-                f"{name} holds a lone surrogate at position {exc.start} (not valid UTF-8), got {value!r}"[:300]
+                f"{name} holds a lone surrogate at position {exc.start} (not valid UTF-8), got {value!r}"[
+                    :300
+                ]
             ) from None
 
 
@@ -263,7 +273,7 @@ def seal(body: bytes) -> bytes:
     """Turn an encoded JSON object into a checksummed line ending in ``\\n``."""
     assert body[-1:] == b"}", body[-20:]
     head = body[:-1]
-    return b"%s,\"crc\":\"%08x\"}\n" % (head, zlib.crc32(head))
+    return b'%s,"crc":"%08x"}\n' % (head, zlib.crc32(head))
 
 
 def is_sealed(line: bytes) -> bool:
@@ -317,12 +327,15 @@ def usage_trailer(usage: Any) -> bytes:
         # Its fields, in order, are the record's last ones (`RawMessageRecord`): the
         # encoder writes them in one call, without a format operation per count.
         return b"," + _encoder.encode(usage)[1:-1]
-    return b',"input_tokens":%d,"output_tokens":%d,"cache_read_tokens":%d,"cache_write_tokens":%d,"reasoning_tokens":%d' % (
-        usage.input_tokens,
-        usage.output_tokens,
-        usage.cache_read_tokens,
-        usage.cache_write_tokens,
-        usage.reasoning_tokens,
+    return (
+        b',"input_tokens":%d,"output_tokens":%d,"cache_read_tokens":%d,"cache_write_tokens":%d,"reasoning_tokens":%d'
+        % (
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            usage.reasoning_tokens,
+        )
     )
 
 
@@ -336,7 +349,9 @@ def record_head(record_id: str, created_at: bytes, payload: bytes, plain: bool) 
     Writing the line from pre-encoded parts keeps the work done under the append lock to
     one format operation and one CRC, whatever the message's size.
     """
-    return b"".join((b'"id":"', record_id.encode(), b'","created_at":', created_at, _PLAIN_KEYS[plain], payload))
+    return b"".join(
+        (b'"id":"', record_id.encode(), b'","created_at":', created_at, _PLAIN_KEYS[plain], payload)
+    )
 
 
 #: What comes between a record's time and its message: `_PLAIN_MARK` for a plain dict.
@@ -465,8 +480,6 @@ def decode_usage_dict(line: bytes) -> dict[str, Any]:
         raise msgspec.ValidationError(f"expected a JSON object, got {type(item).__name__}")
     item.pop("crc", None)
     return item
-
-
 
 
 class _Head(msgspec.Struct):

@@ -15,13 +15,20 @@ from ._reader import LogReader, sequence_of
 from ._records import ContextSnapshot, Message
 
 
-def check_arguments(compacted_message: Message, compacted_through_sequence: int, expected_version: int) -> bytes:
+def check_arguments(
+    compacted_message: Message, compacted_through_sequence: int, expected_version: int
+) -> bytes:
     """The compacted message's encoding, once the arguments are known to make a snapshot."""
     if not is_compacted(compacted_message):
-        raise InvalidArgument("a snapshot's message must be a CompactedMessage (or a dict with role 'compacted')")
+        raise InvalidArgument(
+            "a snapshot's message must be a CompactedMessage (or a dict with role 'compacted')"
+        )
     payload, _ = _codec.encode_message(compacted_message)
     _snapshots.check_size(payload)
-    for name, value in (("compacted_through_sequence", compacted_through_sequence), ("expected_version", expected_version)):
+    for name, value in (
+        ("compacted_through_sequence", compacted_through_sequence),
+        ("expected_version", expected_version),
+    ):
         if type(value) is not int or value < 0:
             raise InvalidArgument(f"{name} must be a non-negative int, got {value!r}")
     return payload
@@ -69,7 +76,9 @@ def create(
             sequence_of(last) if last is not None else previous,
         )  # fmt: skip
         if boundary is None:
-            raise InvalidArgument(f"sequence {compacted_through_sequence} is not in session {session_id!r}'s log")
+            raise InvalidArgument(
+                f"sequence {compacted_through_sequence} is not in session {session_id!r}'s log"
+            )
     # Damaged files keep their number, so the next version is above all of them.
     version = max([current_version, *present]) + 1
     snapshot = ContextSnapshot(
@@ -85,7 +94,8 @@ def create(
     )
     if not _snapshots.create(fs, directory, snapshot, durable=handles.durable):
         raise SnapshotConflict(
-            f"snapshot {version} of session {session_id!r} was created by another writer", session_id=session_id
+            f"snapshot {version} of session {session_id!r} was created by another writer",
+            session_id=session_id,
         )
     return msgspec.structs.replace(snapshot, compacted_message=compacted_message, session_id=session_id)
 

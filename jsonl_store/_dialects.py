@@ -174,7 +174,9 @@ def _says_nothing(message: Any) -> bool:
     """True for a message whose only content is its calls (it converts to call items alone)."""
     if isinstance(message, AssistantMessage):
         return not message.content
-    return isinstance(message, dict) and (message.get("type") in RESPONSES_OUTPUTS or not message.get("content"))
+    return isinstance(message, dict) and (
+        message.get("type") in RESPONSES_OUTPUTS or not message.get("content")
+    )
 
 
 class OpenAIResponsesDialect:
@@ -261,7 +263,9 @@ class AnthropicDialect:
                 if blocks is None:
                     blocks = []
                     out.append({"role": "user", "content": blocks})
-                blocks.append({"type": "tool_result", "tool_use_id": call_id, "content": notice, "is_error": True})
+                blocks.append(
+                    {"type": "tool_result", "tool_use_id": call_id, "content": notice, "is_error": True}
+                )
             else:
                 blocks = None
                 out.append(_notice(caller, call_id, name, notice))

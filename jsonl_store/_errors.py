@@ -204,7 +204,9 @@ class SessionNotFound(JsonlStoreError, KeyError):
 _PERMISSION_ERRNOS = frozenset({_errno.EACCES, _errno.EPERM, _errno.EROFS})
 
 
-def storage_error(exc: OSError, doing: str, *, session_id: str | None = None, where: str | None = None) -> StorageError:
+def storage_error(
+    exc: OSError, doing: str, *, session_id: str | None = None, where: str | None = None
+) -> StorageError:
     """The `StorageError` that stands for ``exc``; the caller raises it ``from exc``.
 
     ``doing`` says what failed (``"update_session('s1')"``); the message adds the

@@ -342,7 +342,9 @@ class Handles:
         existed = False
         with self.lock(session_id):
             try:
-                fd: int | None = open_regular(fs, os.path.join(directory, LOG_NAME), FLAGS_READ, session_id=session_id)
+                fd: int | None = open_regular(
+                    fs, os.path.join(directory, LOG_NAME), FLAGS_READ, session_id=session_id
+                )
             except FileNotFoundError:
                 fd = None
             try:
@@ -402,7 +404,9 @@ class _NamedLock:
                 path=self._path,
             ) from None
         except FileNotFoundError:
-            raise SessionNotFound(f"session {self._session_id!r} does not exist", session_id=self._session_id) from None
+            raise SessionNotFound(
+                f"session {self._session_id!r} does not exist", session_id=self._session_id
+            ) from None
         except UnsafePath as exc:  # a .lock that is a symlink or no regular file
             exc.session_id = self._session_id
             raise

@@ -184,7 +184,11 @@ def whole_line(data: bytes) -> tuple[bytes, bool] | None:
     if is_sealed(raw):
         return raw, False
     found = locate(in_memory(raw), len(raw), file_start=True)
-    if found is None or not found.converted or not (found.start == 0 or (found.start == len(BOM) and raw.startswith(BOM))):
+    if (
+        found is None
+        or not found.converted
+        or not (found.start == 0 or (found.start == len(BOM) and raw.startswith(BOM)))
+    ):
         return None
     return raw[found.start : found.stop], True
 

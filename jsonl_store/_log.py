@@ -48,7 +48,6 @@ FLAGS_APPEND = os.O_RDWR | os.O_APPEND | os.O_CREAT
 RECORD_START = _lines.RECORD_START
 
 
-
 @dataclass(slots=True)
 class Line:
     """One checksum-valid line: its bytes (checksum key included, no newline) and place."""
@@ -89,7 +88,9 @@ def _line(raw: bytes, offset: int, number: int | None, end: int) -> tuple[Line |
     return line, None if _whole(found, offset) else _describe(raw[: found.start])
 
 
-def _far_line(fs: FileSystem, fd: int, offset: int, length: int, number: int | None) -> tuple[Line | None, str | None]:
+def _far_line(
+    fs: FileSystem, fd: int, offset: int, length: int, number: int | None
+) -> tuple[Line | None, str | None]:
     """`_line` for a line too long to hold: checked by reading it again in chunks."""
     found = _lines.locate(_reader(fs, fd, offset), length, file_start=offset == 0)
     if found is None:
@@ -185,7 +186,9 @@ class _Notes:
             self.reporter.report(problem)
         self.pending.clear()
 
-    def checked(self, outcome: tuple[Line | None, str | None], offset: int, number: int | None) -> Line | None:
+    def checked(
+        self, outcome: tuple[Line | None, str | None], offset: int, number: int | None
+    ) -> Line | None:
         """Note what checking the line at ``offset`` found; give back its record's line, if any."""
         found, reason = outcome
         if reason is not None:
@@ -201,7 +204,9 @@ class _Notes:
     def finish(self) -> None:
         # Whatever is still pending is damage after the last good line (the damaged tail): silent.
         if self.converted:
-            self.reporter.report(conversion_problem(self.path, self.converted, self.first_converted, READ_AS_WRITTEN))
+            self.reporter.report(
+                conversion_problem(self.path, self.converted, self.first_converted, READ_AS_WRITTEN)
+            )
 
 
 def _read(fs: FileSystem, fd: int, path: str, length: int, position: int) -> bytes:
@@ -256,7 +261,9 @@ def scan(
         while stop >= 0:
             line_end = past + stop
             if begin == 0 and (stop > LONG_LINE or pieces.held()):
-                found = notes.checked(pieces.line(fs, fd, chunk, stop, offset, number, line_end), offset, number)
+                found = notes.checked(
+                    pieces.line(fs, fd, chunk, stop, offset, number, line_end), offset, number
+                )
             else:
                 raw = chunk[begin:stop]
                 # `_codec.is_sealed` inline, as one comparison of the suffix: the only step

@@ -122,7 +122,9 @@ def check_title(title: str | None) -> None:
 def check_agent_name(name: str | None) -> None:
     if name is not None:
         if not isinstance(name, str) or not 1 <= len(name) <= MAX_AGENT_NAME:
-            raise InvalidArgument(f"agent_name must be a str of 1 to {MAX_AGENT_NAME} characters, got {name!r}")
+            raise InvalidArgument(
+                f"agent_name must be a str of 1 to {MAX_AGENT_NAME} characters, got {name!r}"
+            )
         _codec.check_label(name, "agent_name")
 
 
@@ -191,7 +193,9 @@ def _merge_metadata(
     """Set and remove metadata keys as `merge` says; whether any key changed."""
     changed = False
     for key, value in (metadata or {}).items():
-        if _claim(f"metadata.{key}", user, owned) and (key not in meta.metadata or meta.metadata[key] != value):
+        if _claim(f"metadata.{key}", user, owned) and (
+            key not in meta.metadata or meta.metadata[key] != value
+        ):
             meta.metadata[key] = value
             changed = True
     for key in removed:
@@ -254,7 +258,9 @@ class Update:
                 raise InvalidArgument(f"metadata must be a mapping, got {type(metadata).__name__}")
             merged = dict(metadata)
             _codec.encode_json(merged, "metadata")
-        return cls(title, pinned, merged, _removed_keys(remove_metadata), expected_version, origin, agent_name)
+        return cls(
+            title, pinned, merged, _removed_keys(remove_metadata), expected_version, origin, agent_name
+        )
 
     def apply(self, meta: SessionMeta, session_id: str) -> bool:
         """Merge into ``meta`` in place (`merge`); whether anything changed."""
@@ -273,7 +279,9 @@ class Update:
 
 def _removed_keys(remove_metadata: Any) -> tuple[str, ...]:
     if isinstance(remove_metadata, (str, bytes)):
-        raise InvalidArgument(f"remove_metadata takes a list of keys, not one {type(remove_metadata).__name__}")
+        raise InvalidArgument(
+            f"remove_metadata takes a list of keys, not one {type(remove_metadata).__name__}"
+        )
     try:
         removed = tuple(remove_metadata)
     except TypeError:

@@ -122,7 +122,9 @@ def encode_session_id(text: str) -> str:
         try:
             data = char.encode("utf-8")
         except UnicodeEncodeError:
-            raise InvalidSessionId(f"a session name must be valid Unicode, got a lone surrogate in {text!r}") from None
+            raise InvalidSessionId(
+                f"a session name must be valid Unicode, got a lone surrogate in {text!r}"
+            ) from None
         parts.extend(f"{_ESCAPE}{byte:02x}" for byte in data)
     encoded = "".join(parts)
     if encoded[0] in ".-":
@@ -153,7 +155,9 @@ def decode_session_id(session_id: str) -> str:
     # Only the one encoding of a string decodes: `.` not followed by two hex digits, an
     # escaped character that needed none, or broken UTF-8 is no encoded name.
     if not text or "\x00" in text or encode_session_id(text) != session_id:
-        raise InvalidSessionId(f"session id {session_id!r} is not one encode_session_id makes", session_id=session_id)
+        raise InvalidSessionId(
+            f"session id {session_id!r} is not one encode_session_id makes", session_id=session_id
+        )
     return text
 
 

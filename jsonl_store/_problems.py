@@ -37,7 +37,9 @@ UNUSABLE_KINDS: Final = frozenset({"unsupported-format", "unreadable", "unsafe-p
 #: What ``load(strict=True)`` raises for: damage inside the log, a file that cannot be read.
 #: Never the remains of a crash (a torn last line is not reported at all) and never a text
 #: conversion (its records read as written).
-CORRUPT_KINDS: Final = frozenset({"bad-meta", "bad-record", "bad-snapshot", "damaged-line", "gap", "out-of-order"})
+CORRUPT_KINDS: Final = frozenset(
+    {"bad-meta", "bad-record", "bad-snapshot", "damaged-line", "gap", "out-of-order"}
+)
 
 # What a reader did, as it reports (spec §12: "a reader with what it did").
 SKIPPED: Final = "skipped"
@@ -52,7 +54,9 @@ MOVE_ASIDE: Final = "move aside"
 DELETE: Final = "delete"
 RESTORE: Final = "restore the bytes as written (\\n line ends, no byte-order mark)"
 REANCHOR: Final = "write the boundary offsets anew"
-LEAVE_UNSAFE: Final = "none: put a regular file (a directory for a session) in its place; repair never touches it"
+LEAVE_UNSAFE: Final = (
+    "none: put a regular file (a directory for a session) in its place; repair never touches it"
+)
 LEAVE_UNRECOGNIZED: Final = (
     "none: restore the file's bytes as written, or move it aside; writers never cut these lines"
 )

@@ -59,9 +59,17 @@ _RESPONSES_RESULTS = frozenset({"function_call_output", "custom_tool_call_output
 
 
 def _role(message: Any, index: int) -> str:
-    role = message.role if isinstance(message, _Message) else message.get("role") if isinstance(message, dict) else None
+    role = (
+        message.role
+        if isinstance(message, _Message)
+        else message.get("role")
+        if isinstance(message, dict)
+        else None
+    )
     if not isinstance(role, str):
-        raise InvalidMessage(f"message {index}: {type(message).__name__} is no message class or dict with a role")
+        raise InvalidMessage(
+            f"message {index}: {type(message).__name__} is no message class or dict with a role"
+        )
     return role
 
 
@@ -204,7 +212,12 @@ def to_openai_responses(messages: Sequence[Any]) -> list[dict[str, Any]]:
             if text := _text(content):
                 out.append({"role": "assistant", "content": text})
             out.extend(
-                {"type": "function_call", "call_id": call_id, "name": name, "arguments": _json_text(arguments)}
+                {
+                    "type": "function_call",
+                    "call_id": call_id,
+                    "name": name,
+                    "arguments": _json_text(arguments),
+                }
                 for call_id, name, arguments in _tool_calls(message, index)
             )
         elif role == "tool":
@@ -220,7 +233,9 @@ def _responses_item(item: dict[str, Any]) -> dict[str, Any]:
     made_by_model = kind not in _RESPONSES_RESULTS and not (
         kind == "message" and (item.get("role") != "assistant" or not isinstance(item.get("content"), list))
     )
-    dropped = ("persist", "include_in_messages") if made_by_model else ("id", "persist", "include_in_messages")
+    dropped = (
+        ("persist", "include_in_messages") if made_by_model else ("id", "persist", "include_in_messages")
+    )
     return {key: value for key, value in item.items() if key not in dropped}
 
 
@@ -282,7 +297,9 @@ def to_anthropic(messages: Sequence[Any]) -> tuple[str | None, list[dict[str, An
     for turn in turns:
         if turn["role"] == "user":
             blocks = turn["content"]
-            turn["content"] = [b for b in blocks if _is_tool_result(b)] + [b for b in blocks if not _is_tool_result(b)]
+            turn["content"] = [b for b in blocks if _is_tool_result(b)] + [
+                b for b in blocks if not _is_tool_result(b)
+            ]
     return "\n\n".join(system) or None, turns
 
 

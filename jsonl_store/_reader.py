@@ -165,12 +165,24 @@ class LogReader:
                 record = decode(line.body, self.session_id)
             except _codec.DECODE_ERRORS as exc:
                 self.reporter.report(
-                    Problem(path, "bad-record", f"checksum holds but record does not fit: {exc}", SKIPPED, line.offset)
+                    Problem(
+                        path,
+                        "bad-record",
+                        f"checksum holds but record does not fit: {exc}",
+                        SKIPPED,
+                        line.offset,
+                    )
                 )
                 continue
             if after is not None and record.sequence >= after:
                 self.reporter.report(
-                    Problem(path, "out-of-order", f"sequence {record.sequence} before {after}", SKIPPED, line.offset)
+                    Problem(
+                        path,
+                        "out-of-order",
+                        f"sequence {record.sequence} before {after}",
+                        SKIPPED,
+                        line.offset,
+                    )
                 )
                 continue
             found.append(record)

@@ -266,10 +266,14 @@ def _check_log(
     if suspect >= RECORD_LIKE_LIMIT:
         # Never cut (spec §9.3): a person decides what these lines are.
         problems.append(
-            Problem(path, "unrecognized-records",
-                    f"the {size - good_end} bytes after the last good record hold {suspect} or more whole lines "
-                    "that look like records but fail their checksums",
-                    LEAVE_UNRECOGNIZED, good_end)
+            Problem(
+                path,
+                "unrecognized-records",
+                f"the {size - good_end} bytes after the last good record hold {suspect} or more whole lines "
+                "that look like records but fail their checksums",
+                LEAVE_UNRECOGNIZED,
+                good_end,
+            )
         )
         good_end = size  # nothing to cut
     if fix and (converted or good_end < size):
@@ -277,8 +281,15 @@ def _check_log(
         # into a sidecar on open, and reports both.
         cuts = Reporter()
         writer = LogWriter(
-            fs, path, directory, durable=True, lock_timeout=lock_timeout, label=path,
-            session_id=session_id, accept=accept, reporter=cuts,
+            fs,
+            path,
+            directory,
+            durable=True,
+            lock_timeout=lock_timeout,
+            label=path,
+            session_id=session_id,
+            accept=accept,
+            reporter=cuts,
         )
         try:
             try:
@@ -297,8 +308,13 @@ def _check_log(
         offset = good_end - removed
         sidecar = os.path.basename(free_sidecar(fs, directory, cut_name(name, offset)))
         problems.append(
-            Problem(path, "torn-tail", f"{size - good_end} bytes after the last good record",
-                    cut_into(sidecar), offset)
+            Problem(
+                path,
+                "torn-tail",
+                f"{size - good_end} bytes after the last good record",
+                cut_into(sidecar),
+                offset,
+            )
         )
     return problems
 

@@ -53,7 +53,9 @@ def first_record_time(fs: FileSystem, directory: str) -> datetime | None:
         return record_summary(first.body)[1] if first is not None else None
 
 
-def summary(fs: FileSystem, session_id: str, directory: str, meta: SessionMeta | None) -> SessionSummary | None:
+def summary(
+    fs: FileSystem, session_id: str, directory: str, meta: SessionMeta | None
+) -> SessionSummary | None:
     """The session's summary from its metadata and its last complete record (None: no session).
 
     Only the last complete record is read (about 4 KiB), and only its sequence and time

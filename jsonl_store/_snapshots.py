@@ -58,7 +58,12 @@ def _change_key(st: StatResult) -> tuple[object, object, int, int] | None:
     mtime = getattr(st, "st_mtime_ns", None)
     if mtime is None:
         return None  # a file system without change times: every read lists
-    return (getattr(st, "st_dev", None), getattr(st, "st_ino", None), mtime, getattr(st, "st_ctime_ns", mtime))
+    return (
+        getattr(st, "st_dev", None),
+        getattr(st, "st_ino", None),
+        mtime,
+        getattr(st, "st_ctime_ns", mtime),
+    )
 
 
 class Listings:

@@ -82,7 +82,9 @@ def includes(message: Any) -> bool:
 def _calls_end(context: Sequence[Any], start: int, dialect: Dialect) -> int:
     """Index just past the calls of a batch that starts at ``start``; ``start`` when none does."""
     makes_calls = bool(dialect.calls(context[start]))
-    if not makes_calls and not (start + 1 < len(context) and dialect.joins(context[start], context[start + 1])):
+    if not makes_calls and not (
+        start + 1 < len(context) and dialect.joins(context[start], context[start + 1])
+    ):
         return start
     end = start + 1
     while end < len(context) and dialect.joins(context[end - 1], context[end]):
@@ -308,7 +310,9 @@ def provider_violation(messages: Sequence[Any], *, dialect: str | Dialect = "neu
         for position in range(calls_end, end):
             for call_id in reading.answers(messages[position]):
                 if unanswered[call_id] == 0:
-                    return f"message {position}: result for {call_id!r} answers no open call of message {start}"
+                    return (
+                        f"message {position}: result for {call_id!r} answers no open call of message {start}"
+                    )
                 unanswered[call_id] -= 1
         for position in range(start, calls_end):
             for call_id, _ in reading.calls(messages[position]):

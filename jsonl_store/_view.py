@@ -79,7 +79,9 @@ class SessionView:
         """The provider-safe model context (the seed's repair rule; last batch kept open)."""
         return provider_safe(self.context)
 
-    def model_context(self, *, mid_history: ToolBatchPolicy = "drop", close_last: bool = True) -> list[Message]:
+    def model_context(
+        self, *, mid_history: ToolBatchPolicy = "drop", close_last: bool = True
+    ) -> list[Message]:
         """The model context with interrupted tool batches closed for a provider.
 
         ``mid_history="drop"`` drops incomplete batches in the middle (the default rule);

@@ -120,7 +120,11 @@ class SessionStore:
         self._listings = SHARED_LISTINGS if fs is None else Listings()
         self._on_problem = on_problem
         self._handles = Handles(
-            self.root, self._fs, durable=self._durable, lock_timeout=self.lock_timeout, reporter=Forward(self._sink)
+            self.root,
+            self._fs,
+            durable=self._durable,
+            lock_timeout=self.lock_timeout,
+            reporter=Forward(self._sink),
         )
         _stores.add(self)
 
@@ -415,7 +419,9 @@ class SessionStore:
             return None
         return self._summary(session_id, directory)
 
-    def _summary(self, session_id: str, directory: str, meta: SessionMeta | None = _UNSET) -> SessionSummary | None:
+    def _summary(
+        self, session_id: str, directory: str, meta: SessionMeta | None = _UNSET
+    ) -> SessionSummary | None:
         """The session's summary; ``meta`` when the caller has just read or written it."""
         if meta is _UNSET:
             meta = self._handles.read_meta(session_id, directory, Reporter())
@@ -532,7 +538,12 @@ class SessionStore:
         self._require_writable(session_id, directory)
         with self._handles.lock(session_id):
             return _compact.create(
-                self._handles, session_id, directory, compacted_message, compacted_through_sequence, expected_version
+                self._handles,
+                session_id,
+                directory,
+                compacted_message,
+                compacted_through_sequence,
+                expected_version,
             )
 
     def _require_writable(self, session_id: str, directory: str) -> SessionMeta | None:
@@ -766,7 +777,10 @@ def _checked_root(root: str | os.PathLike[str]) -> str:
 
 #: The keywords `checkpoint` passes on to `append_many`.
 _APPEND_OPTIONS = frozenset(inspect.signature(SessionStore.append_many).parameters) - {
-    "self", "session_id", "messages", "expected_last_sequence"  # a checkpoint decides what it appends after
+    "self",
+    "session_id",
+    "messages",
+    "expected_last_sequence",  # a checkpoint decides what it appends after
 }
 
 _stores: weakref.WeakSet[SessionStore] = weakref.WeakSet()

@@ -52,8 +52,11 @@ TURNS: list[tuple[str, list[list[Any]]]] = [
     (
         "What is 1 + 2, and the weather in Paris and Oslo?",
         [
-            [call("add", '{"a": 1, "b": 2}', "c1"), call("weather", '{"city": "Paris"}', "c2"),
-             call("weather", '{"city": "Oslo"}', "c3")],
+            [
+                call("add", '{"a": 1, "b": 2}', "c1"),
+                call("weather", '{"city": "Paris"}', "c2"),
+                call("weather", '{"city": "Oslo"}', "c3"),
+            ],
             [text("3; sunny in both.", "msg_a")],
         ],
     ),

@@ -53,10 +53,14 @@ class FakeModel(Model):
         self.inputs.append(model_input)
         return self.turns.pop(0)
 
-    async def get_response(self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any) -> ModelResponse:
+    async def get_response(
+        self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
+    ) -> ModelResponse:
         return ModelResponse(output=self._next(input), usage=Usage(), response_id=None)
 
-    async def stream_response(self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+    async def stream_response(
+        self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
+    ) -> AsyncIterator[Any]:
         output = self._next(input)
         response = Response(
             id="resp_1",

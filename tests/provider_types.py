@@ -41,7 +41,9 @@ def _adapter(type_: Any) -> Any:
 def conforms(type_: Any, value: Any) -> None:
     """Fail unless ``value`` is exactly an instance of the provider type ``type_``."""
     validated = _materialize(_adapter(type_).validate_python(value))
-    assert validated == value, f"the provider's type drops or changes something:\n{validated!r}\n!=\n{value!r}"
+    assert validated == value, (
+        f"the provider's type drops or changes something:\n{validated!r}\n!=\n{value!r}"
+    )
 
 
 def openai_chat(messages: list[dict[str, Any]]) -> None:

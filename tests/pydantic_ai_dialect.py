@@ -21,7 +21,9 @@ from pydantic_ai.messages import ModelRequest, ModelResponse, RetryPromptPart, T
 
 def is_result(part: Any) -> TypeGuard[ToolReturnPart | RetryPromptPart]:
     """True for a request part that answers a tool call."""
-    return isinstance(part, ToolReturnPart) or (isinstance(part, RetryPromptPart) and part.tool_name is not None)
+    return isinstance(part, ToolReturnPart) or (
+        isinstance(part, RetryPromptPart) and part.tool_name is not None
+    )
 
 
 class PydanticAIDialect:
@@ -30,7 +32,9 @@ class PydanticAIDialect:
     def calls(self, message: Any) -> Sequence[tuple[Any, str | None]]:
         if not isinstance(message, ModelResponse):
             return []
-        return [(part.tool_call_id, part.tool_name) for part in message.parts if isinstance(part, ToolCallPart)]
+        return [
+            (part.tool_call_id, part.tool_name) for part in message.parts if isinstance(part, ToolCallPart)
+        ]
 
     def answers(self, message: Any) -> Sequence[Any]:
         if not isinstance(message, ModelRequest):

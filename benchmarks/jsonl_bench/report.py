@@ -101,7 +101,8 @@ def _align(lines: Sequence[Sequence[str]], right: set[int]) -> str:
     text = []
     for n, line in enumerate(lines):
         cells = [
-            cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(line, widths, strict=True))
+            cell.rjust(w) if i in right else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(line, widths, strict=True))
         ]
         text.append("  ".join(cells).rstrip())
         if n == 0:

@@ -345,7 +345,9 @@ class JsonlSession:
         try:
             self.store.snapshot(
                 sid,
-                CompactedMessage(content="clear_session: earlier items were cleared", include_in_messages=False),
+                CompactedMessage(
+                    content="clear_session: earlier items were cleared", include_in_messages=False
+                ),
                 compacted_through_sequence=sequence,
                 expected_version=version,
             )
@@ -369,6 +371,7 @@ class JsonlSession:
             except SequenceConflict:
                 continue  # another writer appended (maybe these very outputs): look again
             return outputs
+
 
 if TYPE_CHECKING:  # mypy checks that JsonlSession is what the SDK's Session protocol asks for
 

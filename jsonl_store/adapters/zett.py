@@ -51,9 +51,7 @@ try:
     from zett_agent.model import ModelUsage
     from zett_agent.storage import MESSAGE_TYPES, MessageKind, decode_messages, encode_messages
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
-    raise ImportError(
-        'jsonl_store.adapters.zett needs zett-agent: pip install "jsonl_store[zett]"'
-    ) from exc
+    raise ImportError('jsonl_store.adapters.zett needs zett-agent: pip install "jsonl_store[zett]"') from exc
 
 # The store's public API only, as any user of it would write (no private module).
 import jsonl_store as core
@@ -308,7 +306,9 @@ class JsonlSessionStorage:
             raise ValueError("limit must be positive")
         if offset < 0:
             raise ValueError("offset cannot be negative")
-        return await asyncio.to_thread(self._list, session_id, after_sequence, through_sequence, limit, offset)
+        return await asyncio.to_thread(
+            self._list, session_id, after_sequence, through_sequence, limit, offset
+        )
 
     # -- the blocking halves, run in a worker thread ------------------------------------
 

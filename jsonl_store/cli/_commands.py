@@ -55,7 +55,9 @@ def open_store(args: argparse.Namespace) -> SessionStore:
     root = root_of(args)
     if not os.path.isdir(root):
         state = "does not exist" if not os.path.exists(root) else "is not a directory"
-        raise CliError(f"no session store at '{_safe.escape(root)}': it {state} (use --root DIR or set {ROOT_ENV})")
+        raise CliError(
+            f"no session store at '{_safe.escape(root)}': it {state} (use --root DIR or set {ROOT_ENV})"
+        )
     return SessionStore(root, on_problem=warn)
 
 

@@ -113,7 +113,8 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, right: Iterab
     lines = []
     for row in rows:
         cells = [
-            cell.rjust(w) if i in aligned else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+            cell.rjust(w) if i in aligned else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
         ]
         lines.append("  ".join(cells).rstrip())
     return lines

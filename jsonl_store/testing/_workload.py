@@ -214,12 +214,16 @@ class _Runner:
                 return {"skipped": True}
             through = low + max(1, min(high - low, math.ceil(op.through * (high - low))))
             message: Message = (
-                {"role": "compacted", "content": op.summary} if op.plain else CompactedMessage(content=op.summary)
+                {"role": "compacted", "content": op.summary}
+                if op.plain
+                else CompactedMessage(content=op.summary)
             )
             return {"snapshot": store.snapshot(sid, message, through, self.version.get(sid, 0))}
         if isinstance(op, UpdateSession):
             changes: dict[str, Any] = {"title": op.title, "pinned": op.pinned, "metadata": op.metadata}
-            return {"summary": store.update_session(sid, **{k: v for k, v in changes.items() if v is not None})}
+            return {
+                "summary": store.update_session(sid, **{k: v for k, v in changes.items() if v is not None})
+            }
         store.record_usage(sid, _usage_payload(op))
         return {"usage": _usage_payload(op)}
 

@@ -1245,11 +1245,12 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
 # ---------------------------------------------------------------------------------------
 
 
-
 # -- text conversions (git core.autocrlf, editors): spec §8.4, §9.3 ----------------------
 
 
-def converted(log: Log, title: str, data: bytes, found: list[dict[str, Any]], *, restores: bool) -> tuple[dict[str, bytes], dict[str, Any]]:
+def converted(
+    log: Log, title: str, data: bytes, found: list[dict[str, Any]], *, restores: bool
+) -> tuple[dict[str, bytes], dict[str, Any]]:
     """A conversation whose log a text tool changed into ``data``: read whole, restored by repair.
 
     ``restores``: the next append sees the conversion (first or last line) and restores the
@@ -1276,7 +1277,6 @@ def converted(log: Log, title: str, data: bytes, found: list[dict[str, Any]], *,
     if restores:
         expected["append"].update(problems=found, restored=log.data().decode())
     return {"meta.json": meta(title=title), "messages.jsonl": data}, expected
-
 
 
 @vector("recover", "crlf-line-ends")
@@ -1331,7 +1331,10 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     good = b"".join(log.lines[:4])
     torn = tear(log.lines[4], 40)
     files = {"meta.json": meta(title="Crashed"), "messages.jsonl": crlf(good) + torn}
-    found = [problem("text-conversion", "messages.jsonl", 0), problem("torn-tail", "messages.jsonl", len(good))]
+    found = [
+        problem("text-conversion", "messages.jsonl", 0),
+        problem("torn-tail", "messages.jsonl", len(good)),
+    ]
     sidecar = f"messages.jsonl.cut-{len(good):012d}"
     return files, {
         "load": {
@@ -1359,7 +1362,9 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     file, restored by repair. The first and last lines look untouched, so an append writes on."""
     log = conversation()
     data = log.lines[0] + crlf(log.lines[1]) + crlf(log.lines[2]) + log.lines[3]
-    return converted(log, "Edited", data, [problem("text-conversion", "messages.jsonl", log.offset(1))], restores=False)
+    return converted(
+        log, "Edited", data, [problem("text-conversion", "messages.jsonl", log.offset(1))], restores=False
+    )
 
 
 @vector("recover", "mixed-line-ends-snapshot")
@@ -1421,7 +1426,11 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
         "records": [1, 2],
         "verify": acted(found),
         "repair": acted(found),
-        "after_repair": {"files": ["messages.jsonl", "meta.json"], "verify": acted(found), "load_sequences": [1, 2]},
+        "after_repair": {
+            "files": ["messages.jsonl", "meta.json"],
+            "verify": acted(found),
+            "load_sequences": [1, 2],
+        },
         "append": {"raises": "UnrecognizedRecords"},
     }
 
@@ -1446,7 +1455,9 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
         "repair": acted(found),
         "after_repair": {
             "files": ["messages.jsonl", "meta.json", "snapshot-00000001.json"],
-            "restored": {"snapshot-00000001.json": snapshot_line(log, 1, 4, summary(1, "Both products.")).decode()},
+            "restored": {
+                "snapshot-00000001.json": snapshot_line(log, 1, 4, summary(1, "Both products.")).decode()
+            },
             "verify": [],
             "load_sequences": [5],
             "snapshot_version": 1,

@@ -14,7 +14,9 @@ PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 
 def python(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
 
 
 def test_importing_jsonl_store_and_its_adapters_package_imports_no_framework() -> None:
@@ -35,7 +37,7 @@ def test_the_openai_agents_adapter_without_its_extra_is_a_one_line_import_error(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == (
-        'ImportError jsonl_store.adapters.openai_agents needs the OpenAI Agents SDK: '
+        "ImportError jsonl_store.adapters.openai_agents needs the OpenAI Agents SDK: "
         'pip install "jsonl_store[openai-agents]"\n'
     )
 

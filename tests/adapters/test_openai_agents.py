@@ -44,6 +44,7 @@ async def run_agent(runner: str, agent: Agent[Any], user_input: Any, **kwargs: A
     if runner == "run":
         return await Runner.run(agent, user_input, **kwargs)
     if runner == "run_sync":
+
         def in_thread() -> Any:
             loop = asyncio.new_event_loop()
             asyncio.set_event_loop(loop)
@@ -51,6 +52,7 @@ async def run_agent(runner: str, agent: Agent[Any], user_input: Any, **kwargs: A
                 return Runner.run_sync(agent, user_input, **kwargs)
             finally:
                 loop.close()
+
         return await asyncio.to_thread(in_thread)
     result = Runner.run_streamed(agent, user_input, **kwargs)
     async for _ in result.stream_events():
@@ -59,7 +61,14 @@ async def run_agent(runner: str, agent: Agent[Any], user_input: Any, **kwargs: A
 
 
 def spawn(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(CHILD), *args], input=stdin, capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, str(CHILD), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def provider_valid(items: list[Any]) -> bool:
@@ -79,7 +88,9 @@ def provider_valid(items: list[Any]) -> bool:
 
 
 @pytest.mark.parametrize("runner", RUNNERS)
-def test_items_and_model_inputs_equal_sqlite_sessions_with_parallel_tool_calls(tmp_path: Path, runner: str) -> None:
+def test_items_and_model_inputs_equal_sqlite_sessions_with_parallel_tool_calls(
+    tmp_path: Path, runner: str
+) -> None:
     """Three turns with parallel tool calls give the items and model inputs SQLiteSession gives."""
 
     async def conversation(session: Any) -> tuple[list[Any], list[Any]]:
@@ -108,7 +119,9 @@ def test_reopened_in_another_process_the_items_equal_sqlite_sessions(tmp_path: P
 
 
 @pytest.mark.parametrize("runner", ["run", "run_streamed"])
-def test_killed_inside_a_tool_the_restored_items_equal_sqlites_and_the_next_run_works(tmp_path: Path, runner: str) -> None:
+def test_killed_inside_a_tool_the_restored_items_equal_sqlites_and_the_next_run_works(
+    tmp_path: Path, runner: str
+) -> None:
     """A process killed between tool calls and their results leaves items the SDK runs on."""
     for backend in ("jsonl", "sqlite"):
         died = spawn("kill", backend, str(tmp_path), "k", runner)
@@ -155,8 +168,13 @@ def test_concurrent_pops_in_four_processes_never_take_an_item_twice(tmp_path: Pa
     items = [{"role": "user", "content": f"m{i}"} for i in range(200)]
     run(JsonlSession("stack", str(tmp_path)).add_items(items))
     children = [
-        subprocess.Popen([sys.executable, str(CHILD), "pop", "jsonl", str(tmp_path), "stack"],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, str(CHILD), "pop", "jsonl", str(tmp_path), "stack"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for _ in range(4)
     ]
     for process in children:
@@ -177,7 +195,11 @@ def test_concurrent_pops_in_four_processes_never_take_an_item_twice(tmp_path: Pa
 
 def test_concurrent_pops_in_threads_never_take_an_item_twice(tmp_path: Path) -> None:
     """Eight threads, each with its own JsonlSession, pop 60 items exactly once between them."""
-    run(JsonlSession("stack", str(tmp_path)).add_items([{"role": "user", "content": f"m{i}"} for i in range(60)]))
+    run(
+        JsonlSession("stack", str(tmp_path)).add_items(
+            [{"role": "user", "content": f"m{i}"} for i in range(60)]
+        )
+    )
 
     def drain() -> list[str]:
         session = JsonlSession("stack", str(tmp_path), durability="none")
@@ -202,7 +224,9 @@ def test_pops_and_clears_are_records_and_the_log_is_never_rewritten(tmp_path: Pa
     assert log.read_bytes().startswith(before)
     ops = [r.metadata.get("openai_agents", {}).get("op", "item") for r in session.store.records("log")]
     assert ops == ["item", "item", "pop", "clear"]
-    assert run(session.get_items()) == [] and run(session.get_items(5)) == [] and run(session.pop_item()) is None
+    assert (
+        run(session.get_items()) == [] and run(session.get_items(5)) == [] and run(session.pop_item()) is None
+    )
     assert session.store.load("log").messages == []  # the clear's snapshot: load() starts after it
     run(session.add_items([{"role": "user", "content": "c"}]))
     assert run(JsonlSession("log", str(tmp_path)).get_items()) == [{"role": "user", "content": "c"}]
@@ -248,7 +272,9 @@ def test_get_items_with_a_limit_reads_the_last_items_not_the_log(tmp_path: Path)
         run(session.add_items([{"role": "user", "content": f"message {i:05}"} for i in range(count)]))
         run(session.pop_item())
         fs.read = 0
-        assert [i["content"] for i in run(session.get_items(3))] == [f"message {i:05}" for i in range(count - 4, count - 1)]
+        assert [i["content"] for i in run(session.get_items(3))] == [
+            f"message {i:05}" for i in range(count - 4, count - 1)
+        ]
         read[count] = fs.read
     assert read[4000] < 2 * read[40] + 4096
 
@@ -262,7 +288,9 @@ def test_free_form_session_ids_map_to_directories_and_back(tmp_path: Path) -> No
     assert run(JsonlSession("user:42/chat 2", str(tmp_path)).get_items()) == []
 
 
-def test_items_with_values_the_store_keeps_only_as_json_come_back_as_sqlite_gives_them(tmp_path: Path) -> None:
+def test_items_with_values_the_store_keeps_only_as_json_come_back_as_sqlite_gives_them(
+    tmp_path: Path,
+) -> None:
     """A tuple comes back as a list, as SQLiteSession's json round trip gives it."""
     item: Any = {"role": "user", "content": [{"type": "input_text", "text": "hi"}], "extra": (1, 2)}
     jsonl, sqlite = JsonlSession("t", str(tmp_path)), SQLiteSession("t")
@@ -327,8 +355,11 @@ def test_session_pop_item(tmp_path: Path) -> None:
     async def main() -> None:
         session = JsonlSession("pop_test", str(tmp_path))
         assert await session.pop_item() is None
-        items = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi there!"},
-                 {"role": "user", "content": "How are you?"}]
+        items = [
+            {"role": "user", "content": "Hello"},
+            {"role": "assistant", "content": "Hi there!"},
+            {"role": "user", "content": "How are you?"},
+        ]
         await session.add_items(items)
         assert await session.pop_item() == items[2]
         assert await session.get_items() == items[:2]
@@ -346,8 +377,12 @@ def test_session_pop_different_sessions(tmp_path: Path) -> None:
     async def main() -> None:
         one, two = JsonlSession("session_1", str(tmp_path)), JsonlSession("session_2", str(tmp_path))
         await one.add_items([{"role": "user", "content": "Session 1 message"}])
-        await two.add_items([{"role": "user", "content": "Session 2 message 1"},
-                             {"role": "user", "content": "Session 2 message 2"}])
+        await two.add_items(
+            [
+                {"role": "user", "content": "Session 2 message 1"},
+                {"role": "user", "content": "Session 2 message 2"},
+            ]
+        )
         assert (await two.pop_item() or {}).get("content") == "Session 2 message 2"
         assert [i["content"] for i in await one.get_items()] == ["Session 1 message"]
         assert [i["content"] for i in await two.get_items()] == ["Session 2 message 1"]
@@ -393,7 +428,10 @@ def test_session_memory_appends_list_input_by_default(tmp_path: Path, runner: st
 
     async def main() -> None:
         session = JsonlSession("list_input", str(tmp_path))
-        history = [{"role": "user", "content": "Earlier message"}, {"role": "assistant", "content": "Saved reply"}]
+        history = [
+            {"role": "user", "content": "Earlier message"},
+            {"role": "assistant", "content": "Saved reply"},
+        ]
         await session.add_items(history)
         model = FakeModel([[text("This should run")]])
         list_input = [{"role": "user", "content": "Test message"}]
@@ -409,8 +447,10 @@ def test_session_callback_prepared_input(tmp_path: Path, runner: str) -> None:
 
     async def main() -> None:
         session = JsonlSession("session_1", str(tmp_path))
-        history = [{"role": "user", "content": "Hello there."},
-                   {"role": "assistant", "content": "Hi, I'm here to assist you."}]
+        history = [
+            {"role": "user", "content": "Hello there."},
+            {"role": "assistant", "content": "Hi, I'm here to assist you."},
+        ]
         await session.add_items(history)
 
         def only_user_messages(old: list[Any], new: list[Any]) -> list[Any]:
@@ -418,8 +458,13 @@ def test_session_callback_prepared_input(tmp_path: Path, runner: str) -> None:
 
         model = FakeModel([[text("I'm gpt-4o")]])
         new_input = [{"role": "user", "content": "What your name?"}]
-        await run_agent(runner, Agent(name="test", model=model), new_input, session=session,
-                        run_config=RunConfig(session_input_callback=only_user_messages))
+        await run_agent(
+            runner,
+            Agent(name="test", model=model),
+            new_input,
+            session=session,
+            run_config=RunConfig(session_input_callback=only_user_messages),
+        )
         assert model.inputs[-1] == [history[0], new_input[0]]
 
     run(main())
@@ -437,8 +482,13 @@ def test_session_callback_repeating_history_does_not_grow_session(tmp_path: Path
 
         for turn in range(3):
             model = FakeModel([[text(f"assistant {turn}")]])
-            await run_agent(runner, Agent(name="test", model=model), f"user {turn}", session=session,
-                            run_config=RunConfig(session_input_callback=repeat_first))
+            await run_agent(
+                runner,
+                Agent(name="test", model=model),
+                f"user {turn}",
+                session=session,
+                run_config=RunConfig(session_input_callback=repeat_first),
+            )
         stored = await session.get_items()
         assert [i.get("content") for i in stored if i.get("role") == "user"] == ["user 0", "user 1", "user 2"]
         assert len(stored) == 6
@@ -451,8 +501,17 @@ def test_session_unicode_and_special_characters(tmp_path: Path) -> None:
 
     async def main() -> None:
         session = JsonlSession("unicode_test", str(tmp_path))
-        items = [{"role": "user", "content": c} for c in
-                 ("こんにちは", "😊👍", "Привет", "O'Reilly", "Robert'); DROP TABLE students;--", "a\x00b\u2028")]
+        items = [
+            {"role": "user", "content": c}
+            for c in (
+                "こんにちは",
+                "😊👍",
+                "Привет",
+                "O'Reilly",
+                "Robert'); DROP TABLE students;--",
+                "a\x00b\u2028",
+            )
+        ]
         await session.add_items(items)
         assert await JsonlSession("unicode_test", str(tmp_path)).get_items() == items
 
@@ -463,7 +522,12 @@ def test_session_concurrent_access(tmp_path: Path) -> None:
     """Items added from five threads are all stored (ported: concurrent access)."""
     session = JsonlSession("concurrent_test", str(tmp_path))
     with concurrent.futures.ThreadPoolExecutor(max_workers=5) as pool:
-        list(pool.map(lambda i: asyncio.run(session.add_items([{"role": "user", "content": f"Message {i}"}])), range(10)))
+        list(
+            pool.map(
+                lambda i: asyncio.run(session.add_items([{"role": "user", "content": f"Message {i}"}])),
+                range(10),
+            )
+        )
     assert {i["content"] for i in run(session.get_items())} == {f"Message {i}" for i in range(10)}
 
 
@@ -473,7 +537,9 @@ def test_failed_add_items_writes_nothing_and_the_session_stays_usable(tmp_path: 
     async def main() -> None:
         session = JsonlSession("rollback_test", str(tmp_path))
         with pytest.raises(TypeError):
-            await session.add_items([{"role": "user", "content": "kept out"}, {"role": "user", "content": object()}])
+            await session.add_items(
+                [{"role": "user", "content": "kept out"}, {"role": "user", "content": object()}]
+            )
         await session.add_items([{"role": "user", "content": "after failure"}])
         assert await session.get_items() == [{"role": "user", "content": "after failure"}]
 
@@ -484,7 +550,9 @@ def test_session_settings_default_constructor_and_dictionary(tmp_path: Path) -> 
     """A JsonlSession is a Session; settings default to SessionSettings(), a dict is checked (ported)."""
     assert isinstance(JsonlSession("a", str(tmp_path)), Session)  # the SDK's runtime-checkable protocol
     assert JsonlSession("a", str(tmp_path)).session_settings == SessionSettings()
-    assert JsonlSession("b", str(tmp_path), session_settings=SessionSettings(limit=5)).session_settings == SessionSettings(limit=5)
+    assert JsonlSession(
+        "b", str(tmp_path), session_settings=SessionSettings(limit=5)
+    ).session_settings == SessionSettings(limit=5)
     settings = JsonlSession("c", str(tmp_path), session_settings={"limit": 0}).session_settings
     assert isinstance(settings, SessionSettings) and settings.limit == 0
     with pytest.raises(TypeError, match="Unknown session settings: limitt"):
@@ -515,10 +583,19 @@ def test_session_limit_from_run_config(tmp_path: Path, runner: str) -> None:
         for i in range(1, 4):
             await run_agent(runner, agent, f"Message {i}", session=session)
         assert len(await session.get_items()) == 6
-        await run_agent(runner, agent, "Message 4", session=session,
-                        run_config=RunConfig(session_settings=SessionSettings(limit=2)))
+        await run_agent(
+            runner,
+            agent,
+            "Message 4",
+            session=session,
+            run_config=RunConfig(session_settings=SessionSettings(limit=2)),
+        )
         last = agent_model.inputs[-1]
-        assert [last[0]["content"], last[1]["content"][0]["text"], last[2]["content"]] == ["Message 3", "Reply 3", "Message 4"]
+        assert [last[0]["content"], last[1]["content"][0]["text"], last[2]["content"]] == [
+            "Message 3",
+            "Reply 3",
+            "Message 4",
+        ]
 
     run(main())
 
@@ -533,14 +610,22 @@ def test_session_limit_drops_an_output_whose_call_is_cut_off(tmp_path: Path, run
             {"role": "user", "content": "What is the weather?"},
             {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{}"},
             {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
-            {"type": "message", "role": "assistant",
-             "content": [{"type": "output_text", "text": "It is sunny.", "annotations": []}]},
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "It is sunny.", "annotations": []}],
+            },
         ]
         await session.add_items(history)
         assert await session.get_items(limit=2) == history[-2:]
         model = FakeModel([[text("Tomorrow is sunny too.")]])
-        await run_agent(runner, Agent(name="test", model=model), "What about tomorrow?", session=session,
-                        run_config=RunConfig(session_settings=SessionSettings(limit=2)))
+        await run_agent(
+            runner,
+            Agent(name="test", model=model),
+            "What about tomorrow?",
+            session=session,
+            run_config=RunConfig(session_settings=SessionSettings(limit=2)),
+        )
         assert model.inputs[-1] == [history[-1], {"role": "user", "content": "What about tomorrow?"}]
 
     run(main())

@@ -114,7 +114,10 @@ def test_both_storages_on_one_agent_hold_the_same_records_field_for_field(tmp_pa
     """The two extensions on one agent: every record and the snapshot equal, timing and request ids too."""
     for step in TURNS:
         scenario("both", tmp_path, "chat-1", *step)
-    (jsonl_view, jsonl_log), (sql_view, sql_log) = dump("jsonl", tmp_path, "chat-1"), dump("sqlite", tmp_path, "chat-1")
+    (jsonl_view, jsonl_log), (sql_view, sql_log) = (
+        dump("jsonl", tmp_path, "chat-1"),
+        dump("sqlite", tmp_path, "chat-1"),
+    )
     assert same_log(jsonl_log, sql_log) and len(jsonl_log) == 19
     assert same_log(jsonl_view.raw_tail, sql_view.raw_tail)
     assert comparable(jsonl_view.snapshot) == comparable(sql_view.snapshot)
@@ -124,10 +127,17 @@ def test_both_storages_on_one_agent_hold_the_same_records_field_for_field(tmp_pa
 def test_sessions_reopened_in_new_processes_equal_zett_sqlite_storage(tmp_path: Path) -> None:
     """Turns with tool calls, a compaction and a later turn: the same log, context and requests as SQLite."""
     roots = run_both(tmp_path, "chat-1", *TURNS)
-    (jsonl_view, jsonl_log), (sql_view, sql_log) = dump("jsonl", roots["jsonl"], "chat-1"), dump("sqlite", roots["sqlite"], "chat-1")
+    (jsonl_view, jsonl_log), (sql_view, sql_log) = (
+        dump("jsonl", roots["jsonl"], "chat-1"),
+        dump("sqlite", roots["sqlite"], "chat-1"),
+    )
     assert same_log(jsonl_log, sql_log, runs=True)
-    assert len(jsonl_log) > 12 and any(r.message.tool_calls for r in jsonl_log if isinstance(r.message, AssistantMessage))
-    assert jsonl_view.snapshot is not None and comparable(jsonl_view.snapshot) == comparable(sql_view.snapshot)
+    assert len(jsonl_log) > 12 and any(
+        r.message.tool_calls for r in jsonl_log if isinstance(r.message, AssistantMessage)
+    )
+    assert jsonl_view.snapshot is not None and comparable(jsonl_view.snapshot) == comparable(
+        sql_view.snapshot
+    )
     assert same_log(jsonl_view.raw_tail, sql_view.raw_tail, runs=True)
     assert jsonl_view.messages == sql_view.messages
     assert (jsonl_view.title, jsonl_view.agent_name, jsonl_view.parent_session_id, jsonl_view.session_type) == (
@@ -154,7 +164,9 @@ def test_a_kill_inside_a_tool_restores_a_context_zett_and_openai_accept(tmp_path
     for backend, root in roots.items():
         view, _ = dump(backend, root, "chat-1")
         last = view.raw_tail[-1].message
-        assert isinstance(last, ToolMessage) and last.tool_call_id == "call-2-a"  # the add ran, the crash did not
+        assert (
+            isinstance(last, ToolMessage) and last.tool_call_id == "call-2-a"
+        )  # the add ran, the crash did not
         assert classify_resume(view.messages).kind is ResumeKind.RECOVER_TOOLS
         # the native API reads zett's records as provider-safe context too
         store = SessionStore(root) if backend == "jsonl" else None
@@ -171,18 +183,30 @@ def test_a_kill_inside_a_tool_restores_a_context_zett_and_openai_accept(tmp_path
             answers = [m["tool_call_id"] for m in messages[index + 1 : index + 1 + len(ids)]]
             assert sorted(answers) == sorted(ids), messages
     assert messages[-1] == {"role": "user", "content": "Go on."}
-    (_, jsonl_log), (_, sql_log) = dump("jsonl", roots["jsonl"], "chat-1"), dump("sqlite", roots["sqlite"], "chat-1")
+    (_, jsonl_log), (_, sql_log) = (
+        dump("jsonl", roots["jsonl"], "chat-1"),
+        dump("sqlite", roots["sqlite"], "chat-1"),
+    )
     assert same_log(jsonl_log, sql_log, runs=True)
-    closing = next(r.message for r in jsonl_log if isinstance(r.message, ToolMessage) and r.message.tool_call_id == "call-2-b")
+    closing = next(
+        r.message
+        for r in jsonl_log
+        if isinstance(r.message, ToolMessage) and r.message.tool_call_id == "call-2-b"
+    )
     assert not closing.success and "may or may not have completed" in closing.text
 
 
 def test_resume_after_a_kill_inside_a_tool_matches_sqlite(tmp_path: Path) -> None:
     """agent.resume() after os._exit in a tool: the same closing result, model request and log as SQLite."""
     roots = run_both(tmp_path, "chat-1", ("run", "Please crash now."), ("resume",))
-    (_, jsonl_log), (_, sql_log) = dump("jsonl", roots["jsonl"], "chat-1"), dump("sqlite", roots["sqlite"], "chat-1")
+    (_, jsonl_log), (_, sql_log) = (
+        dump("jsonl", roots["jsonl"], "chat-1"),
+        dump("sqlite", roots["sqlite"], "chat-1"),
+    )
     assert same_log(jsonl_log, sql_log, runs=True)
-    assert isinstance(jsonl_log[-1].message, AssistantMessage) and jsonl_log[-1].message.content.startswith("Results:")
+    assert isinstance(jsonl_log[-1].message, AssistantMessage) and jsonl_log[-1].message.content.startswith(
+        "Results:"
+    )
     requests = {b: pickle.loads((root / "requests.pickle").read_bytes()) for b, root in roots.items()}
     assert requests["jsonl"] == requests["sqlite"]
 
@@ -197,9 +221,14 @@ def every_kind_of_message() -> list[Any]:
         UserMessage(content=[TextContent("What is this?"), image], attributes={"ui": {"draft": 2**70}}),
         AgentMessage(content="Continue with the plan.", attributes={"resume": "retry_response"}),
         AssistantMessage(
-            content="Looking.", reasoning="It is an image.", provider="anthropic", model="claude-x",
-            tool_calls=(ToolCall("t1", "zoom", {"factor": 2.5, "box": [1, 2, None]}),
-                        ToolCall("t2", "ocr", {}, error="bad JSON")),
+            content="Looking.",
+            reasoning="It is an image.",
+            provider="anthropic",
+            model="claude-x",
+            tool_calls=(
+                ToolCall("t1", "zoom", {"factor": 2.5, "box": [1, 2, None]}),
+                ToolCall("t2", "ocr", {}, error="bad JSON"),
+            ),
             replay_blocks=({"type": "thinking", "signature": "c2ln"},),
         ),
         ToolMessage(tool_call_id="t1", name="zoom", content=[TextContent("zoomed"), image]),
@@ -215,7 +244,9 @@ async def append_all(storage: Any, session_id: str, messages: list[Any], timing:
     for message in messages:
         usage = ModelUsage(input_tokens=9, output_tokens=3) if isinstance(message, AssistantMessage) else None
         sequences.append(
-            await storage.append(session_id, "req-1", message, timing, metadata={"n": 1.5}, tags={"k": "v"}, usage=usage)
+            await storage.append(
+                session_id, "req-1", message, timing, metadata={"n": 1.5}, tags={"k": "v"}, usage=usage
+            )
         )
     return sequences
 
@@ -238,7 +269,10 @@ def test_every_kind_of_zett_message_comes_back_equal_in_a_new_process(tmp_path: 
     asyncio.run(write())
     (tmp_path / "sqlite").mkdir()
     (tmp_path / "sessions.sqlite3").rename(tmp_path / "sqlite" / "sessions.sqlite3")
-    (view, log), (sql_view, sql_log) = dump("jsonl", tmp_path / "jsonl", "user:42/chat 1"), dump("sqlite", tmp_path / "sqlite", "user:42/chat 1")
+    (view, log), (sql_view, sql_log) = (
+        dump("jsonl", tmp_path / "jsonl", "user:42/chat 1"),
+        dump("sqlite", tmp_path / "sqlite", "user:42/chat 1"),
+    )
     assert [r.message for r in log] == messages == [r.message for r in sql_log]
     assert same_log(log, sql_log)
     assert view.messages == sql_view.messages and log[0].session_id == "user:42/chat 1"
@@ -258,10 +292,17 @@ def test_a_session_written_with_the_native_api_loads_as_zett_messages(tmp_path: 
     store.append("native", System(content="Be brief."))
     store.append("native", User(content="Read it."))
     store.snapshot("native", Compacted(content="Asked to read."), 2, 0)
-    store.append("native", Assistant(content="On it.", reasoning="r", tool_calls=[Call(id="c1", name="read", arguments={"p": 1})]))
+    store.append(
+        "native",
+        Assistant(
+            content="On it.", reasoning="r", tool_calls=[Call(id="c1", name="read", arguments={"p": 1})]
+        ),
+    )
     store.append("native", Tool(tool_call_id="c1", name="read", content={"lines": 3}, is_error=True))
     view = asyncio.run(JsonlSessionStorage(tmp_path).load("native"))
-    assert view.snapshot is not None and view.snapshot.compacted_message == CompactedMessage(content="Asked to read.")
+    assert view.snapshot is not None and view.snapshot.compacted_message == CompactedMessage(
+        content="Asked to read."
+    )
     assert [r.message for r in view.raw_tail] == [
         AssistantMessage(content="On it.", reasoning="r", tool_calls=(ToolCall("c1", "read", {"p": 1}),)),
         ToolMessage(tool_call_id="c1", name="read", content='{"lines": 3}', success=False),
@@ -288,7 +329,9 @@ def test_a_batch_the_stores_resume_closed_loads_in_zett(tmp_path: Path) -> None:
     async def write() -> None:
         storage = JsonlSessionStorage(tmp_path)
         await storage.append("s", "r", UserMessage(content="Read both."))
-        await storage.append("s", "r", AssistantMessage(tool_calls=(ToolCall("a", "read"), ToolCall("b", "read"))))
+        await storage.append(
+            "s", "r", AssistantMessage(tool_calls=(ToolCall("a", "read"), ToolCall("b", "read")))
+        )
         await storage.append("s", "r", ToolMessage(tool_call_id="a", name="read", content="ok"))
 
     asyncio.run(write())

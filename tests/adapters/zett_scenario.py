@@ -52,7 +52,14 @@ class FakeModel:
             requests = pickle.loads(self.log.read_bytes()) if self.log.exists() else []
             requests.append(list(request.messages))
             self.log.write_bytes(pickle.dumps(requests))
-        yield ModelEvent.completed(ModelResponse(self.reply(request), usage=ModelUsage(input_tokens=len(request.messages) * 10, output_tokens=7, cache_read_tokens=4)))
+        yield ModelEvent.completed(
+            ModelResponse(
+                self.reply(request),
+                usage=ModelUsage(
+                    input_tokens=len(request.messages) * 10, output_tokens=7, cache_read_tokens=4
+                ),
+            )
+        )
 
     @staticmethod
     def reply(request: ModelRequest) -> AssistantMessage:
@@ -107,7 +114,12 @@ def offline_openai(body_file: Path) -> Any:
         body_file.write_bytes(request.content)
         chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "gpt-test"}
         events = [
-            {**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "ok"}, "finish_reason": None}]},
+            {
+                **chunk,
+                "choices": [
+                    {"index": 0, "delta": {"role": "assistant", "content": "ok"}, "finish_reason": None}
+                ],
+            },
             {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
         ]
         text = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"

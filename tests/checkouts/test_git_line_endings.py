@@ -133,7 +133,9 @@ def test_a_store_root_without_gitattributes_gets_one_at_the_next_write(tmp_path:
     repo, _ = _repository(tmp_path, attributes=False)
     root = repo / "sessions"
     SessionStore(root).append(SID, UserMessage(content="one more"))
-    assert (root / GITATTRIBUTES_NAME).read_text().splitlines()[-1] == "/*/** -text -ident -filter -working-tree-encoding"
+    assert (root / GITATTRIBUTES_NAME).read_text().splitlines()[
+        -1
+    ] == "/*/** -text -ident -filter -working-tree-encoding"
     # And git honours it: the log is no text file to convert.
     attributes = git("check-attr", "text", "--", f"sessions/{SID}/messages.jsonl", cwd=repo)
     assert attributes.strip().endswith("text: unset")
@@ -144,7 +146,9 @@ def test_a_parent_repository_filter_or_ident_never_touches_session_files(tmp_pat
     repo = tmp_path / "origin"
     repo.mkdir()
     git("init", "-q", cwd=repo)
-    (repo / ".gitattributes").write_text("*.jsonl ident text eol=crlf filter=upper\n*.json ident text eol=crlf\n")
+    (repo / ".gitattributes").write_text(
+        "*.jsonl ident text eol=crlf filter=upper\n*.json ident text eol=crlf\n"
+    )
     git("config", "filter.upper.clean", "tr a-z A-Z", cwd=repo)
     git("config", "filter.upper.smudge", "cat", cwd=repo)
     store = SessionStore(repo / "sessions")
@@ -153,7 +157,9 @@ def test_a_parent_repository_filter_or_ident_never_touches_session_files(tmp_pat
     git("commit", "-q", "-m", "sessions", cwd=repo)
     for name in ("messages.jsonl", "meta.json"):
         path = f"sessions/{SID}/{name}"
-        attributes = git("check-attr", "text", "ident", "filter", "working-tree-encoding", "--", path, cwd=repo)
+        attributes = git(
+            "check-attr", "text", "ident", "filter", "working-tree-encoding", "--", path, cwd=repo
+        )
         assert attributes.count(": unset") == 4, attributes
         # What git stored is exactly what the store wrote.
         assert git("show", f"HEAD:{path}", cwd=repo).encode() == (repo / path).read_bytes()

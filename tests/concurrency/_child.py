@@ -479,11 +479,15 @@ def role_pop_rounds(args: Args) -> None:
         records = list(store.records(sid))
         contents = [(r.sequence, _plain_content(r.message)) for r in records]
         taken = {int(content.split()[1]) for _, content in contents if content.startswith("pop ")}
-        stack = [sequence for sequence, content in contents if content.startswith("push") and sequence not in taken]
+        stack = [
+            sequence for sequence, content in contents if content.startswith("push") and sequence not in taken
+        ]
         top = stack[-1]
         try:
             store.append(
-                sid, {"role": "user", "content": f"pop {top} by {name}"}, expected_last_sequence=records[-1].sequence
+                sid,
+                {"role": "user", "content": f"pop {top} by {name}"},
+                expected_last_sequence=records[-1].sequence,
             )
         except SequenceConflict:
             conflicts += 1

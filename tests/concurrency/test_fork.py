@@ -87,7 +87,9 @@ def test_forked_child_appends_and_updates_metadata_through_the_inherited_store(t
     assert [r.sequence for r in records] == list(range(1, 2 * EACH + 2))
     # Every record is a user turn (the comparison below counts them): its content is text.
     contents = sorted(m.content for m in classes(r.message for r in records) if isinstance(m, UserMessage))
-    expected = sorted(["before the fork"] + [f"{who} {i}" for who in ("child", "parent") for i in range(EACH)])
+    expected = sorted(
+        ["before the fork"] + [f"{who} {i}" for who in ("child", "parent") for i in range(EACH)]
+    )
     assert contents == expected
     metadata = fresh.get_session(SID).metadata  # type: ignore[union-attr]
     assert {f"{who}-{i}" for who in ("child", "parent") for i in range(EACH)} <= set(metadata)

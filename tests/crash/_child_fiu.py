@@ -49,7 +49,10 @@ CASES: dict[str, tuple[bytes | None, Callable[[SessionStore], object]]] = {
     "append-write": (WRITE, lambda s: s.append("s", UserMessage(content="x"))),
     "append-fdatasync": (FDATASYNC, lambda s: s.append("s", UserMessage(content="x"))),
     "append-new-session": (WRITE, lambda s: s.append("new", UserMessage(content="x"), title="new")),
-    "append_many": (WRITE, lambda s: s.append_many("s", [UserMessage(content="x"), UserMessage(content="y")])),
+    "append_many": (
+        WRITE,
+        lambda s: s.append_many("s", [UserMessage(content="x"), UserMessage(content="y")]),
+    ),
     "update_session": (WRITE, lambda s: s.update_session("s", title="renamed")),
     "snapshot": (WRITE, lambda s: s.snapshot("s", CompactedMessage(content="c"), 1, 0)),
     "checkpoint": (WRITE, lambda s: s.checkpoint("s", [UserMessage(content="new")])),
@@ -83,7 +86,11 @@ def fault(name: bytes) -> Iterator[None]:
 
 def describe(outcome: BaseException | None, result: object) -> dict[str, Any]:
     if outcome is None:
-        kinds = [p.kind for p in result] if isinstance(result, list) and result and hasattr(result[0], "kind") else None
+        kinds = (
+            [p.kind for p in result]
+            if isinstance(result, list) and result and hasattr(result[0], "kind")
+            else None
+        )
         return {"raised": None, "problem_kinds": kinds}
     return {
         "raised": type(outcome).__name__,

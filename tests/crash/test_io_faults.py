@@ -67,7 +67,10 @@ def _mount_tmpfs(target: Path, options: str) -> str | None:
         return "no mount command"
     target.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)], capture_output=True, text=True, check=False
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if done.returncode != 0:
         return f"mount -t tmpfs refused: {done.stderr.strip()}"
@@ -115,7 +118,9 @@ def _tree(root: Path) -> dict[str, bytes | None]:
 
 def _assert_storage_error(error: BaseException, code: int) -> None:
     """The error a caller sees: a StorageError and an OSError, with the errno and the cause."""
-    assert isinstance(error, StorageError) and isinstance(error, OSError) and isinstance(error, JsonlStoreError)
+    assert (
+        isinstance(error, StorageError) and isinstance(error, OSError) and isinstance(error, JsonlStoreError)
+    )
     assert error.errno == code, error
     assert error.strerror and error.filename, error
     assert isinstance(error.__cause__, OSError) and error.__cause__.errno == code
@@ -146,7 +151,9 @@ FULL_DISK_CALLS: dict[str, tuple[Callable[[SessionStore], object], type[StorageE
 
 
 @pytest.mark.parametrize("call", sorted(FULL_DISK_CALLS))
-def test_full_disk_raises_a_storage_error_with_enospc_and_changes_nothing(small_disk: Path, call: str) -> None:
+def test_full_disk_raises_a_storage_error_with_enospc_and_changes_nothing(
+    small_disk: Path, call: str
+) -> None:
     """On a full disk each writing call raises ENOSPC as a StorageError; after space is freed it works."""
     root = small_disk / "store"
     store = _session(root)
@@ -173,7 +180,9 @@ def test_full_disk_first_append_of_a_new_session_raises_enospc_and_leaves_no_rec
         store.append("new", UserMessage(content=BIG), title="new one")
     _assert_storage_error(info.value, errno.ENOSPC)
     assert not store.load("new").raw_tail
-    assert not [name for name in os.listdir(root / "new") if ".tmp" in name] if (root / "new").exists() else True
+    assert (
+        not [name for name in os.listdir(root / "new") if ".tmp" in name] if (root / "new").exists() else True
+    )
     filler.unlink()
     assert store.append("new", UserMessage(content=BIG), title="new one") == 1
     summary = store.get_session("new")

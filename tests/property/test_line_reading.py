@@ -25,7 +25,11 @@ from jsonl_store._problems import DISCARD
 
 
 def _record(n: int, text: str) -> bytes:
-    body = b'{"sequence":%d,"id":"r%d","message":{"role":"user","content":%s}}' % (n, n, _codec._encoder.encode(text))
+    body = b'{"sequence":%d,"id":"r%d","message":{"role":"user","content":%s}}' % (
+        n,
+        n,
+        _codec._encoder.encode(text),
+    )
     return _codec.seal(body)[:-1]
 
 
@@ -73,8 +77,14 @@ def _both(data: bytes) -> tuple[list[tuple[int, bytes, int, bool]], list[tuple[i
         file.flush()
         fd = os.open(file.name, os.O_RDONLY)
         try:
-            forward = [(line.offset, line.body, line.end, line.converted) for line in _log.scan(OS_FS, fd, "", 0, len(data), DISCARD)]
-            back = [(line.offset, line.body, line.end, line.converted) for line in _log.backward(OS_FS, fd, len(data))]
+            forward = [
+                (line.offset, line.body, line.end, line.converted)
+                for line in _log.scan(OS_FS, fd, "", 0, len(data), DISCARD)
+            ]
+            back = [
+                (line.offset, line.body, line.end, line.converted)
+                for line in _log.backward(OS_FS, fd, len(data))
+            ]
         finally:
             os.close(fd)
     return forward, back[::-1]

@@ -48,10 +48,16 @@ parts = st.one_of(
     ),
 )
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | texts, lambda inner: st.lists(inner, max_size=2) | st.dictionaries(texts, inner, max_size=2), max_leaves=4
+    st.none() | st.booleans() | st.integers() | texts,
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(texts, inner, max_size=2),
+    max_leaves=4,
 )
 arguments = st.one_of(
-    st.dictionaries(texts, json_values, max_size=2), st.just(""), st.just('{"path": "."}'), st.just('{"path": '), st.just("[1]")
+    st.dictionaries(texts, json_values, max_size=2),
+    st.just(""),
+    st.just('{"path": "."}'),
+    st.just('{"path": '),
+    st.just("[1]"),
 )
 
 
@@ -74,15 +80,25 @@ def assistant(draw: st.DrawFn, ids: list[str]) -> Any:
 def result(draw: st.DrawFn, call_id: str) -> Any:
     """A tool result for ``call_id``, as a class or a chat dict."""
     if draw(st.booleans()):
-        return ToolMessage(tool_call_id=call_id, content=draw(json_values), is_error=draw(st.booleans()), name="t")
-    return {"role": "tool", "tool_call_id": call_id, "content": draw(texts), "name": "t", **draw(library_fields)}
+        return ToolMessage(
+            tool_call_id=call_id, content=draw(json_values), is_error=draw(st.booleans()), name="t"
+        )
+    return {
+        "role": "tool",
+        "tool_call_id": call_id,
+        "content": draw(texts),
+        "name": "t",
+        **draw(library_fields),
+    }
 
 
 @st.composite
 def contexts(draw: st.DrawFn) -> list[Any]:
     """A session context: plain messages and tool batches whose results are whole, partial or wrong."""
     out: list[Any] = []
-    for kind in draw(st.lists(st.sampled_from(["system", "compacted", "user", "user-dict", "batch", "say"]), max_size=8)):
+    for kind in draw(
+        st.lists(st.sampled_from(["system", "compacted", "user", "user-dict", "batch", "say"]), max_size=8)
+    ):
         if kind == "system":
             out.append(SystemMessage(content=draw(texts)))
         elif kind == "compacted":
@@ -122,8 +138,12 @@ def test_a_repaired_context_is_a_valid_request_for_every_api(context: list[Any],
 def test_every_call_and_result_survives_the_conversion(context: list[Any]) -> None:
     """The shapes only reshape: each call id and each result of the repaired context is in every one."""
     repaired = repair_context(context)
-    calls = [call.id if isinstance(call, ToolCall) else call["id"] for m in repaired for call in _tool_calls(m)]
-    results = [m.tool_call_id if isinstance(m, ToolMessage) else m["tool_call_id"] for m in repaired if _is_tool(m)]
+    calls = [
+        call.id if isinstance(call, ToolCall) else call["id"] for m in repaired for call in _tool_calls(m)
+    ]
+    results = [
+        m.tool_call_id if isinstance(m, ToolMessage) else m["tool_call_id"] for m in repaired if _is_tool(m)
+    ]
     chat = to_openai_chat(repaired)
     assert [c["id"] for m in chat for c in m.get("tool_calls", [])] == calls
     assert [m["tool_call_id"] for m in chat if m["role"] == "tool"] == results
@@ -136,11 +156,17 @@ def test_every_call_and_result_survives_the_conversion(context: list[Any]) -> No
 
 
 def _tool_calls(message: Any) -> list[Any]:
-    return list(message.tool_calls if isinstance(message, AssistantMessage) else message.get("tool_calls") or []) if _is_assistant(message) else []
+    return (
+        list(message.tool_calls if isinstance(message, AssistantMessage) else message.get("tool_calls") or [])
+        if _is_assistant(message)
+        else []
+    )
 
 
 def _is_assistant(message: Any) -> bool:
-    return isinstance(message, AssistantMessage) or (isinstance(message, dict) and message.get("role") == "assistant")
+    return isinstance(message, AssistantMessage) or (
+        isinstance(message, dict) and message.get("role") == "assistant"
+    )
 
 
 def _is_tool(message: Any) -> bool:

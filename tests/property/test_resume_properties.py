@@ -38,7 +38,11 @@ def sessions(draw: st.DrawFn) -> list[Message]:
 def _without_ids(messages: list[Message]) -> list[Any]:
     out = []
     for message in messages:
-        data = dict(message) if isinstance(message, dict) else {f: getattr(message, f) for f in message.__struct_fields__}
+        data = (
+            dict(message)
+            if isinstance(message, dict)
+            else {f: getattr(message, f) for f in message.__struct_fields__}
+        )
         data.pop("id", None)
         if isinstance(message, dict):
             data.pop("is_error", None)  # stored dict results also say they failed; chat dicts do not
@@ -79,7 +83,9 @@ def test_resume_twice_is_resume_once(history: list[Message]) -> None:
 
 @settings(max_examples=examples(100))
 @given(st.lists(st.integers(0, 6), min_size=1, max_size=12))
-def test_a_conditional_append_succeeds_exactly_when_the_expectation_is_the_last_sequence(guesses: list[int]) -> None:
+def test_a_conditional_append_succeeds_exactly_when_the_expectation_is_the_last_sequence(
+    guesses: list[int],
+) -> None:
     """Each guess writes one record iff it equals the current last sequence; otherwise nothing changes."""
     with tempfile.TemporaryDirectory() as root:
         store = SessionStore(root, durability="none")

@@ -61,7 +61,13 @@ def test_decoding_any_valid_id_round_trips_or_refuses(session_id: str) -> None:
 
 @pytest.mark.parametrize(
     ("name", "encoded"),
-    [("user:42/chat 1", "user.3a42.2fchat.201"), ("chat_1", "chat_1"), ("_x", "_.5fx"), ("-x", "_-x"), ("v1.2", "v1.2e2")],
+    [
+        ("user:42/chat 1", "user.3a42.2fchat.201"),
+        ("chat_1", "chat_1"),
+        ("_x", "_.5fx"),
+        ("-x", "_-x"),
+        ("v1.2", "v1.2e2"),
+    ],
 )
 def test_documented_examples(name: str, encoded: str) -> None:
     """The README's examples."""

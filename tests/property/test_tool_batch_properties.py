@@ -375,7 +375,8 @@ def as_responses(history: list[dict[str, Any]]) -> list[Any]:
         what, ids, label = item["what"], item["ids"], item["label"]
         if what == "assistant" and ids:
             out.extend(
-                {"type": "function_call", "call_id": i, "name": f"tool_{i}", "arguments": "{}", **hidden} for i in ids
+                {"type": "function_call", "call_id": i, "name": f"tool_{i}", "arguments": "{}", **hidden}
+                for i in ids
             )
         elif what == "tool":
             out.append({"type": "function_call_output", "call_id": ids, "output": label, **hidden})
@@ -397,7 +398,12 @@ def as_anthropic(history: list[dict[str, Any]], split: bool) -> list[Any]:
         elif what == "tool":
             result = {"type": "tool_result", "tool_use_id": ids, "content": label}
             previous = history[index - 1] if index else None
-            if not split and previous and previous["what"] == "tool" and previous["include"] == item["include"]:
+            if (
+                not split
+                and previous
+                and previous["what"] == "tool"
+                and previous["include"] == item["include"]
+            ):
                 out[-1]["content"].append(result)
             else:
                 out.append({"role": "user", "content": [result], **hidden})
@@ -424,7 +430,9 @@ def as_pydantic_ai(history: list[dict[str, Any]], split: bool) -> list[Any]:
     for item in (item for item in history if item["include"]):
         what, ids, label = item["what"], item["ids"], item["label"]
         if what == "assistant":
-            out.append(ModelResponse(parts=[TextPart(label), *(ToolCallPart(f"tool_{i}", {}, i) for i in ids)]))
+            out.append(
+                ModelResponse(parts=[TextPart(label), *(ToolCallPart(f"tool_{i}", {}, i) for i in ids)])
+            )
         elif what == "tool":
             result = ToolReturnPart(f"tool_{ids}", label, ids)
             if not split and out and isinstance(out[-1], ModelRequest) and PYDANTIC_AI.answers(out[-1]):
@@ -434,7 +442,9 @@ def as_pydantic_ai(history: list[dict[str, Any]], split: bool) -> list[Any]:
         elif item.get("fuse"):
             out[-1].parts.append(UserPromptPart(label))
         else:
-            out.append(ModelRequest(parts=[SystemPromptPart(label) if what == "system" else UserPromptPart(label)]))
+            out.append(
+                ModelRequest(parts=[SystemPromptPart(label) if what == "system" else UserPromptPart(label)])
+            )
     return out
 
 
@@ -453,7 +463,9 @@ def atoms(message: Any, dialect: str) -> tuple[list[Any], list[Any], list[Any]]:
         parts = message.parts
         calls = [p.tool_call_id for p in parts if p.part_kind == "tool-call"]
         returns = [p for p in parts if p.part_kind == "tool-return"]
-        results = [(p.tool_call_id, NOTICE if p.content == INTERRUPTED_NOTICE else p.content) for p in returns]
+        results = [
+            (p.tool_call_id, NOTICE if p.content == INTERRUPTED_NOTICE else p.content) for p in returns
+        ]
         plain = [p.content for p in parts if p.part_kind in ("text", "user-prompt", "system-prompt")]
         return calls, results, ([] if calls else plain)
     if isinstance(message, dict) and message.get("type") == "function_call":
@@ -465,7 +477,10 @@ def atoms(message: Any, dialect: str) -> tuple[list[Any], list[Any], list[Any]]:
         blocks = message["content"]
         calls = [b["id"] for b in blocks if b["type"] == "tool_use"]
         results = [
-            (b["tool_use_id"], NOTICE if b.get("is_error") and b["content"] == INTERRUPTED_NOTICE else b["content"])
+            (
+                b["tool_use_id"],
+                NOTICE if b.get("is_error") and b["content"] == INTERRUPTED_NOTICE else b["content"],
+            )
             for b in blocks
             if b["type"] == "tool_result"
         ]
@@ -530,7 +545,9 @@ def outputs(context: list[Any], dialect: Any) -> dict[str, list[Any]]:
 @pytest.mark.parametrize("name", DIALECTS)
 @EXAMPLES
 @given(history=abstract_histories(), split=st.booleans())
-def test_every_dialect_applies_the_neutral_rule(name: str, history: list[dict[str, Any]], split: bool) -> None:
+def test_every_dialect_applies_the_neutral_rule(
+    name: str, history: list[dict[str, Any]], split: bool
+) -> None:
     """Each function's output, read back, is what the neutral dialect gives for the same history."""
     dialect = resolve_dialect(name)
     classes, native = as_classes(history, name), rendered(history, name, split)
@@ -553,7 +570,9 @@ def test_every_dialect_repairs_to_a_valid_context_and_stays_there(
     repaired = repair_context(native, mid_history=policy, dialect=dialect)
     assert provider_violation(repaired, dialect=dialect) is None
     for function, output in outputs(repaired, dialect).items():
-        assert len(output) == len(repaired) and all(a is b for a, b in zip(output, repaired, strict=True)), function
+        assert len(output) == len(repaired) and all(a is b for a, b in zip(output, repaired, strict=True)), (
+            function
+        )
     for function, output in outputs(native, dialect).items():
         again = outputs(output, dialect)[function]
         assert len(again) == len(output) and all(a is b for a, b in zip(again, output, strict=True)), function

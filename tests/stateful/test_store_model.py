@@ -185,7 +185,9 @@ class StoreModel(RuleBasedStateMachine):
         expected = self._expect_append(session_id, batch, None)
 
         def call() -> list[int]:
-            return self.stores[which].append_many(session_id, batch, parent_session_id=PARENTS.get(session_id))
+            return self.stores[which].append_many(
+                session_id, batch, parent_session_id=PARENTS.get(session_id)
+            )
 
         if isinstance(expected, list):
             assert call() == expected

@@ -114,7 +114,11 @@ def rename(store: SessionStore, sid: str) -> SessionSummary:
     """A UI rename, then a runtime update that must not clobber it."""
     summary = store.update_session(sid, title="Release notes", pinned=True)
     return store.update_session(
-        sid, metadata={"cost": 0.02}, remove_metadata=["draft"], expected_version=summary.version, origin="runtime"
+        sid,
+        metadata={"cost": 0.02},
+        remove_metadata=["draft"],
+        expected_version=summary.version,
+        origin="runtime",
     )
 
 

@@ -315,7 +315,9 @@ def test_invalid_session_id_raises_from_every_async_method_and_creates_nothing(
 def test_message_class_with_an_object_says_where_it_is(store: SessionStore) -> None:
     """A message class holding an object() is UnsupportedValue naming the field, as the dict form is."""
     with pytest.raises(UnsupportedValue, match=r"\$\.tool_calls\[0\]\.arguments\.a has type object"):
-        store.append("s", AssistantMessage(tool_calls=[ToolCall(id="c", name="f", arguments={"a": object()})]))
+        store.append(
+            "s", AssistantMessage(tool_calls=[ToolCall(id="c", name="f", arguments={"a": object()})])
+        )
     with pytest.raises(UnsupportedValue, match=r"\$\.content has type object"):
         store.snapshot("s", CompactedMessage(content=object()), 1, 0)  # type: ignore[arg-type]
 
@@ -366,7 +368,9 @@ def test_lone_surrogate_or_nul_in_a_label_raises_invalid_argument_and_writes_not
 
 
 @pytest.mark.parametrize("value", [SURROGATE, NUL], ids=["surrogate", "nul"])
-def test_bad_label_on_a_fresh_store_creates_not_even_the_root(store: SessionStore, root: Path, value: str) -> None:
+def test_bad_label_on_a_fresh_store_creates_not_even_the_root(
+    store: SessionStore, root: Path, value: str
+) -> None:
     """The first append of a store refuses a bad title before it makes the root."""
     with pytest.raises(InvalidArgument):
         store.append("s", UserMessage(content="x"), title=value)
@@ -401,7 +405,9 @@ def test_lone_surrogate_in_metadata_or_removed_key_is_refused(store: SessionStor
     assert read_tree(root) == before
 
 
-@pytest.mark.parametrize("bad_root", ["sess\x00ions", "sess\ud800ions", b"sessions"], ids=["nul", "surrogate", "bytes"])
+@pytest.mark.parametrize(
+    "bad_root", ["sess\x00ions", "sess\ud800ions", b"sessions"], ids=["nul", "surrogate", "bytes"]
+)
 def test_root_the_file_system_cannot_name_raises_invalid_argument(tmp_path: Path, bad_root: Any) -> None:
     """A store root with a NUL or a lone surrogate (or given as bytes) is refused when the store is made."""
     root: Any = bad_root if isinstance(bad_root, bytes) else str(tmp_path / bad_root)  # bytes: a wrong type

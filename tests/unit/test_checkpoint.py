@@ -308,7 +308,9 @@ def test_an_extending_save_looks_only_at_the_new_messages(
     assert stored(store, "s") == runner
 
 
-def test_a_list_changed_in_place_after_a_save_is_still_seen_as_a_rewrite(store: SessionStore, root: Path) -> None:
+def test_a_list_changed_in_place_after_a_save_is_still_seen_as_a_rewrite(
+    store: SessionStore, root: Path
+) -> None:
     """Replacing a saved message in the caller's own list object is noticed: the saved part is compared."""
     runner: list[Message] = [user("1"), user("2"), user("3")]
     store.checkpoint("s", runner)

@@ -162,13 +162,17 @@ def test_record_line_starts_with_sequence_and_never_holds_the_session_id() -> No
 @pytest.mark.parametrize("plain", [False, True])
 @pytest.mark.parametrize("batch_end", [0, 9])
 @pytest.mark.parametrize("tokens", [0, 7, 2**64 - 1, 2**70])
-def test_a_line_built_from_parts_is_the_line_of_the_whole_record(plain: bool, batch_end: int, tokens: int) -> None:
+def test_a_line_built_from_parts_is_the_line_of_the_whole_record(
+    plain: bool, batch_end: int, tokens: int
+) -> None:
     """record_head + usage_trailer + record_line write the very bytes encoding the whole record does."""
     message: object = {"role": "user", "content": "x"} if plain else UserMessage(content="x", id="m")
     payload, is_plain = _codec.encode_message(message)
     usage = ModelUsage(input_tokens=tokens, output_tokens=3, cache_read_tokens=tokens)
     head = _codec.record_head("r-1", _codec.encode_time(NOW), payload, is_plain)
-    trailer = _codec.encode_trailer(request_id="q", metadata=msgspec.Raw(b'{"k":1}')) + _codec.usage_trailer(usage)
+    trailer = _codec.encode_trailer(request_id="q", metadata=msgspec.Raw(b'{"k":1}')) + _codec.usage_trailer(
+        usage
+    )
     line, body = _codec.record_line(7, batch_end, head, trailer)
     whole = RawMessageRecord(
         sequence=7,

@@ -12,8 +12,15 @@ from jsonl_store._paths import LOG_NAME
 
 def test_an_empty_session_is_listed_found_and_loaded(store: SessionStore, root: Path) -> None:
     """A created session has metadata and no records: list_sessions, get_session and load all see it."""
-    summary = store.create_session("s", title="Plan", agent_name="planner", metadata={"team": "a"}, session_type=2)
-    assert (summary.title, summary.agent_name, summary.metadata, summary.session_type) == ("Plan", "planner", {"team": "a"}, 2)
+    summary = store.create_session(
+        "s", title="Plan", agent_name="planner", metadata={"team": "a"}, session_type=2
+    )
+    assert (summary.title, summary.agent_name, summary.metadata, summary.session_type) == (
+        "Plan",
+        "planner",
+        {"team": "a"},
+        2,
+    )
     assert summary.message_count == 0
     assert [s.session_id for s in store.list_sessions()] == ["s"]
     assert store.get_session("s") == summary
@@ -50,9 +57,17 @@ def test_a_different_parent_is_a_mismatch(store: SessionStore) -> None:
 
 @pytest.mark.parametrize(
     "options",
-    [{"title": ""}, {"agent_name": 3}, {"metadata": ["x"]}, {"metadata": {"x": float("nan")}}, {"session_type": "a"}],
+    [
+        {"title": ""},
+        {"agent_name": 3},
+        {"metadata": ["x"]},
+        {"metadata": {"x": float("nan")}},
+        {"session_type": "a"},
+    ],
 )
-def test_bad_fields_are_refused_before_anything_is_made(store: SessionStore, root: Path, options: dict[str, object]) -> None:
+def test_bad_fields_are_refused_before_anything_is_made(
+    store: SessionStore, root: Path, options: dict[str, object]
+) -> None:
     """An invalid field raises InvalidArgument (or the metadata's error) and makes no directory."""
     with pytest.raises(ValueError):
         store.create_session("s", **options)  # type: ignore[arg-type]

@@ -47,7 +47,13 @@ def call(call_id: str, kind: str = "function_call") -> dict[str, Any]:
     """A Responses call item."""
     if kind == "custom_tool_call":
         return {"type": kind, "call_id": call_id, "name": "patch", "input": "*** Begin Patch"}
-    return {"type": kind, "call_id": call_id, "name": f"tool_{call_id}", "arguments": "{}", "id": f"fc_{call_id}"}
+    return {
+        "type": kind,
+        "call_id": call_id,
+        "name": f"tool_{call_id}",
+        "arguments": "{}",
+        "id": f"fc_{call_id}",
+    }
 
 
 def output(call_id: str, text: str = "ok") -> dict[str, Any]:
@@ -91,7 +97,9 @@ def test_responses_interrupted_batch_mid_history_goes_with_its_reasoning_item() 
     history = [said("go"), thought, call("a"), call("b"), output("a"), said("next")]
     assert same(provider_safe(history, dialect=RESPONSES), [history[0], history[-1]])
     kept = repair_context(history, mid_history="close", dialect=RESPONSES)
-    assert same(kept[:5], history[:5]) and kept[5] == output("b", INTERRUPTED_NOTICE) and kept[6] is history[-1]
+    assert (
+        same(kept[:5], history[:5]) and kept[5] == output("b", INTERRUPTED_NOTICE) and kept[6] is history[-1]
+    )
 
 
 def test_responses_reasoning_before_a_plain_message_is_plain() -> None:
@@ -115,13 +123,19 @@ def test_responses_orphan_output_is_dropped() -> None:
     """An output item whose call is not right before it is dropped."""
     history = [said("hi"), output("ghost"), said("hello", "assistant")]
     assert same(repair_context(history, dialect=RESPONSES), [history[0], history[2]])
-    assert provider_violation(history, dialect=RESPONSES) == "message 1: tool result for 'ghost' follows no tool call"
+    assert (
+        provider_violation(history, dialect=RESPONSES)
+        == "message 1: tool result for 'ghost' follows no tool call"
+    )
 
 
 def test_responses_violation_names_the_call_item_without_output() -> None:
     """The missing output is reported at the call item that has none."""
     history = [call("a"), call("b"), output("a"), said("next")]
-    assert provider_violation(history, dialect=RESPONSES) == "message 1: tool call 'b' has no result right after it"
+    assert (
+        provider_violation(history, dialect=RESPONSES)
+        == "message 1: tool call 'b' has no result right after it"
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -152,7 +166,10 @@ def notice_block(call_id: str) -> dict[str, Any]:
 def test_anthropic_complete_batch_is_returned_unchanged() -> None:
     """tool_use blocks answered by tool_result blocks in the next user message: valid, the same objects."""
     history = [said("go"), uses("a", "b", text="checking"), results("b", "a"), said("done", "assistant")]
-    for output_ in (provider_safe(history, dialect="anthropic"), repair_context(history, dialect="anthropic")):
+    for output_ in (
+        provider_safe(history, dialect="anthropic"),
+        repair_context(history, dialect="anthropic"),
+    ):
         assert same(output_, history)
     assert is_provider_valid(history, dialect="anthropic")
 
@@ -195,7 +212,10 @@ def test_anthropic_orphan_results_go_and_their_text_stays() -> None:
     history = [said("hi"), results("ghost", text="still here"), results("ghost")]
     repaired = repair_context(history, dialect="anthropic")
     assert repaired == [said("hi"), {"role": "user", "content": [{"type": "text", "text": "still here"}]}]
-    assert provider_violation(history, dialect="anthropic") == "message 1: tool result for 'ghost' follows no tool call"
+    assert (
+        provider_violation(history, dialect="anthropic")
+        == "message 1: tool result for 'ghost' follows no tool call"
+    )
 
 
 def test_anthropic_results_may_span_consecutive_user_messages() -> None:
@@ -207,7 +227,10 @@ def test_anthropic_results_may_span_consecutive_user_messages() -> None:
 def test_anthropic_text_only_user_message_ends_the_batch() -> None:
     """A user message without tool_result right after tool_use leaves the batch unanswered."""
     history = [uses("a"), said("what happened?")]
-    assert provider_violation(history, dialect="anthropic") == "message 0: tool call 'a' has no result right after it"
+    assert (
+        provider_violation(history, dialect="anthropic")
+        == "message 0: tool call 'a' has no result right after it"
+    )
     assert same(repair_context(history, dialect="anthropic"), [history[1]])
 
 

@@ -139,12 +139,19 @@ def test_package_all_is_sorted_and_complete() -> None:
 def test_storage_error_pickles_its_os_fields() -> None:
     """errno, strerror and filename live in OSError's slots; they survive pickling too."""
     error = DurabilityError(
-        "append failed", errno=28, strerror="No space left on device", filename="/s/messages.jsonl", session_id="s"
+        "append failed",
+        errno=28,
+        strerror="No space left on device",
+        filename="/s/messages.jsonl",
+        session_id="s",
     )
     back = pickle.loads(pickle.dumps(error))
     assert type(back) is DurabilityError and isinstance(back, StorageError)
     assert (back.errno, back.strerror, back.filename, back.session_id) == (
-        28, "No space left on device", "/s/messages.jsonl", "s"
+        28,
+        "No space left on device",
+        "/s/messages.jsonl",
+        "s",
     )
     assert str(back) == str(error) == "append failed"
 
@@ -159,7 +166,11 @@ def test_readme_error_table_lists_every_error_class_with_its_bases() -> None:
         rows[name] = bases
     assert set(rows) == {cls.__name__ for cls, _ in ERRORS} | {"JsonlStoreError"}
     for cls, builtin in ERRORS:
-        named = [getattr(jsonl_store, n, None) or getattr(builtins, n) for n in rows[cls.__name__].split("`, `") if n]
+        named = [
+            getattr(jsonl_store, n, None) or getattr(builtins, n)
+            for n in rows[cls.__name__].split("`, `")
+            if n
+        ]
         assert all(issubclass(cls, base) for base in named), cls
         if builtin is not None:  # the built-in it also is, or a library class that is one
             assert any(issubclass(base, builtin) for base in named), cls

@@ -44,7 +44,9 @@ def _deep_line(sequence: int) -> bytes:
     body = (
         b'{"sequence":%d,"id":"deep","created_at":"2025-01-01T00:00:00Z","message":{"role":"user","content":'
         % sequence
-        + b"[" * DEEP + b"]" * DEEP + b"}}"
+        + b"[" * DEEP
+        + b"]" * DEEP
+        + b"}}"
     )
     return _codec.seal(body)
 

@@ -86,5 +86,10 @@ def test_the_read_side_never_imports_the_write_side() -> None:
     """Readers (_reader, _session, _view, _snapshots) import no writer module: a read opens nothing for writing."""
     graph = _graph()
     writers = {"jsonl_store._handles", "jsonl_store._append", "jsonl_store._compact", "jsonl_store.store"}
-    for reader in ("jsonl_store._reader", "jsonl_store._session", "jsonl_store._view", "jsonl_store._snapshots"):
+    for reader in (
+        "jsonl_store._reader",
+        "jsonl_store._session",
+        "jsonl_store._view",
+        "jsonl_store._snapshots",
+    ):
         assert not graph[reader] & writers, reader

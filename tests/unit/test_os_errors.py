@@ -59,7 +59,9 @@ SYNC_CALLS: dict[str, Callable[[SessionStore], object]] = {
     "append": lambda s: s.append("s", UserMessage(content="x")),
     "append-new-session": lambda s: s.append("t", UserMessage(content="x"), title="new"),
     "append_many": lambda s: s.append_many("s", [UserMessage(content="x"), UserMessage(content="y")]),
-    "checkpoint": lambda s: s.checkpoint("s", [UserMessage(id="u2", content="bye"), UserMessage(content="z")]),
+    "checkpoint": lambda s: s.checkpoint(
+        "s", [UserMessage(id="u2", content="bye"), UserMessage(content="z")]
+    ),
     "checkpoint-rewrite": lambda s: s.checkpoint("s", [CompactedMessage(id="c9", content="all of it")]),
     "load": lambda s: s.load("s"),
     "records": lambda s: list(s.records("s")),
@@ -91,7 +93,10 @@ def _check_outcome(outcome: BaseException | None, code: int, where: str) -> None
         assert outcome.strerror, where
         back = pickle.loads(pickle.dumps(outcome))
         assert (type(back), back.errno, back.filename, str(back)) == (
-            type(outcome), outcome.errno, outcome.filename, str(outcome)
+            type(outcome),
+            outcome.errno,
+            outcome.filename,
+            str(outcome),
         ), where
 
 
@@ -192,6 +197,9 @@ def test_storage_error_keeps_the_builtin_a_caller_would_catch(
     error = storage_error(raised, "update_session('s')", session_id="s")
     assert type(error) is cls and isinstance(error, builtin) and isinstance(error, JsonlStoreError)
     assert (error.errno, error.strerror, error.filename, error.path) == (
-        raised.errno, raised.strerror, "/x", "/x"
+        raised.errno,
+        raised.strerror,
+        "/x",
+        "/x",
     )
     assert str(error) == f"update_session('s') failed: {raised.strerror} (/x)"

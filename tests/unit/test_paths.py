@@ -92,8 +92,15 @@ def test_snapshot_names_sort_in_version_order() -> None:
 def test_snapshot_versions_come_newest_first_and_skip_other_names() -> None:
     """snapshot_versions gives the versions of snapshot names only, highest first."""
     names = [
-        "meta.json", _paths.snapshot_name(3), "snapshot-00000009.json.damaged", _paths.snapshot_name(12),
-        "snapshot-1.json", "usage.jsonl", _paths.snapshot_name(1), "snapshot.json", "snapshotz",
+        "meta.json",
+        _paths.snapshot_name(3),
+        "snapshot-00000009.json.damaged",
+        _paths.snapshot_name(12),
+        "snapshot-1.json",
+        "usage.jsonl",
+        _paths.snapshot_name(1),
+        "snapshot.json",
+        "snapshotz",
     ]
     assert list(_paths.snapshot_versions(names)) == [12, 3, 1]
     assert list(_paths.snapshot_versions([])) == []

@@ -53,7 +53,9 @@ def test_every_directory_and_file_the_store_creates_is_private(tmp_path: Path, u
     kinds = {p.kind for p in SessionStore(root).repair("s")}
     assert {"torn-tail", "bad-meta"} <= kinds
     modes = _modes(root)
-    assert {name for name in modes if ".cut-" in name} and {name for name in modes if name.endswith(".damaged")}
+    assert {name for name in modes if ".cut-" in name} and {
+        name for name in modes if name.endswith(".damaged")
+    }
     assert stat.S_IMODE((tmp_path / "new-parent").stat().st_mode) == 0o700
     for name, mode in modes.items():
         path = root / name

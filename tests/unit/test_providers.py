@@ -33,15 +33,28 @@ def session() -> list[Any]:
     return [
         SystemMessage(content="Be brief."),
         CompactedMessage(content="Earlier: the user asked for the files."),
-        UserMessage(content=[{"type": "text", "text": "What is this?"}, {"type": "image_url", "image_url": {"url": PNG}}]),
+        UserMessage(
+            content=[
+                {"type": "text", "text": "What is this?"},
+                {"type": "image_url", "image_url": {"url": PNG}},
+            ]
+        ),
         AssistantMessage(
             content="Looking.",
             reasoning="the user wants a listing",
-            tool_calls=[ToolCall(id="a", name="ls", arguments={"path": "."}), ToolCall(id="b", name="wc", arguments='{"f": 1}')],
+            tool_calls=[
+                ToolCall(id="a", name="ls", arguments={"path": "."}),
+                ToolCall(id="b", name="wc", arguments='{"f": 1}'),
+            ],
         ),
         ToolMessage(tool_call_id="a", name="ls", content="main.py"),
         ToolMessage(tool_call_id="b", name="wc", content={"lines": 3}, is_error=True),
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "name": "ls", "arguments": {}}], "id": "m7"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c", "name": "ls", "arguments": {}}],
+            "id": "m7",
+        },
         {"role": "tool", "tool_call_id": "c", "name": "ls", "content": "ok", "id": "m8", "persist": True},
         UserMessage(content="hidden", include_in_messages=False),
         AssistantMessage(content="A picture of a directory."),
@@ -59,7 +72,13 @@ def test_openai_chat_shape_of_a_whole_session() -> None:
     assert messages == [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "Earlier: the user asked for the files."},
-        {"role": "user", "content": [{"type": "text", "text": "What is this?"}, {"type": "image_url", "image_url": {"url": PNG}}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is this?"},
+                {"type": "image_url", "image_url": {"url": PNG}},
+            ],
+        },
         {
             "role": "assistant",
             "content": "Looking.",
@@ -70,7 +89,10 @@ def test_openai_chat_shape_of_a_whole_session() -> None:
         },
         {"role": "tool", "tool_call_id": "a", "content": "main.py"},
         {"role": "tool", "tool_call_id": "b", "content": '{"lines":3}'},
-        {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "tool_calls": [{"id": "c", "type": "function", "function": {"name": "ls", "arguments": "{}"}}],
+        },
         {"role": "tool", "tool_call_id": "c", "content": "ok"},
         {"role": "assistant", "content": "A picture of a directory."},
     ]
@@ -81,7 +103,14 @@ def test_openai_chat_keeps_the_keys_chat_defines_and_drops_the_rest() -> None:
     """A dict's ``name`` or ``refusal`` stays; the library's fields and unknown keys go."""
     messages = to_openai_chat(
         [
-            {"role": "user", "content": "hi", "name": "ada", "id": "u1", "include_in_messages": True, "extra": 1},
+            {
+                "role": "user",
+                "content": "hi",
+                "name": "ada",
+                "id": "u1",
+                "include_in_messages": True,
+                "extra": 1,
+            },
             {"role": "assistant", "content": None, "refusal": "I can't."},
             {"role": "developer", "content": "Answer in French."},
         ]
@@ -104,7 +133,9 @@ def test_an_assistant_message_that_says_nothing_is_left_out() -> None:
 
 def test_a_closed_batch_is_accepted_by_each_providers_types() -> None:
     """The notices close_interrupted adds are valid results in every shape."""
-    context = close_interrupted([UserMessage(content="go"), AssistantMessage(tool_calls=[ToolCall(id="a", name="ls")])])
+    context = close_interrupted(
+        [UserMessage(content="go"), AssistantMessage(tool_calls=[ToolCall(id="a", name="ls")])]
+    )
     openai_chat(to_openai_chat(context))
     openai_responses(to_openai_responses(context))
     system, messages = to_anthropic(context)
@@ -162,7 +193,14 @@ def test_openai_responses_items_pass_through_with_the_providers_ids_only() -> No
     stored = [
         {"role": "user", "content": "hi", "id": "u1"},
         {"type": "reasoning", "id": "rs_1", "summary": [], "include_in_messages": True},
-        {"type": "function_call", "id": "fc_1", "call_id": "a", "name": "ls", "arguments": "{}", "status": "completed"},
+        {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "a",
+            "name": "ls",
+            "arguments": "{}",
+            "status": "completed",
+        },
         {"type": "function_call_output", "id": "mine-2", "call_id": "a", "output": "ok", "persist": True},
         {
             "type": "message",
@@ -171,7 +209,12 @@ def test_openai_responses_items_pass_through_with_the_providers_ids_only() -> No
             "status": "completed",
             "content": [{"type": "output_text", "text": "Done.", "annotations": []}],
         },
-        {"type": "message", "id": "mine-3", "role": "user", "content": [{"type": "input_text", "text": "thanks"}]},
+        {
+            "type": "message",
+            "id": "mine-3",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "thanks"}],
+        },
     ]
     items = to_openai_responses(stored)
     assert items == [
@@ -200,7 +243,10 @@ def test_anthropic_shape_of_a_whole_session() -> None:
             "content": [
                 {"type": "text", "text": "Earlier: the user asked for the files."},
                 {"type": "text", "text": "What is this?"},
-                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+                },
             ],
         },
         {
@@ -227,7 +273,9 @@ def test_anthropic_shape_of_a_whole_session() -> None:
 
 def test_anthropic_system_messages_are_joined_and_none_without_any() -> None:
     """Every system or developer message's text, in order, joined by a blank line; None when there is none."""
-    system, _ = to_anthropic([SystemMessage(content="One."), UserMessage(content="hi"), {"role": "developer", "content": "Two."}])
+    system, _ = to_anthropic(
+        [SystemMessage(content="One."), UserMessage(content="hi"), {"role": "developer", "content": "Two."}]
+    )
     assert system == "One.\n\nTwo."
     assert to_anthropic([UserMessage(content="hi")])[0] is None
 
@@ -250,9 +298,17 @@ def test_anthropic_blocks_pass_through_and_arguments_become_objects() -> None:
     thinking = {"type": "thinking", "thinking": "hmm", "signature": "c2ln"}
     context: list[Any] = [
         {"role": "user", "content": "go"},
-        {"role": "assistant", "content": [thinking, {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]},
+        {
+            "role": "assistant",
+            "content": [thinking, {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}],
+        },
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
-        AssistantMessage(tool_calls=[ToolCall(id="t2", name="ls", arguments='{"path": '), ToolCall(id="t3", name="ls", arguments="")]),
+        AssistantMessage(
+            tool_calls=[
+                ToolCall(id="t2", name="ls", arguments='{"path": '),
+                ToolCall(id="t3", name="ls", arguments=""),
+            ]
+        ),
         ToolMessage(tool_call_id="t2", content=""),
         ToolMessage(tool_call_id="t3", content="ok"),
     ]
@@ -266,9 +322,21 @@ def test_anthropic_blocks_pass_through_and_arguments_become_objects() -> None:
 def test_anthropic_image_urls() -> None:
     """A web image becomes a url source; an image URL that is neither base64 data nor a web address raises."""
     system, messages = to_anthropic(
-        [UserMessage(content=[{"type": "image_url", "image_url": "https://example.com/a.png"}, {"type": "text", "text": ""}])]
+        [
+            UserMessage(
+                content=[
+                    {"type": "image_url", "image_url": "https://example.com/a.png"},
+                    {"type": "text", "text": ""},
+                ]
+            )
+        ]
     )
-    assert messages == [{"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]}]
+    assert messages == [
+        {
+            "role": "user",
+            "content": [{"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}],
+        }
+    ]
     anthropic_request(system, messages)
     for url in ("data:image/png,raw", "file:///a.png"):
         with pytest.raises(InvalidMessage, match="image"):
@@ -287,6 +355,10 @@ def test_the_type_check_catches_extra_keys_and_bad_nested_values() -> None:
 
     conforms(ChatCompletionMessageParam, {"role": "tool", "tool_call_id": "a", "content": "ok"})
     with pytest.raises(AssertionError, match="drops or changes"):
-        conforms(ChatCompletionMessageParam, {"role": "tool", "tool_call_id": "a", "content": "ok", "name": "ls"})
+        conforms(
+            ChatCompletionMessageParam, {"role": "tool", "tool_call_id": "a", "content": "ok", "name": "ls"}
+        )
     with pytest.raises(ValueError, match="function"):
-        conforms(ChatCompletionMessageParam, {"role": "assistant", "tool_calls": [{"id": "a", "type": "function"}]})
+        conforms(
+            ChatCompletionMessageParam, {"role": "assistant", "tool_calls": [{"id": "a", "type": "function"}]}
+        )

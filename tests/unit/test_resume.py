@@ -22,7 +22,9 @@ from jsonl_store import (
 def interrupted(store: SessionStore, sid: str = "s") -> None:
     """A batch of two calls killed after the first result."""
     store.append(sid, UserMessage(content="do two things"))
-    store.append(sid, AssistantMessage(id="a1", tool_calls=[ToolCall(id="c1", name="x"), ToolCall(id="c2", name="y")]))
+    store.append(
+        sid, AssistantMessage(id="a1", tool_calls=[ToolCall(id="c1", name="x"), ToolCall(id="c2", name="y")])
+    )
     store.append(sid, ToolMessage(tool_call_id="c1", name="x", content="did x"))
 
 
@@ -33,7 +35,12 @@ def test_the_open_call_gets_an_error_result_in_the_log(store: SessionStore) -> N
     assert is_provider_valid(view.messages)
     last = view.raw_tail[-1].message
     assert isinstance(last, ToolMessage)
-    assert (last.tool_call_id, last.name, last.is_error, last.content) == ("c2", "y", True, INTERRUPTED_NOTICE)
+    assert (last.tool_call_id, last.name, last.is_error, last.content) == (
+        "c2",
+        "y",
+        True,
+        INTERRUPTED_NOTICE,
+    )
     assert [r.sequence for r in store.records("s")] == [1, 2, 3, 4]
 
 
@@ -69,11 +76,21 @@ def test_closing_ids_are_the_same_from_any_store(root: Path) -> None:
 
 def test_a_dict_session_gets_dict_results(store: SessionStore) -> None:
     """Sessions stored as plain dicts get plain dict results, with an id."""
-    store.append("s", {"role": "assistant", "id": "a", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]})
+    store.append(
+        "s",
+        {
+            "role": "assistant",
+            "id": "a",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+        },
+    )
     last = store.resume("s").raw_tail[-1].message
     assert isinstance(last, dict)
     assert {k: last[k] for k in ("role", "tool_call_id", "name", "is_error")} == {
-        "role": "tool", "tool_call_id": "c1", "name": "f", "is_error": True,
+        "role": "tool",
+        "tool_call_id": "c1",
+        "name": "f",
+        "is_error": True,
     }
     assert last["content"] == INTERRUPTED_NOTICE
     assert isinstance(last["id"], str) and last["id"]
@@ -81,7 +98,9 @@ def test_a_dict_session_gets_dict_results(store: SessionStore) -> None:
 
 def test_a_repeated_call_id_needs_as_many_results(store: SessionStore) -> None:
     """An assistant message naming one call id twice, answered once, gets one more result with its own id."""
-    store.append("s", AssistantMessage(id="a", tool_calls=[ToolCall(id="c", name="x"), ToolCall(id="c", name="x")]))
+    store.append(
+        "s", AssistantMessage(id="a", tool_calls=[ToolCall(id="c", name="x"), ToolCall(id="c", name="x")])
+    )
     store.append("s", ToolMessage(tool_call_id="c", content="first"))
     view = store.resume("s")
     results = [r.message for r in view.raw_tail if isinstance(r.message, ToolMessage)]
@@ -109,7 +128,10 @@ def test_a_notice_of_ones_own(store: SessionStore) -> None:
 def test_an_anthropic_session_is_closed_in_its_own_shape(store: SessionStore) -> None:
     """resume(dialect="anthropic") answers an open tool_use with a user message of tool_result blocks."""
     store.append("s", {"role": "user", "content": "read it"})
-    store.append("s", {"role": "assistant", "content": [{"type": "tool_use", "id": "tu1", "name": "read", "input": {}}]})
+    store.append(
+        "s",
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "tu1", "name": "read", "input": {}}]},
+    )
     view = store.resume("s", dialect="anthropic")
     last = view.raw_tail[-1].message
     assert isinstance(last, dict) and last["role"] == "user"

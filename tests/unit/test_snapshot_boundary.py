@@ -56,7 +56,11 @@ def _filled(store: SessionStore, count: int, session_id: str = SID, batch: int =
     """Append ``count`` user messages, ``batch`` per append_many call."""
     for first in range(0, count, batch):
         store.append_many(
-            session_id, [UserMessage(content=f"message {n} " + "x" * 200) for n in range(first, min(count, first + batch))]
+            session_id,
+            [
+                UserMessage(content=f"message {n} " + "x" * 200)
+                for n in range(first, min(count, first + batch))
+            ],
         )
 
 
@@ -65,7 +69,10 @@ def _offsets(fs: Any, directory: str) -> dict[int, tuple[int, int]]:
     fd = fs.open(os.path.join(directory, LOG_NAME), os.O_RDONLY)
     try:
         size = fs.fstat(fd).st_size
-        return {_codec.record_position(line.body)[0]: (line.offset, line.end) for line in scan(fs, fd, "", 0, size, DISCARD)}
+        return {
+            _codec.record_position(line.body)[0]: (line.offset, line.end)
+            for line in scan(fs, fd, "", 0, size, DISCARD)
+        }
     finally:
         fs.close(fd)
 
@@ -125,7 +132,9 @@ def test_every_sequence_after_the_previous_boundary_is_found_at_its_offsets(tmp_
         for through in range(5, 31):
             fd = os.open(tmp_path / SID / LOG_NAME, os.O_RDONLY)
             try:
-                snapshot = _snapshots.latest(OS_FS, str(tmp_path / SID), SID, fd, os.fstat(fd).st_size, DISCARD)
+                snapshot = _snapshots.latest(
+                    OS_FS, str(tmp_path / SID), SID, fd, os.fstat(fd).st_size, DISCARD
+                )
                 assert snapshot is not None
                 line = _snapshots.find_boundary(
                     OS_FS, fd, SID, snapshot.tail_offset, os.fstat(fd).st_size, 4, through, 30

@@ -89,7 +89,9 @@ def _copies(fs: SimulatedFileSystem, up_to: int, session_id: str = SID) -> None:
     """Versions 2..``up_to`` as copies of version 1 (the same boundary, each its own number)."""
     directory = f"{ROOT}/{session_id}"
     for version in range(2, up_to + 1):
-        fs.write_file(f"{directory}/{snapshot_name(version)}", _renumbered(fs, directory, version), durable=False)
+        fs.write_file(
+            f"{directory}/{snapshot_name(version)}", _renumbered(fs, directory, version), durable=False
+        )
 
 
 def _renumbered(fs: SimulatedFileSystem, directory: str, version: int) -> bytes:
@@ -139,7 +141,9 @@ def test_a_thousand_snapshot_files_cost_a_load_what_one_does() -> None:
     assert store.load("many").snapshot.version == 1000  # type: ignore[union-attr]
 
 
-def test_stores_on_the_real_file_system_share_what_they_listed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stores_on_the_real_file_system_share_what_they_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A new store object on the default file system reads a settled directory without listing it."""
     with SessionStore(tmp_path, durability="none") as store:
         store.append_many(SID, [UserMessage(content=str(n)) for n in range(4)])
@@ -243,7 +247,9 @@ def test_a_damaged_newest_file_is_reported_on_every_read_without_a_listing() -> 
         fs.reset()
         view = store.load(SID)
         assert view.snapshot is not None and view.snapshot.version == 2
-        assert [(p.kind, os.path.basename(p.path)) for p in view.problems] == [("bad-snapshot", snapshot_name(3))]
+        assert [(p.kind, os.path.basename(p.path)) for p in view.problems] == [
+            ("bad-snapshot", snapshot_name(3))
+        ]
         assert fs.calls["listdir"] == 0
 
 
@@ -279,7 +285,9 @@ def test_records_after_an_older_boundary_start_at_that_snapshot() -> None:
 # ---------------------------------------------------------------------------------------
 
 
-def test_a_directory_changed_moments_ago_is_listed_on_every_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_directory_changed_moments_ago_is_listed_on_every_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Within SETTLED_NS of a change a second change could keep the same times: no listing is kept."""
     monkeypatch.setattr(_snapshots, "clock", lambda: os.stat(tmp_path / SID).st_mtime_ns)
     fs = CountingFileSystem(OS_FS)

@@ -337,7 +337,11 @@ def test_class_message_comes_back_as_an_equal_instance_of_its_class(
 
 def test_record_message_survives_a_new_store_object(store: SessionStore, root: Path) -> None:
     """What one store wrote, another store reads back unchanged."""
-    messages: list[Message] = [user("a"), {"role": "user", "content": "b", "x": 1}, AssistantMessage(content="c")]
+    messages: list[Message] = [
+        user("a"),
+        {"role": "user", "content": "b", "x": 1},
+        AssistantMessage(content="c"),
+    ]
     store.append_many("s", messages)
     again = SessionStore(root, durability="none")
     assert [r.message for r in again.records("s")] == messages
@@ -741,9 +745,13 @@ def test_gitignore_at_the_root_ignores_lock_temp_cut_and_damaged_files(
     assert any(".cut-" in n for n in names)
     for path, data in read_tree(root).items():
         if data is not None and path not in ignored:
-            assert os.path.basename(path) in {LOG_NAME, META_NAME, "usage.jsonl", GITIGNORE_NAME, ".gitattributes"} or (
-                os.path.basename(path).startswith("snapshot-") and path.endswith(".json")
-            ), path
+            assert os.path.basename(path) in {
+                LOG_NAME,
+                META_NAME,
+                "usage.jsonl",
+                GITIGNORE_NAME,
+                ".gitattributes",
+            } or (os.path.basename(path).startswith("snapshot-") and path.endswith(".json")), path
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs the git command")

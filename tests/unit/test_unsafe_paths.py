@@ -75,7 +75,9 @@ def _every_call(store: SessionStore) -> list[tuple[str, Callable[[], object]]]:
     ]
 
 
-@pytest.mark.parametrize("name", ["messages.jsonl", "usage.jsonl", "meta.json", "snapshot-00000001.json", ".lock"])
+@pytest.mark.parametrize(
+    "name", ["messages.jsonl", "usage.jsonl", "meta.json", "snapshot-00000001.json", ".lock"]
+)
 def test_symlinked_session_file_is_refused_and_its_target_keeps_every_byte(tmp_path: Path, name: str) -> None:
     """A session file that is a symlink makes a call raise UnsafePath (or do nothing with it), never follow it."""
     directory = _session(tmp_path / "store")
@@ -95,9 +97,25 @@ def test_symlinked_session_file_is_refused_and_its_target_keeps_every_byte(tmp_p
         assert (directory / name).is_symlink(), f"{call} replaced the symlink"
     # Each file is refused at least by the calls that read or write it.
     needs = {
-        "messages.jsonl": {"append", "append_many", "load", "records", "snapshot", "checkpoint", "delete_session"},
+        "messages.jsonl": {
+            "append",
+            "append_many",
+            "load",
+            "records",
+            "snapshot",
+            "checkpoint",
+            "delete_session",
+        },
         "usage.jsonl": {"record_usage", "usage", "delete_session"},
-        "meta.json": {"load", "records", "usage", "get_session", "update_session", "snapshot", "delete_session"},
+        "meta.json": {
+            "load",
+            "records",
+            "usage",
+            "get_session",
+            "update_session",
+            "snapshot",
+            "delete_session",
+        },
         "snapshot-00000001.json": {"load", "snapshot", "checkpoint", "delete_session"},
         ".lock": {"update_session", "snapshot", "checkpoint", "delete_session"},
     }[name]
@@ -117,7 +135,9 @@ def test_first_append_through_a_symlinked_log_leaves_the_outside_file_untouched(
     assert not any(p.name.startswith("outside.txt.") for p in tmp_path.iterdir())
 
 
-def test_first_record_usage_through_a_symlinked_usage_log_leaves_the_outside_file_untouched(tmp_path: Path) -> None:
+def test_first_record_usage_through_a_symlinked_usage_log_leaves_the_outside_file_untouched(
+    tmp_path: Path,
+) -> None:
     """record_usage on a symlinked usage.jsonl raises UnsafePath; the target is byte-for-byte the same."""
     directory = _session(tmp_path / "store")
     target = _outside(tmp_path)
@@ -140,7 +160,9 @@ def test_repair_reports_a_symlinked_log_and_neither_follows_nor_deletes_it(tmp_p
     assert (directory / "messages.jsonl").is_symlink()
 
 
-def test_symlinked_session_directory_is_refused_and_nothing_outside_is_read_or_written(tmp_path: Path) -> None:
+def test_symlinked_session_directory_is_refused_and_nothing_outside_is_read_or_written(
+    tmp_path: Path,
+) -> None:
     """A session directory that is a symlink to a real session elsewhere raises UnsafePath for every call."""
     elsewhere = _session(tmp_path / "elsewhere")
     before = {p.name: p.read_bytes() for p in elsewhere.iterdir()}

@@ -30,7 +30,9 @@ def _warm(durability: Durability) -> tuple[SimulatedFileSystem, SessionStore]:
 def test_durable_append_on_an_open_session_is_one_write_and_one_fdatasync() -> None:
     """An acknowledged append costs one write(2) and one fdatasync, nothing else that changes the disk."""
     fs, store = _warm("fsync")
-    ops = _ops_of(fs, lambda: store.append("s", AssistantMessage(content="a"), usage=ModelUsage(input_tokens=3)))
+    ops = _ops_of(
+        fs, lambda: store.append("s", AssistantMessage(content="a"), usage=ModelUsage(input_tokens=3))
+    )
     assert ops == ["write", "fdatasync"]
 
 
