@@ -239,9 +239,6 @@ class Handles:
                 _atomic.create_exclusive(self.fs, self.root, name, text.encode(), durable=self.durable)
         self._root_ready = True
 
-    def read_meta(self, session_id: str, directory: str, reporter: Reporter) -> SessionMeta | None:
-        return _session.read_meta(self.fs, session_id, directory, reporter)
-
     def prepare(self, session: OpenSession) -> None:
         """Make sure the session's directory and metadata exist; cache its parent.
 
@@ -260,10 +257,10 @@ class Handles:
             self._root_ready = False
             self.ensure_root()
         found = Reporter()
-        meta = self.read_meta(session.session_id, session.directory, found)
+        meta = _session.read_meta(self.fs, session.session_id, session.directory, found)
         if meta is None:
             with self.lock(session.session_id):
-                meta = self.read_meta(session.session_id, session.directory, found)
+                meta = _session.read_meta(self.fs, session.session_id, session.directory, found)
                 if meta is None:
                     meta = self._create_meta(session, moved_aside=bool(found.problems))
         if found.problems:
@@ -283,7 +280,7 @@ class Handles:
             meta.created_at = first
         if _meta.create(self.fs, session.directory, meta, durable=self.durable):
             return meta
-        existing = self.read_meta(session.session_id, session.directory, Reporter())
+        existing = _session.read_meta(self.fs, session.session_id, session.directory, Reporter())
         if existing is None:
             raise UnsupportedFormat(
                 f"session {session.session_id!r}: meta.json cannot be read", session_id=session.session_id

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import stat
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from . import _atomic, _lines, _meta, _session, _snapshots
@@ -20,6 +21,7 @@ from ._lines import BOM
 from ._log import (
     FLAGS_READ,
     RECORD_LIKE_LIMIT,
+    Line,
     LogWriter,
     conversion_problem,
     free_sidecar,
@@ -241,14 +243,18 @@ def _check_log(
     accept = ends_batch if raw_log else None
     found = Reporter()
     removed = 0  # bytes a restore of converted lines takes out before the good part's end
-    fd = open_regular(fs, path, FLAGS_READ, session_id=session_id)
+    # One descriptor and one size for the whole check: the raw log's is its reader's.
+    log = LogReader(fs, session_id, directory, found) if raw_log else None
+    fd = open_regular(fs, path, FLAGS_READ, session_id=session_id) if log is None else log.fd
+    if fd is None:
+        return []  # removed since the directory was listed
     try:
-        size = fs.fstat(fd).st_size
-        if raw_log:
-            with LogReader(fs, session_id, directory, found) as log:
-                for _ in log.records():
-                    pass
+        if log is not None:
+            size = log.size
+            for _ in log.records():
+                pass
         else:
+            size = fs.fstat(fd).st_size
             for _ in scan(fs, fd, path, 0, size, found, first_line=1):
                 pass
         converted = any(p.kind == "text-conversion" for p in found.problems)
@@ -262,7 +268,10 @@ def _check_log(
             removed = _restored_bytes(fs, fd, good_end)
         suspect = record_like_lines(fs, fd, good_end, size) if good_end < size else 0
     finally:
-        fs.close(fd)
+        if log is not None:
+            log.close()
+        else:
+            fs.close(fd)
     if suspect >= RECORD_LIKE_LIMIT:
         # Never cut (spec §9.3): a person decides what these lines are.
         problems.append(
@@ -277,31 +286,9 @@ def _check_log(
         )
         good_end = size  # nothing to cut
     if fix and (converted or good_end < size):
-        # The same writer an append uses: it restores converted lines and cuts the tail
-        # into a sidecar on open, and reports both.
-        cuts = Reporter()
-        writer = LogWriter(
-            fs,
-            path,
-            directory,
-            durable=True,
-            lock_timeout=lock_timeout,
-            label=path,
-            session_id=session_id,
-            accept=accept,
-            reporter=cuts,
+        problems.extend(
+            _restore_and_cut(fs, session_id, path, accept, converted=converted, lock_timeout=lock_timeout)
         )
-        try:
-            try:
-                if converted:
-                    writer.restore()
-                else:
-                    writer.append_nothing()
-            except UnrecognizedRecords:
-                pass  # restored; the lines it will not cut are reported above
-            problems.extend(p for p in cuts.problems if p.kind != "text-conversion")
-        finally:
-            writer.close()
     elif good_end < size:
         # Named as repair will make it: after converted lines are restored, the good
         # part ends ``removed`` bytes earlier.
@@ -317,6 +304,34 @@ def _check_log(
             )
         )
     return problems
+
+
+def _restore_and_cut(
+    fs: FileSystem,
+    session_id: str,
+    path: str,
+    accept: Callable[[Line], bool] | None,
+    *,
+    converted: bool,
+    lock_timeout: float,
+) -> list[Problem]:
+    """Restore converted lines and cut the damaged tail with the writer an append uses; its cuts."""
+    cuts = Reporter()
+    writer = LogWriter(
+        fs, path, os.path.dirname(path), durable=True, lock_timeout=lock_timeout, label=path,
+        session_id=session_id, accept=accept, reporter=cuts,
+    )  # fmt: skip
+    try:
+        try:
+            if converted:
+                writer.restore()
+            else:
+                writer.append_nothing()
+        except UnrecognizedRecords:
+            pass  # restored; the lines it will not cut are reported by the check
+        return [p for p in cuts.problems if p.kind != "text-conversion"]
+    finally:
+        writer.close()
 
 
 def _offsets_holding(fs: FileSystem, session_id: str, directory: str) -> set[int]:

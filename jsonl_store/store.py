@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
 
-from . import _append, _checkpoint, _codec, _compact, _meta, _recovery, _resume, _session, _usage
+from . import _append, _checkpoint, _codec, _compact, _dirs, _meta, _recovery, _resume, _session, _usage
 from ._dialects import Dialect
 from ._errors import (
     CorruptSession,
@@ -162,7 +162,7 @@ class SessionStore:
     def _read_meta(self, session_id: str, directory: str) -> SessionMeta | None:
         """The session's metadata; damage is reported at once."""
         found = Reporter()
-        meta = self._handles.read_meta(session_id, directory, found)
+        meta = _session.read_meta(self._fs, session_id, directory, found)
         self._report(found.problems)
         return meta
 
@@ -305,7 +305,7 @@ class SessionStore:
         directory = self._handles.directory(session_id)
         self._handles.check_dir(session_id, directory)
         found = Reporter()
-        meta = self._handles.read_meta(session_id, directory, found)
+        meta = _session.read_meta(self._fs, session_id, directory, found)
         with LogReader(self._fs, session_id, directory, found, listings=self._listings) as log:
             snapshot = log.latest_snapshot()
             start, after = (snapshot.tail_offset, snapshot.compacted_through_sequence) if snapshot else (0, 0)
@@ -424,7 +424,7 @@ class SessionStore:
     ) -> SessionSummary | None:
         """The session's summary; ``meta`` when the caller has just read or written it."""
         if meta is _UNSET:
-            meta = self._handles.read_meta(session_id, directory, Reporter())
+            meta = _session.read_meta(self._fs, session_id, directory, Reporter())
         return _session.summary(self._fs, session_id, directory, meta)
 
     @_storage_errors
@@ -590,7 +590,7 @@ class SessionStore:
             meta = self._read_meta(session_id, directory)
             if meta is None:
                 # No (readable) metadata: a session exists only if its log does.
-                if not self._exists(os.path.join(directory, LOG_NAME)):
+                if not _dirs.exists(self._fs, os.path.join(directory, LOG_NAME)):
                     raise missing
                 meta = SessionMeta(created_at=_session.first_record_time(self._fs, directory) or now())
             _meta.check_writable(meta, session_id)
@@ -599,13 +599,6 @@ class SessionStore:
         summary = self._summary(session_id, directory, meta)
         assert summary is not None
         return summary
-
-    def _exists(self, path: str) -> bool:
-        try:
-            self._fs.lstat(path)
-        except FileNotFoundError:
-            return False
-        return True
 
     # -- token usage --------------------------------------------------------------------
 
@@ -752,7 +745,7 @@ class SessionStore:
         unsafe = _recovery.unsafe_paths(self._fs, session_id, directory)
         if unsafe:
             return unsafe
-        if not self._exists(directory):
+        if not _dirs.exists(self._fs, directory):
             return []
         with self._handles.lock(session_id):
             return self._check(session_id, directory, fix=True)

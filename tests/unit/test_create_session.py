@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from jsonl_store import InvalidArgument, ParentMismatch, SessionStore, UserMessage
+from jsonl_store import JsonlStoreError, ParentMismatch, SessionStore, UserMessage
 from jsonl_store._paths import LOG_NAME
 
 
@@ -50,8 +50,8 @@ def test_a_different_parent_is_a_mismatch(store: SessionStore) -> None:
     assert store.create_session("child", parent_session_id="parent").parent_session_id == "parent"
     with pytest.raises(ParentMismatch):
         store.create_session("child", parent_session_id="other")
+    store.create_session("plain")  # made without one ...
     with pytest.raises(ParentMismatch):
-        store.create_session("plain")  # made without one ...
         store.create_session("plain", parent_session_id="parent")  # ... so a parent now is another
 
 
@@ -69,7 +69,7 @@ def test_bad_fields_are_refused_before_anything_is_made(
     store: SessionStore, root: Path, options: dict[str, object]
 ) -> None:
     """An invalid field raises InvalidArgument (or the metadata's error) and makes no directory."""
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError) as caught:
         store.create_session("s", **options)  # type: ignore[arg-type]
     assert not (root / "s").exists()
-    assert isinstance(InvalidArgument("x"), ValueError)
+    assert isinstance(caught.value, JsonlStoreError)  # a typed error, not a stray ValueError
