@@ -17,6 +17,7 @@ import msgspec
 import orjson
 
 from .. import ContextSnapshot, Message, Problem, RawMessageRecord, SessionSummary, SessionView
+from . import _frameworks
 from ._safe import escape, json_escape
 
 INDENT = "     "
@@ -250,14 +251,16 @@ def render_message(
         facts.append("not in the model context")
     if note:
         facts.append(note)
+    framework = _frameworks.shown(data, _inline)
+    if framework is not None:  # an adapter's framework message: its text, not its JSON
+        head.append(framework[0])
     lines = [" ".join(head) + ("  · " + " · ".join(facts) if facts else "")]
     if isinstance(data.get("reasoning"), str) and data["reasoning"]:
         lines.extend(_body("(reasoning) " + data["reasoning"], full=full))
-    lines.extend(_body(_text(data.get("content")), full=full))
-    for call in data.get("tool_calls") or ():
-        if isinstance(call, dict):
-            call_id, name, arguments = _call(call)
-            lines.append(f"{INDENT}→ {name}({_inline(arguments)})  [{call_id}]")
+    lines.extend(_body(framework[1] if framework else _text(data.get("content")), full=full))
+    calls = [_call(call) for call in data.get("tool_calls") or () if isinstance(call, dict)]
+    for call_id, name, arguments in calls + (framework[2] if framework else []):
+        lines.append(f"{INDENT}→ {name}({_inline(arguments)})  [{call_id}]")
     return lines
 
 

@@ -117,6 +117,7 @@ def subcommands() -> dict[str, argparse.ArgumentParser]:
     raise AssertionError("the parser has no subcommands")
 
 
+@pytest.mark.usefixtures("sync_event_loop")  # the pydantic-ai example's run_sync
 def test_readme_examples_run_in_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
