@@ -42,7 +42,8 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from jsonl_store import CorruptSession, SessionStore
+from jsonl_store import CorruptSession, SessionStore, is_provider_valid
+from jsonl_store.adapters.pydantic_ai import PYDANTIC_AI
 from jsonl_store.adapters.pydantic_ai_harness import JsonlSessionStore
 from jsonl_store.cli import main as cli_main
 
@@ -309,6 +310,8 @@ def test_a_process_killed_inside_a_tool_reopens_at_the_last_committed_turn(tmp_p
     killed = child("harness-kill", tmp_path, sid)
     assert killed.returncode == 17, killed.stderr
     assert json.loads(child("harness-dump", tmp_path, sid).stdout) == json.loads(state)
+    stored = JsonlSessionStore(str(tmp_path)).load_sync(sid)
+    assert stored is not None and is_provider_valid(stored.messages, dialect=PYDANTIC_AI)
 
     async def go_on() -> None:
         agent, _ = acp_agent(JsonlSessionStore(str(tmp_path)))
