@@ -7,7 +7,7 @@ next sequence is known only there.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -180,6 +180,8 @@ def encode(
     metadata: Mapping[str, Any] | None,
     tags: Mapping[str, Any] | None,
     expected_last_sequence: int | None = None,
+    clock: Callable[[], datetime] = now,
+    new_id: Callable[[], str] = new_uuid7,
 ) -> Batch | None:
     """Check and encode an append; None when no message is to be stored (all ``persist=False``)."""
     check_session_options(session.session_id, request_id, parent_session_id, session_type)
@@ -197,7 +199,7 @@ def encode(
             "tags": json_object(tags, "tags"),
         }
     shared_trailer = _codec.encode_trailer(**common) if common else b""
-    created_at = now()
+    created_at = clock()
     created = _codec.encode_time(created_at)
     bodies: list[tuple[bytes, bytes] | None] = []
     encode_message, record_head, usage_trailer = (
@@ -226,7 +228,7 @@ def encode(
             trailer = shared_trailer + usage_trailer(usage)
         else:
             trailer = shared_trailer
-        bodies.append((record_head(new_uuid7(), created, payload, plain), trailer))
+        bodies.append((record_head(new_id(), created, payload, plain), trailer))
     if len(bodies) == bodies.count(None):
         return None
     if title is not None:

@@ -14,6 +14,7 @@ import resource
 import stat
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
@@ -22,6 +23,7 @@ from . import _atomic, _dirs, _meta, _session, _snapshots
 from ._checkpoint import CheckpointCache
 from ._errors import LockTimeout, SessionNotFound, UnsafePath, UnsupportedFormat
 from ._fs import FileSystem, check_directory, describe_mode, open_regular, register_descriptor_cache
+from ._ids import new_uuid7
 from ._log import FLAGS_READ, LogWriter
 from ._meta import SessionMeta
 from ._paths import (
@@ -93,9 +95,9 @@ class OpenSession:
         #: The metadata `create_session` gives a session it makes.
         self.init_metadata: dict[str, Any] = {}
 
-    def initial_meta(self) -> SessionMeta:
+    def initial_meta(self, clock: Callable[[], datetime] = now) -> SessionMeta:
         if self.init is None:
-            return SessionMeta(created_at=now())
+            return SessionMeta(created_at=clock())
         created_at, parent, session_type, agent_name, title = self.init
         return SessionMeta(
             created_at=created_at,
@@ -116,8 +118,21 @@ class Handles:
     """The open sessions of one store, their locks, and the making of what they need on disk."""
 
     def __init__(
-        self, root: str, fs: FileSystem, *, durable: bool, lock_timeout: float, reporter: Reporter
+        self,
+        root: str,
+        fs: FileSystem,
+        *,
+        durable: bool,
+        lock_timeout: float,
+        reporter: Reporter,
+        clock: Callable[[], datetime] = now,
+        new_id: Callable[[], str] = new_uuid7,
     ) -> None:
+        #: Where the times and ids of what this store writes come from (`SessionStore`'s
+        #: ``clock`` and ``ids``): the wall clock and UUIDv7s, or a caller's, for files
+        #: that must come out the same byte for byte.
+        self.clock = clock
+        self.new_id = new_id
         self.root = root
         self.fs = fs
         self.durable = durable
@@ -273,7 +288,7 @@ class Handles:
         """The first metadata file, made under the session lock (a damaged one moved aside first)."""
         if moved_aside:
             _session.move_aside(self.fs, session.directory, META_NAME)
-        meta = session.initial_meta()
+        meta = session.initial_meta(self.clock)
         first = _session.first_record_time(self.fs, session.directory)
         if first is not None:
             # The log is older than this metadata: the session began with it.

@@ -11,6 +11,7 @@ import asyncio
 import functools
 import os
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
 from ._fs import FileSystem
@@ -51,9 +52,17 @@ class AsyncSessionStore:
         lock_timeout: float = 30.0,
         on_problem: Callable[[Problem], None] | None = None,
         fs: FileSystem | None = None,
+        clock: Callable[[], datetime] | None = None,
+        ids: Callable[[], str] | None = None,
     ) -> None:
         self.sync = SessionStore(
-            root, durability=durability, lock_timeout=lock_timeout, on_problem=on_problem, fs=fs
+            root,
+            durability=durability,
+            lock_timeout=lock_timeout,
+            on_problem=on_problem,
+            fs=fs,
+            clock=clock,
+            ids=ids,
         )
 
     async def __aenter__(self) -> Self:

@@ -16,9 +16,22 @@ import os
 import stat
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
 
-from . import _append, _checkpoint, _codec, _compact, _dirs, _meta, _recovery, _resume, _session, _usage
+from . import (
+    _append,
+    _checkpoint,
+    _codec,
+    _compact,
+    _dirs,
+    _meta,
+    _recovery,
+    _resume,
+    _session,
+    _sources,
+    _usage,
+)
 from ._dialects import Dialect
 from ._errors import (
     CorruptSession,
@@ -34,6 +47,7 @@ from ._errors import (
 )
 from ._fs import OS_FS, FileSystem
 from ._handles import SHARED_LISTINGS, Handles, now
+from ._ids import new_uuid7
 from ._meta import Origin, SessionMeta
 from ._paths import LOG_NAME, is_session_id, validate_session_id
 from ._problems import CORRUPT_KINDS, UNUSABLE_KINDS, Forward, Problem, Reporter
@@ -93,6 +107,9 @@ class SessionStore:
     ``durability="fsync"`` (the default) returns from an append only once the record is
     on disk; ``"none"`` makes one ``write(2)`` per append, which survives a process crash
     but not a power loss. ``lock_timeout`` bounds every wait for another writer.
+    ``clock`` (returning an aware ``datetime``) and ``ids`` (returning a lowercase UUID
+    string) replace the wall clock and the UUIDv7s of what the store writes, so the same
+    inputs give the same bytes (spec §9.12).
     """
 
     def __init__(
@@ -103,6 +120,8 @@ class SessionStore:
         lock_timeout: float = 30.0,
         on_problem: Callable[[Problem], None] | None = None,
         fs: FileSystem | None = None,
+        clock: Callable[[], datetime] | None = None,
+        ids: Callable[[], str] | None = None,
     ) -> None:
         if durability not in ("fsync", "none"):
             raise InvalidArgument(f"durability must be 'fsync' or 'none', got {durability!r}")
@@ -125,6 +144,8 @@ class SessionStore:
             durable=self._durable,
             lock_timeout=self.lock_timeout,
             reporter=Forward(self._sink),
+            clock=now if clock is None else _sources.checked_clock(clock),
+            new_id=new_uuid7 if ids is None else _sources.checked_ids(ids),
         )
         _stores.add(self)
 
@@ -273,7 +294,7 @@ class SessionStore:
         handles = self._handles
         session = handles.session(session_id)
         # Everything that can fail on bad input is checked before any file is touched.
-        batch = _append.encode(session, messages, **options)
+        batch = _append.encode(session, messages, **options, clock=handles.clock, new_id=handles.new_id)
         if batch is None:
             return [0] * len(messages)  # nothing to persist
         writer = handles.writer(session)
@@ -502,7 +523,7 @@ class SessionStore:
         initial = dict(metadata or {})
         _codec.encode_json(initial, "metadata")
         session = handles.session(session_id)
-        session.init = (now(), parent_session_id, session_type, agent_name, title)
+        session.init = (self._handles.clock(), parent_session_id, session_type, agent_name, title)
         session.init_metadata = initial
         handles.prepared(session)
         if parent_session_id is not None and session.parent != parent_session_id:
@@ -592,7 +613,9 @@ class SessionStore:
                 # No (readable) metadata: a session exists only if its log does.
                 if not _dirs.exists(self._fs, os.path.join(directory, LOG_NAME)):
                     raise missing
-                meta = SessionMeta(created_at=_session.first_record_time(self._fs, directory) or now())
+                meta = SessionMeta(
+                    created_at=_session.first_record_time(self._fs, directory) or self._handles.clock()
+                )
             _meta.check_writable(meta, session_id)
             if update.apply(meta, session_id):
                 _meta.write(self._fs, directory, meta, durable=self._durable)
@@ -610,7 +633,7 @@ class SessionStore:
         ``model``, ``request_id`` and any further JSON keys (kept under ``extra``).
         """
         session = self._handles.session(session_id)
-        build = _usage.builder(_usage.encode(record))
+        build = _usage.builder(_usage.encode(record, self._handles.clock))
         # If the session has to be made (anew) for this record, it starts with defaults,
         # not with what an earlier append of this store would have given it.
         session.init = None
