@@ -330,7 +330,10 @@ def import_file(store: SessionStore, fmt: Format, path: str) -> FileReport:
 
 def _import_open(store: SessionStore, fmt: Format, path: str, fd: int) -> FileReport:
     run = _FileRun(path, fd, _source.size_of(fd))
-    main = fmt.identify(path, run.head())
+    try:
+        main = fmt.identify(path, run.head())
+    except JsonlStoreError as exc:  # an id too long for a session id
+        return FileReport(path, None, problem=str(exc))
     if main is None:
         return FileReport(path, None, problem=f"no {fmt.tool} transcript in its first {HEAD_LINES} lines")
     try:

@@ -70,7 +70,7 @@ def find(paths: Iterable[str], suffix: str = ".jsonl") -> tuple[list[str], list[
     problems: list[tuple[str, str]] = []
     for path in paths:
         if not os.path.lexists(path):
-            raise ImportSourceError(f"no such file or directory: {path!r}", path=path)
+            raise ImportSourceError("nothing to import: no such file or directory", path=path)
         if os.path.isdir(path) and not os.path.islink(path):
             found, bad = _walk(path, suffix)
             files.extend(found)
