@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import as_class, read_tree
 
-from jsonl_store import SessionStore, is_provider_valid, repair_context
+from jsonl_store import CompactedMessage, SessionStore, is_provider_valid, repair_context
 from jsonl_store.importers import import_claude_code, import_codex, import_pi
 
 DATA = Path(__file__).parent / "data"
@@ -252,7 +253,10 @@ def test_codex_compacted_lines_become_snapshots(tmp_path: Path) -> None:
     report = import_codex(store, path)
     view = store.load(str(report.files[0].session_id))
     assert view.snapshot is not None and view.snapshot.version == len(compacted)
-    assert view.messages[0].content == (compacted[-1] or "Conversation compacted")
+    first = as_class(view.messages[0])
+    assert isinstance(first, CompactedMessage) and first.content == (
+        compacted[-1] or "Conversation compacted"
+    )
 
 
 def test_pi_session_keeps_title_model_and_usage(tmp_path: Path) -> None:
@@ -281,8 +285,6 @@ def test_pi_session_keeps_title_model_and_usage(tmp_path: Path) -> None:
 @pytest.mark.parametrize("tool", ["claude-code", "codex", "pi"])
 def test_importing_a_folder_twice_changes_no_byte(tmp_path: Path, tool: str) -> None:
     """A second import of the same transcripts writes nothing: every store file keeps its bytes."""
-    from helpers import read_tree
-
     importer = {"claude-code": import_claude_code, "codex": import_codex, "pi": import_pi}[tool]
     store = SessionStore(tmp_path / "s", durability="none")
     first = importer(store, DATA / tool)
