@@ -277,7 +277,13 @@ class _Writer:
 
 
 def _create(store: SessionStore, fmt: Format, target: Target, path: str) -> None:
-    if store.get_session(target.session_id) is not None:
+    summary = store.get_session(target.session_id)
+    if summary is not None:
+        title = clean_title(target.title)
+        if summary.title is None and title is not None:
+            # The title line came after the session was made (a file that grew): a runtime
+            # title, so a user's rename is never undone.
+            store.update_session(target.session_id, title=title, origin="runtime")
         return
     store.create_session(
         target.session_id,
