@@ -49,8 +49,9 @@ def import_claude_code(
     ``$CLAUDE_CONFIG_DIR/projects`` or ``~/.claude/projects``.
 
     Raises `ImportSourceError` (a `FileNotFoundError`) for a path that does not exist,
-    `InvalidArgument` for arguments of the wrong type; every problem inside a file is in
-    the report.
+    `InvalidArgument` for arguments of the wrong type, and the store's `StorageError` when
+    the store cannot be written (a full disk, a read-only store); every problem of a
+    source file is in the report.
     """
     return _run(store, _claude_code.ClaudeCode(), _claude_code.default_location(), paths, progress)
 

@@ -37,7 +37,9 @@ from .. import (
     InvalidMessage,
     JsonlStoreError,
     ModelUsage,
+    SequenceConflict,
     SessionStore,
+    StorageError,
     UnsupportedValue,
     encode_session_id,
 )
@@ -328,6 +330,8 @@ def import_file(store: SessionStore, fmt: Format, path: str) -> FileReport:
         return FileReport(path, None, problem=f"cannot open it: {exc.strerror or exc}")
     try:
         return _import_open(store, fmt, path, fd)
+    except StorageError:
+        raise  # the store failed (a full disk, a read-only store): no other file would fare better
     except OSError as exc:
         return FileReport(path, None, problem=f"cannot read it: {exc.strerror or exc}")
     finally:
@@ -347,7 +351,13 @@ def _import_open(store: SessionStore, fmt: Format, path: str, fd: int) -> FileRe
         out = Collector(main, state)
         fmt.parse(path, run.parsed(offset, number), out)
         writers = _write(store, fmt, path, out, run)
-    except JsonlStoreError as exc:
+    except StorageError:
+        raise
+    except SequenceConflict as exc:
+        problem = f"another writer appended to the session while importing ({exc}); import again to go on"
+        return FileReport(path, main.session_id, problem=problem, damaged=tuple(run.damaged),
+                          damaged_count=run.damaged_count)  # fmt: skip
+    except JsonlStoreError as exc:  # a session written to after its import, an id too long
         return FileReport(path, main.session_id, problem=str(exc), damaged=tuple(run.damaged),
                           damaged_count=run.damaged_count)  # fmt: skip
     saved = {"tool": fmt.tool, "offset": run.offset, "line": run.next_line, "state": out.state}

@@ -475,3 +475,32 @@ def test_responses_notices_get_a_role_when_their_calls_have_one() -> None:
     plain = [{"type": "function_call", "call_id": "c1", "name": "shell", "arguments": "{}"}]
     assert close_interrupted(stored, dialect="openai-responses")[-1]["role"] == "tool"
     assert "role" not in close_interrupted(plain, dialect="openai-responses")[-1]
+
+
+def test_another_writer_meanwhile_stops_that_file_with_a_problem(tmp_path: Path) -> None:
+    """When a record lands between two of the import's conditional appends, the file stops with a problem."""
+
+    class Racing(SessionStore):
+        raced = False
+
+        def append(self, session_id: str, message: Any, **options: Any) -> int:
+            if options.get("expected_last_sequence") == 1 and not self.raced:
+                self.raced = True
+                super().append(session_id, {"role": "user", "content": "another writer"})
+            return super().append(session_id, message, **options)
+
+    path = write(tmp_path / f"{SID}.jsonl", [user("u1", "one"), user("u2", "two"), user("u3", "three")])
+    store = Racing(tmp_path / "store", durability="none")
+    report = import_claude_code(store, path)
+    assert report.files[0].problem is not None and "another writer" in report.files[0].problem
+    assert [m["content"] for m in contents(store, MAIN)] == ["one", "another writer"]
+
+
+def test_a_store_that_cannot_be_written_raises_its_storage_error(tmp_path: Path) -> None:
+    """A store root that is a file is the store's error (UnsafePath, a StorageError), raised, not one problem per file."""
+    from jsonl_store import StorageError
+
+    (tmp_path / "store").write_text("not a folder")
+    path = write(tmp_path / f"{SID}.jsonl", [user("u1", "one")])
+    with pytest.raises(StorageError):
+        import_claude_code(SessionStore(tmp_path / "store", durability="none"), path)
