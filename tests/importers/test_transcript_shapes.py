@@ -504,3 +504,26 @@ def test_a_store_that_cannot_be_written_raises_its_storage_error(tmp_path: Path)
     path = write(tmp_path / f"{SID}.jsonl", [user("u1", "one")])
     with pytest.raises(StorageError):
         import_claude_code(SessionStore(tmp_path / "store", durability="none"), path)
+
+
+def test_records_stored_before_a_crash_are_not_stored_again(tmp_path: Path) -> None:
+    """A crash after the records but before the import's position is saved: the next import adds nothing twice."""
+
+    class Crashing(SessionStore):
+        def update_session(self, session_id: str, **options: Any) -> Any:
+            if "metadata" in options:
+                raise KeyboardInterrupt  # the process dies before the position is saved
+            return super().update_session(session_id, **options)
+
+    path = write(
+        tmp_path / f"{SID}.jsonl",
+        [user("u1", "one"), assistant("a1", "m1", use("c1")), user("u2", result("c1"))],
+    )
+    with pytest.raises(KeyboardInterrupt):
+        import_claude_code(Crashing(tmp_path / "store", durability="none"), path)
+    store = SessionStore(tmp_path / "store", durability="none")
+    assert len(contents(store, MAIN)) == 3
+    write(path, [user("u3", "four")], mode="a")
+    report = import_claude_code(store, path)
+    assert (report.added, report.present) == (1, 3)
+    assert [m["role"] for m in contents(store, MAIN)] == ["user", "assistant", "user", "user"]
