@@ -16,6 +16,7 @@ import os
 import stat
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
 
 from . import _append, _checkpoint, _codec, _compact, _dirs, _meta, _recovery, _resume, _session, _usage
@@ -190,6 +191,7 @@ class SessionStore:
         metadata: Mapping[str, Any] | None = None,
         tags: Mapping[str, Any] | None = None,
         expected_last_sequence: int | None = None,
+        created_at: datetime | None = None,
     ) -> int:
         """Append one immutable record; return its sequence (0 when ``persist`` is False).
 
@@ -200,7 +202,9 @@ class SessionStore:
         `UnsupportedValue` for a message that cannot be stored unchanged; nothing is
         written then. With ``expected_last_sequence``, the record is written only if the
         log's last sequence is exactly that (0: no record yet), checked under the append
-        lock; otherwise `SequenceConflict`, and nothing is written.
+        lock; otherwise `SequenceConflict`, and nothing is written. ``created_at`` (a
+        timezone-aware datetime) is the record's time instead of now: when the message was
+        made elsewhere (an imported transcript's timestamp).
         """
         try:
             return self._append(
@@ -216,6 +220,7 @@ class SessionStore:
                 metadata=metadata,
                 tags=tags,
                 expected_last_sequence=expected_last_sequence,
+                created_at=created_at,
             )[0]
         except JsonlStoreError:
             raise
@@ -237,13 +242,15 @@ class SessionStore:
         metadata: Mapping[str, Any] | None = None,
         tags: Mapping[str, Any] | None = None,
         expected_last_sequence: int | None = None,
+        created_at: datetime | None = None,
     ) -> list[int]:
         """Append several records all or nothing: one write, at most one fsync.
 
         Returns one sequence per message (0 for a message with ``persist=False``).
         ``timing`` and ``usage`` are one value for the whole batch or one per message;
         a single ``usage`` belongs to the batch's only assistant message.
-        ``expected_last_sequence`` makes the batch conditional, as in `append`.
+        ``expected_last_sequence`` makes the batch conditional, and ``created_at`` sets
+        the records' time, as in `append`.
         """
         if isinstance(messages, (dict, str, bytes)) or not isinstance(messages, Sequence):
             raise InvalidArgument("append_many takes a sequence of messages")
@@ -263,6 +270,7 @@ class SessionStore:
                 metadata=metadata,
                 tags=tags,
                 expected_last_sequence=expected_last_sequence,
+                created_at=created_at,
             )
         except JsonlStoreError:
             raise
