@@ -5,6 +5,8 @@ A *format* (Claude Code, Codex, pi) reads its own lines and says what they mean:
 before), or nothing (the line is counted as skipped). The engine owns the rest, the same
 for all three:
 
+- **When.** A source line's ``timestamp`` is the record's ``created_at`` (`SessionStore.append`'s
+  ``created_at``); one that does not parse stays in the record's metadata as it was.
 - **Where it got to.** Every imported record's metadata holds ``source_line`` and
   ``source_end`` (the byte offset after its last source line), written in the same
   append as the record, so the raw log itself says how far each session got, also after
@@ -28,6 +30,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Protocol
 
@@ -132,6 +135,17 @@ def session_id_for(prefix: str, source_id: str) -> str:
     Raises `InvalidSessionId` when that is longer than a session id may be.
     """
     return prefix + encode_session_id(source_id)
+
+
+def source_time(value: object) -> datetime | None:
+    """A source's ISO 8601 timestamp as an aware datetime (UTC when it names no zone), or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def clean_title(value: object) -> str | None:
@@ -259,15 +273,19 @@ class _Writer:
         usage: ModelUsage | None,
         request_id: str | None,
     ) -> bool:
-        where = {"source_line": event.line, "source_end": event.end}
+        fields = {**metadata, "source_line": event.line, "source_end": event.end}
+        created_at = source_time(fields.get("timestamp"))
+        if created_at is not None:
+            del fields["timestamp"]  # it is the record's created_at
         try:
             sequence = self.store.append(
                 self.session_id,
                 message,
                 usage=usage,
                 request_id=request_id,
-                metadata={**metadata, **where},
+                metadata=fields,
                 expected_last_sequence=self.last,
+                created_at=created_at,
             )
         except (InvalidMessage, UnsupportedValue, InvalidArgument) as exc:
             self.run.damage(event.line, f"cannot be stored: {exc}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -292,3 +293,17 @@ def test_importing_a_folder_twice_changes_no_byte(tmp_path: Path, tool: str) -> 
     second = importer(store, DATA / tool)
     assert first.added > 0 and second.added == 0 and second.ok
     assert read_tree(tmp_path / "s") == before
+
+
+@pytest.mark.parametrize(("importer", "path"), [(import_claude_code, CC / "cc-1.0.17-interrupted-tool-use.jsonl"),
+                                                 (import_codex, CODEX / "codex-0.135.0-exec-redacted-minimal.jsonl"),
+                                                 (import_pi, PI / "pi-v3-redacted-minimal.jsonl")])  # fmt: skip
+def test_records_keep_the_sources_timestamps(tmp_path: Path, importer: Any, path: Path) -> None:
+    """Each record's created_at is one of the source's timestamps, and the first is the first message line's."""
+    lines = list(source(path))
+    stamps = {datetime.fromisoformat(d["timestamp"]) for d in lines if isinstance(d.get("timestamp"), str)}
+    store = SessionStore(tmp_path / "s", durability="none")
+    sid = str(importer(store, path).files[0].session_id)
+    records = list(store.records(sid))
+    assert records and all(r.created_at in stamps for r in records)
+    assert records[0].created_at == min(r.created_at for r in records)

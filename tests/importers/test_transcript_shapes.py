@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +93,8 @@ def test_one_message_written_as_several_lines_is_one_record_with_its_usage_once(
     assert [len(r.message["content"]) if isinstance(r.message, dict) and r.message["role"] == "assistant" else 0
             for r in records] == [0, 2, 0, 0]  # fmt: skip
     assert records[1].request_id == "req-m1" and records[1].metadata["model"] == "claude-x"
-    assert records[1].metadata["timestamp"] == "2025-01-01T00:00:01Z"
+    assert records[1].created_at == datetime(2025, 1, 1, 0, 0, 1, tzinfo=UTC)  # the source's timestamp
+    assert "timestamp" not in records[1].metadata
     totals = store.usage_totals(MAIN)
     assert (totals.input_tokens, totals.output_tokens, totals.cache_read_tokens) == (115, 7, 100)
     assert is_provider_valid(store.load(MAIN).context, dialect="anthropic")
@@ -527,3 +529,11 @@ def test_records_stored_before_a_crash_are_not_stored_again(tmp_path: Path) -> N
     report = import_claude_code(store, path)
     assert (report.added, report.present) == (1, 3)
     assert [m["role"] for m in contents(store, MAIN)] == ["user", "assistant", "user", "user"]
+
+
+def test_a_timestamp_that_does_not_parse_stays_in_the_metadata(tmp_path: Path, store: SessionStore) -> None:
+    """An unreadable source timestamp leaves the record's time as the import's and keeps the text."""
+    path = write(tmp_path / f"{SID}.jsonl", [{**user("u1", "one"), "timestamp": "[trimmed]"}])
+    import_claude_code(store, path)
+    [record] = store.records(MAIN)
+    assert record.metadata["timestamp"] == "[trimmed]" and record.created_at.year >= 2026
