@@ -537,3 +537,28 @@ def test_a_timestamp_that_does_not_parse_stays_in_the_metadata(tmp_path: Path, s
     import_claude_code(store, path)
     [record] = store.records(MAIN)
     assert record.metadata["timestamp"] == "[trimmed]" and record.created_at.year >= 2026
+
+
+def test_a_symlink_loop_named_as_the_path_is_a_reported_problem(tmp_path: Path, store: SessionStore) -> None:
+    """A path that is a symlink to itself cannot be opened: the file's problem says why, nothing raises."""
+    loop = tmp_path / "loop.jsonl"
+    loop.symlink_to(loop)
+    with fails_after(20, "opening a symlink loop"):
+        report = import_codex(store, loop)
+    assert report.files[0].problem is not None and "symbolic links" in report.files[0].problem
+
+
+def test_lines_nested_too_deeply_are_damaged_not_a_recursion_error(
+    tmp_path: Path, store: SessionStore
+) -> None:
+    """A line nested past what JSON parsing allows, and one past what the store keeps, are damaged lines."""
+    path = tmp_path / f"{SID}.jsonl"
+    too_deep_to_parse = '{"type": "user", "message": ' + "[" * 5000 + "]" * 5000 + "}"
+    stored_too_deep = json.dumps(user("u2", [])).replace("[]", "[" * 1000 + "]" * 1000)
+    path.write_text(
+        "\n".join([json.dumps(user("u1", "one")), too_deep_to_parse, stored_too_deep, ""]), encoding="utf-8"
+    )
+    report = import_claude_code(store, path)
+    assert [d.line for d in report.damaged] == [2, 3]
+    assert "cannot be stored" in report.damaged[1].reason
+    assert [m["content"] for m in contents(store, MAIN)] == ["one"]
