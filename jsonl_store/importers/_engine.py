@@ -20,8 +20,9 @@ for all three:
   with a problem instead of interleaving.
 - **Compactions.** A hidden marker record (``include_in_messages=False``), then
   `SessionStore.snapshot` through it with the summary as the compacted message, as
-  `checkpoint` does for a rewrite. A crash between the two leaves the marker last in the
-  log; the next import sees it and makes the snapshot.
+  `checkpoint` does for a rewrite. The marker's metadata keeps the summary, so a crash
+  between the two (the marker last in the log, no snapshot through it) is finished by the
+  next import.
 """
 
 from __future__ import annotations
