@@ -8,7 +8,7 @@ next sequence is known only there.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -80,6 +80,13 @@ def check_timing(timing: object) -> None:
             continue
         if not isinstance(value, expected) or isinstance(value, bool):
             raise InvalidArgument(f"timing.{name} must be {expected.__name__}, got {value!r}")
+
+
+def record_time(value: object) -> datetime:
+    """A caller's ``created_at`` in UTC; a naive datetime (no time zone) would be a guess, so it is refused."""
+    if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidArgument(f"created_at must be a timezone-aware datetime, got {value!r}")
+    return value.astimezone(UTC)
 
 
 def json_object(value: Mapping[str, Any] | None, name: str) -> Any:
@@ -180,6 +187,7 @@ def encode(
     metadata: Mapping[str, Any] | None,
     tags: Mapping[str, Any] | None,
     expected_last_sequence: int | None = None,
+    created_at: datetime | None = None,
     clock: Callable[[], datetime] = now,
     new_id: Callable[[], str] = new_uuid7,
 ) -> Batch | None:
@@ -199,7 +207,7 @@ def encode(
             "tags": json_object(tags, "tags"),
         }
     shared_trailer = _codec.encode_trailer(**common) if common else b""
-    created_at = clock()
+    created_at = clock() if created_at is None else record_time(created_at)
     created = _codec.encode_time(created_at)
     bodies: list[tuple[bytes, bytes] | None] = []
     encode_message, record_head, usage_trailer = (

@@ -211,6 +211,7 @@ class SessionStore:
         metadata: Mapping[str, Any] | None = None,
         tags: Mapping[str, Any] | None = None,
         expected_last_sequence: int | None = None,
+        created_at: datetime | None = None,
     ) -> int:
         """Append one immutable record; return its sequence (0 when ``persist`` is False).
 
@@ -221,7 +222,9 @@ class SessionStore:
         `UnsupportedValue` for a message that cannot be stored unchanged; nothing is
         written then. With ``expected_last_sequence``, the record is written only if the
         log's last sequence is exactly that (0: no record yet), checked under the append
-        lock; otherwise `SequenceConflict`, and nothing is written.
+        lock; otherwise `SequenceConflict`, and nothing is written. ``created_at`` (a
+        timezone-aware datetime) is the record's time instead of now: when the message was
+        made elsewhere (an imported transcript's timestamp).
         """
         try:
             return self._append(
@@ -237,6 +240,7 @@ class SessionStore:
                 metadata=metadata,
                 tags=tags,
                 expected_last_sequence=expected_last_sequence,
+                created_at=created_at,
             )[0]
         except JsonlStoreError:
             raise
@@ -258,13 +262,15 @@ class SessionStore:
         metadata: Mapping[str, Any] | None = None,
         tags: Mapping[str, Any] | None = None,
         expected_last_sequence: int | None = None,
+        created_at: datetime | None = None,
     ) -> list[int]:
         """Append several records all or nothing: one write, at most one fsync.
 
         Returns one sequence per message (0 for a message with ``persist=False``).
         ``timing`` and ``usage`` are one value for the whole batch or one per message;
         a single ``usage`` belongs to the batch's only assistant message.
-        ``expected_last_sequence`` makes the batch conditional, as in `append`.
+        ``expected_last_sequence`` makes the batch conditional, and ``created_at`` sets
+        the records' time, as in `append`.
         """
         if isinstance(messages, (dict, str, bytes)) or not isinstance(messages, Sequence):
             raise InvalidArgument("append_many takes a sequence of messages")
@@ -284,6 +290,7 @@ class SessionStore:
                 metadata=metadata,
                 tags=tags,
                 expected_last_sequence=expected_last_sequence,
+                created_at=created_at,
             )
         except JsonlStoreError:
             raise
