@@ -144,7 +144,8 @@ class Batch:
                 f"session {session_id!r} has parent {self.session.parent!r}; a parent never changes (got {parent!r})",
                 session_id=session_id,
             )
-        sequence = sequence_of(last)
+        # A fork's own log starts after its branch point (spec §8.9).
+        sequence = sequence_of(last) if last is not None else self.session.base
         if self.expected is not None and sequence != self.expected:
             raise SequenceConflict(
                 f"session {self.session.session_id!r} ends at sequence {sequence}, not {self.expected}; "
