@@ -1,0 +1,76 @@
+"""``tail``: a session's last records, and with ``-f`` every record appended after them.
+
+Following polls the raw log through the public API: ``tail(ID, 1)`` says whether the
+last sequence moved, and ``tail(ID, k)`` then gives the ``k`` new records (sequences have
+no gaps, so they are exactly the ones after the last printed). Both read backwards from
+the end of the log, so a poll costs the same on a 20,000-record session as on a new one,
+where ``records(after=last)`` would read the log from its start or its last snapshot.
+A record is printed once it is whole on disk, whatever else happens to the session
+meanwhile: a snapshot never rewrites the raw log (spec/FORMAT.md), and a writer that cuts
+a torn tail before its append (README, "Crash safety") removes only bytes that were never
+a record. Polling, not inotify: it works the same on Linux, macOS and every file system.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from .. import RawMessageRecord, SessionStore
+from . import _format
+from ._commands import emit, existing, open_store, width
+
+#: Seconds between two looks at the log while following.
+POLL_SECONDS = 0.25
+
+
+def _print(records: list[RawMessageRecord], full: bool) -> None:
+    emit(_format.render_records(records, None, full=full, width=width()))
+    sys.stdout.flush()  # a pipe reader (`tail -f | grep`) sees each record as it comes
+
+
+def _last_sequence(store: SessionStore, session_id: str) -> int:
+    latest = store.tail(session_id, 1)
+    return latest[-1].sequence if latest else 0
+
+
+def _after(store: SessionStore, session_id: str, last: int, n: int) -> list[RawMessageRecord]:
+    """The records after sequence ``last``, at least ``n`` of them.
+
+    More may have been appended since the last sequence was read: ask for more until
+    the oldest one given is the one right after ``last``, so none is skipped.
+    """
+    while True:
+        records = store.tail(session_id, n)
+        if not records or records[0].sequence <= last + 1:
+            return [record for record in records if record.sequence > last]
+        n *= 2
+
+
+def tail(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    existing(store, args.session_id)
+    records = store.tail(args.session_id, args.lines)
+    _print(records, args.full)
+    if not args.follow:
+        return 0
+    last = _last_sequence(store, args.session_id)
+    try:
+        while True:
+            newest = _last_sequence(store, args.session_id)
+            if newest < last:  # deleted and written anew: its records start again at 1
+                last = 0
+            if newest > last:
+                new = _after(store, args.session_id, last, newest - last)
+                if new:  # else it was deleted meanwhile: look again
+                    _print(new, args.full)
+                    last = new[-1].sequence
+            else:
+                time.sleep(POLL_SECONDS)
+    except KeyboardInterrupt:
+        # Ctrl-C is how a follow ends: a success, as for tail -f.
+        return 0
+
+
+__all__ = ["POLL_SECONDS", "tail"]
