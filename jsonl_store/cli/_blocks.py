@@ -27,11 +27,14 @@ class Styled:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Table:
-    """Rows of cells under a header; ``right`` names the right-aligned columns."""
+    """Rows of cells under a header; ``right`` names the right-aligned columns, ``wrap``
+    the ones a terminal too narrow for the table may wrap (the others, ids and numbers,
+    are never cut)."""
 
     header: tuple[str, ...]
     rows: Sequence[Sequence[str]]
     right: frozenset[int] = frozenset()
+    wrap: frozenset[int] = frozenset()
 
     def lines(self) -> list[str]:
         """The table as plain lines: columns padded to their widest cell, two spaces apart."""

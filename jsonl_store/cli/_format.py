@@ -117,9 +117,12 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, right: Iterable[int] = ()) -> Table:
-    """A table; ``right`` names the right-aligned columns (`Table.lines` is its plain form)."""
-    return Table(tuple(header), [tuple(row) for row in rows], frozenset(right))
+def table(
+    header: Sequence[str], rows: Iterable[Sequence[str]], *, right: Iterable[int] = (), wrap: Iterable[int] = ()
+) -> Table:
+    """A table; ``right`` names the right-aligned columns, ``wrap`` those that may wrap on a
+    narrow terminal (`Table.lines` is its plain form)."""
+    return Table(tuple(header), [tuple(row) for row in rows], frozenset(right), frozenset(wrap))
 
 
 def rate(part: int, whole: int) -> str:
@@ -449,7 +452,9 @@ def render_sessions(
     if mark_pinned:
         header.insert(0, "PIN")
         right = {i + 1 for i in right}
-    return table(header, rows, right=right)
+    # Agent, parent and title may wrap on a narrow terminal; the id, counts and time not.
+    last = len(header) - 1
+    return table(header, rows, right=right, wrap=(last - 2, last - 1, last))
 
 
 def render_summary(

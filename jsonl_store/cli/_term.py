@@ -112,19 +112,23 @@ def _console(file: io.StringIO, where: Screen, *, unicode: bool) -> Console:
     )
 
 
-def _rich_table(table: Table, *, unicode: bool) -> object:
-    from rich import box
+def _rich_table(table: Table) -> object:
     from rich.table import Table as RichTable
     from rich.text import Text
 
     out = RichTable(
-        box=box.SIMPLE_HEAD if unicode else box.ASCII2,
-        header_style="bold",
-        show_edge=False,
+        box=None,  # columns two spaces apart, as in the plain form: room for the cells
+        header_style="bold underline",
         pad_edge=False,
+        padding=(0, 1),
     )
     for i, name in enumerate(table.header):
-        out.add_column(Text(escape(name)), justify="right" if i in table.right else "left", overflow="fold")
+        out.add_column(
+            Text(escape(name)),
+            justify="right" if i in table.right else "left",
+            no_wrap=i not in table.wrap,
+            overflow="fold",
+        )
     for row in table.rows:
         out.add_row(*(Text(escape(cell)) for cell in row))
     return out
@@ -149,7 +153,7 @@ def _rich_text(blocks: Sequence[Block], where: Screen, stream: object) -> str:
     for block in blocks:
         if isinstance(block, Table):
             flush()
-            console.print(_rich_table(block, unicode=unicode))
+            console.print(_rich_table(block))
             continue
         if lines:
             pending.append("\n")
