@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from .. import Problem, SessionNotFound, SessionStore, SessionSummary, _usage
+from .. import Problem, SessionNotFound, SessionStore, SessionSummary
 from ..store import UNUSABLE_KINDS
 from . import _demo, _format, _progress, _safe, _term
 from ._blocks import Block, Styled
@@ -269,10 +269,10 @@ def rename(args: argparse.Namespace) -> int:
 Command = Callable[[argparse.Namespace], int]
 
 __all__ = [
+    "BAR_FROM",
     "DEFAULT_ROOT",
     "DEMO_DIR",
     "ROOT_ENV",
-    "BAR_FROM",
     "CliError",
     "Command",
     "cat",

@@ -118,7 +118,11 @@ def plural(n: int, word: str) -> str:
 
 
 def table(
-    header: Sequence[str], rows: Iterable[Sequence[str]], *, right: Iterable[int] = (), wrap: Iterable[int] = ()
+    header: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    *,
+    right: Iterable[int] = (),
+    wrap: Iterable[int] = (),
 ) -> Table:
     """A table; ``right`` names the right-aligned columns, ``wrap`` those that may wrap on a
     narrow terminal (`Table.lines` is its plain form)."""
@@ -194,7 +198,9 @@ def _wrap(lines: Iterable[str], width: int, *, indent: str = INDENT, long_words:
     return out
 
 
-def _body(text: str, *, full: bool, width: int, max_lines: int = MAX_LINES, max_chars: int = MAX_CHARS) -> list[str]:
+def _body(
+    text: str, *, full: bool, width: int, max_lines: int = MAX_LINES, max_chars: int = MAX_CHARS
+) -> list[str]:
     if not text:
         return []
     if not full:
@@ -299,7 +305,9 @@ def render_message(
     lines: list[Block] = [Styled(tuple(parts))]
     if isinstance(data.get("reasoning"), str) and data["reasoning"]:
         lines.extend(_body("(reasoning) " + data["reasoning"], full=full, width=width))
-    limits = {"max_lines": RESULT_LINES, "max_chars": RESULT_CHARS} if short_results and role == "tool" else {}
+    limits = (
+        {"max_lines": RESULT_LINES, "max_chars": RESULT_CHARS} if short_results and role == "tool" else {}
+    )
     lines.extend(_body(_text(data.get("content")), full=full, width=width, **limits))
     for call in data.get("tool_calls") or ():
         if isinstance(call, dict):

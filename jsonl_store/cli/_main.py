@@ -150,12 +150,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub.add_argument("session_id", metavar="ID")
     sub.add_argument(
-        "-n", "--lines", metavar="N", type=int, default=10, help="how many records to start with (default: 10)"
+        "-n",
+        "--lines",
+        metavar="N",
+        type=int,
+        default=10,
+        help="how many records to start with (default: 10)",
     )
     sub.add_argument("-f", "--follow", action="store_true", help="keep printing records as they are appended")
     sub.add_argument("--full", action="store_true", help="do not shorten long messages and tool results")
 
-    sub = command("cat", c.cat, "print the raw log's records as JSON lines", "jsonl-store cat chat-1 --after 9 | jq .")
+    sub = command(
+        "cat", c.cat, "print the raw log's records as JSON lines", "jsonl-store cat chat-1 --after 9 | jq ."
+    )
     sub.add_argument("session_id", metavar="ID")
     sub.add_argument(
         "--after", metavar="SEQ", type=int, default=0, help="only records with a sequence above SEQ"

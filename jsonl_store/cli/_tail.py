@@ -52,11 +52,13 @@ def tail(args: argparse.Namespace) -> int:
     store = open_store(args)
     existing(store, args.session_id)
     records = store.tail(args.session_id, args.lines)
-    _print(records, args.full)
     if not args.follow:
+        _print(records, args.full)
         return 0
-    last = _last_sequence(store, args.session_id)
-    try:
+    try:  # from the first line printed on, Ctrl-C is how it ends
+        _print(records, args.full)
+        # From the last record printed, so one appended since store.tail is not skipped.
+        last = records[-1].sequence if records else _last_sequence(store, args.session_id)
         while True:
             newest = _last_sequence(store, args.session_id)
             if newest < last:  # deleted and written anew: its records start again at 1

@@ -160,7 +160,7 @@ def test_show_prints_the_whole_transcript_with_the_compaction_boundary(
     assert "title:    Files" in out and "Transcript (7 records):" in out
     assert out.index("List the files.") < out.index("---- snapshot 1") < out.index("Listed two files.")
     assert out.index("Listed two files.") < out.index("#5 user")
-    assert "100 in / 10 out tokens (64 cached)" in out and "→ ls({\"path\":\".\"})  [c1]" in out
+    assert "100 in / 10 out tokens (64 cached)" in out and '→ ls({"path":"."})  [c1]' in out
     assert "The last tool batch is open: test [c3] without a result." in out
 
 

@@ -560,7 +560,10 @@ def test_show_cuts_a_deeply_nested_stored_argument_and_cat_keeps_it_whole(
     assert main(["--root", str(tmp_path), "cat", "deep"]) == 0
     assert orjson.loads(capsys.readouterr().out)["message"]["tool_calls"][0]["arguments"] == arguments
     assert main(["--root", str(tmp_path), "show", "deep", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["records"][0]["message"]["tool_calls"][0]["arguments"] == arguments
+    assert (
+        json.loads(capsys.readouterr().out)["records"][0]["message"]["tool_calls"][0]["arguments"]
+        == arguments
+    )
     assert main(["--root", str(tmp_path), "show", "deep", "--json", "--context"]) == 0
     [entry] = json.loads(capsys.readouterr().out)["messages"]
     assert entry["message"]["tool_calls"][0]["arguments"] == arguments
