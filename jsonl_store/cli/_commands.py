@@ -101,7 +101,8 @@ def existing(store: SessionStore, session_id: str) -> SessionSummary:
     summary = store.get_session(session_id)
     if summary is None:
         raise SessionNotFound(
-            f"session {session_id!r} does not exist in {store.root!r}", session_id=session_id
+            f"session {session_id!r} does not exist in {store.root!r} (`jsonl-store ls` lists its sessions)",
+            session_id=session_id,
         )
     return summary
 
@@ -261,6 +262,7 @@ def delete(args: argparse.Namespace) -> int:
 
 def rename(args: argparse.Namespace) -> int:
     store = open_store(args)
+    existing(store, args.session_id)
     summary = store.update_session(args.session_id, title=args.title)
     emit([f"session {summary.session_id} is now titled {summary.title!r}"])
     return 0

@@ -409,13 +409,18 @@ def test_root_comes_from_the_environment_then_the_default(
         ["repair", "no-such"],
         ["delete", "no-such", "--yes"],
         ["rename", "no-such", "Title"],
+        ["tail", "no-such"],
+        ["tail", "no-such", "-f"],
+        ["pin", "no-such"],
+        ["unpin", "no-such"],
     ],
 )
 def test_an_unknown_session_exits_2(root: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
-    """Every command that names a session says when it does not exist, with exit code 2."""
+    """Every command that names a session says when it does not exist and what lists them, exit code 2."""
     code, out, err = run(capsys, "--root", str(root), *argv)
     assert (code, out) == (2, "")
     assert err.startswith("jsonl-store: error: session 'no-such' does not exist")
+    assert err.endswith("(`jsonl-store ls` lists its sessions)\n") and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("session_id", ["../etc", "a/b", ".hidden", "x" * 129])
