@@ -135,35 +135,31 @@ def _rich_table(table: Table) -> object:
 
 
 def _rich_text(blocks: Sequence[Block], where: Screen, stream: object) -> str:
-    from rich.text import Text
+    from rich.color import ColorSystem
+    from rich.style import Style
 
     unicode = encodable("─", stream) == "─"
     buffer = io.StringIO()
     console = _console(buffer, where, unicode=unicode)
-    pending = Text()
-    lines = 0
+    styles: dict[str, Style] = {}
 
-    def flush() -> None:
-        nonlocal pending, lines
-        if lines:
-            # soft_wrap: the formatter already wrapped to the width; rich must not cut.
-            console.print(pending, soft_wrap=True)
-        pending, lines = Text(), 0
+    def styled(text: str, style: str) -> str:
+        if not style or not where.colour:
+            return text
+        if style not in styles:
+            styles[style] = Style.parse(style)
+        # The 16 standard colours and bold/dim: every colour terminal shows them. (A
+        # line at a time through Style.render, not Console.print: a 5,000-record
+        # transcript is 20,000 lines, and laying them out again would take seconds.)
+        return styles[style].render(text, color_system=ColorSystem.STANDARD)
 
     for block in blocks:
         if isinstance(block, Table):
-            flush()
             console.print(_rich_table(block))
-            continue
-        if lines:
-            pending.append("\n")
-        if isinstance(block, Styled):
-            for text, style in block.parts:
-                pending.append(escape(text), style=style or None)
+        elif isinstance(block, Styled):
+            buffer.write("".join(styled(escape(text), style) for text, style in block.parts) + "\n")
         else:
-            pending.append(escape(block))
-        lines += 1
-    flush()
+            buffer.write(escape(block) + "\n")
     return buffer.getvalue()
 
 
