@@ -159,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub.add_argument("-f", "--follow", action="store_true", help="keep printing records as they are appended")
     sub.add_argument("--full", action="store_true", help="do not shorten long messages and tool results")
+    sub.add_argument("--json", action="store_true", help="print each record as a JSON line, as cat does")
 
     sub = command(
         "cat", c.cat, "print the raw log's records as JSON lines", "jsonl-store cat chat-1 --after 9 | jq ."

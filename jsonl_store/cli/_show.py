@@ -15,7 +15,7 @@ from typing import Any
 from .. import Message, RawMessageRecord, SessionView
 from . import _format, _term
 from ._blocks import Block
-from ._commands import emit_json, existing, open_store, width
+from ._commands import CliError, emit_json, existing, open_store, width
 
 
 def _context_entries(view: SessionView, messages: list[Message]) -> list[dict[str, Any]]:
@@ -49,6 +49,8 @@ def _open_batch(view: SessionView, closed: list[Message], *, closing: bool) -> l
 
 
 def show(args: argparse.Namespace) -> int:
+    if args.raw and args.close:
+        raise CliError("--raw prints the records and --close the closed context: choose one")
     store = open_store(args)
     summary = existing(store, args.session_id)
     view = store.load(args.session_id)

@@ -14,20 +14,47 @@ a record. Polling, not inotify: it works the same on Linux, macOS and every file
 from __future__ import annotations
 
 import argparse
+import errno
+import os
+import select
+import stat
 import sys
 import time
 
 from .. import RawMessageRecord, SessionStore
-from . import _format
+from . import _format, _safe
 from ._commands import emit, existing, open_store, width
 
 #: Seconds between two looks at the log while following.
 POLL_SECONDS = 0.25
 
 
-def _print(records: list[RawMessageRecord], full: bool) -> None:
-    emit(_format.render_records(records, None, full=full, width=width()))
+def _print(records: list[RawMessageRecord], args: argparse.Namespace) -> None:
+    if args.json:
+        out = sys.stdout
+        for record in records:  # one JSON line per record, as `cat` prints them
+            out.write(_safe.json_text(_format.dumps(record), out))
+    else:
+        emit(_format.render_records(records, None, full=args.full, width=width()))
     sys.stdout.flush()  # a pipe reader (`tail -f | grep`) sees each record as it comes
+
+
+def _reader_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (``tail -f ID | head -1`` is done).
+
+    Without this a follow would learn it only from its next write, which may never come
+    on a quiet session; poll(2) reports POLLERR on such a pipe's write end (as GNU tail
+    checks since coreutils 8.28).
+    """
+    try:
+        fd = sys.stdout.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False
+    except (AttributeError, OSError, ValueError):  # no real descriptor (replaced in-process)
+        return False
+    poller = select.poll()
+    poller.register(fd, 0)  # POLLERR and POLLHUP are always reported
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
 
 
 def _last_sequence(store: SessionStore, session_id: str) -> int:
@@ -53,10 +80,10 @@ def tail(args: argparse.Namespace) -> int:
     existing(store, args.session_id)
     records = store.tail(args.session_id, args.lines)
     if not args.follow:
-        _print(records, args.full)
+        _print(records, args)
         return 0
     try:  # from the first line printed on, Ctrl-C is how it ends
-        _print(records, args.full)
+        _print(records, args)
         # From the last record printed, so one appended since store.tail is not skipped.
         last = records[-1].sequence if records else _last_sequence(store, args.session_id)
         while True:
@@ -66,8 +93,10 @@ def tail(args: argparse.Namespace) -> int:
             if newest > last:
                 new = _after(store, args.session_id, last, newest - last)
                 if new:  # else it was deleted meanwhile: look again
-                    _print(new, args.full)
+                    _print(new, args)
                     last = new[-1].sequence
+            elif _reader_gone():
+                raise BrokenPipeError(errno.EPIPE, "the reader of stdout went away")  # main: exit 0
             else:
                 time.sleep(POLL_SECONDS)
     except KeyboardInterrupt:

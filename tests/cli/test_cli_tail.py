@@ -11,12 +11,14 @@ from __future__ import annotations
 import os
 import re
 import select
+import shlex
 import signal
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import orjson
 import pytest
 
 from jsonl_store import SessionStore, UserMessage
@@ -152,3 +154,24 @@ def test_tail_f_of_a_quiet_session_ends_with_0_on_ctrl_c(root: Path) -> None:
             follower.kill()
             follower.communicate()
     assert follower.returncode == 0 and b"Traceback" not in err and err == b""
+
+
+def test_tail_json_prints_one_record_per_line(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """tail --json -n 2 prints records #2 and #3 as JSON lines, as cat does."""
+    assert main(["--root", str(root), "tail", SESSION, "-n", "2", "--json"]) == 0
+    records = [orjson.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["sequence"], r["message"]["content"]) for r in records] == [(2, "second"), (3, "third")]
+
+
+def test_tail_f_into_head_ends_with_0_without_waiting_for_a_record(root: Path) -> None:
+    """`tail -f ID | head -1` under pipefail: the follow notices the reader left, on a quiet session."""
+    line = shlex.join([*command(), "--root", str(root), "tail", "-f", SESSION])
+    result = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", f"{line} | head -1"],
+        capture_output=True,
+        env=environment(),
+        timeout=60,  # a follower that never notices fails here instead of hanging
+        check=False,
+    )
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert result.stdout.count(b"\n") == 1

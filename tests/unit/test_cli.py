@@ -228,6 +228,15 @@ def test_show_context_json_gives_each_message_its_sequence_and_usage(
     assert entries[2]["message"]["tool_call_id"] == "c"
 
 
+def test_show_raw_and_close_together_are_a_usage_error(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--raw prints records and --close a closed context: asked for both, show exits 2 with one line."""
+    code, out, err = run(capsys, "--root", str(root), "show", SESSION, "--raw", "--close")
+    assert (code, out) == (2, "") and err.count("\n") == 1 and "choose one" in err
+    assert run(capsys, "--root", str(root), "show", SESSION, "--raw", "--context")[0] == 2  # argparse's own
+
+
 def test_show_shortens_long_messages_unless_full(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """show cuts a long message and says how much is left; --full prints all of it."""
     SessionStore(tmp_path).append("long", UserMessage(content="word " * 1000))
