@@ -190,8 +190,13 @@ def pager_command() -> list[str] | None:
     return [less, "-R"] if less else None
 
 
+#: What the shell exits with when it cannot find or run the command (POSIX, "Command
+#: Search and Execution"): the pager never ran, so nothing was shown.
+_NOT_RUN = (126, 127)
+
+
 def _run_pager(command: list[str], text: str, stream: TextIO) -> bool:
-    """Feed ``text`` to the pager; False when it could not be started."""
+    """Feed ``text`` to the pager; False when it could not be started (then print it directly)."""
     env = dict(os.environ)
     env.setdefault("LESS", "FRX")  # quit if it fits, keep colours, leave the text on screen
     encoding = getattr(stream, "encoding", None) or "utf-8"
@@ -213,7 +218,7 @@ def _run_pager(command: list[str], text: str, stream: TextIO) -> bool:
         process.wait()
     finally:
         signal.signal(signal.SIGINT, previous)
-    return True
+    return process.returncode not in _NOT_RUN
 
 
 def show(blocks: Sequence[Block], *, pager: bool = True) -> None:

@@ -267,6 +267,15 @@ def test_no_pager_when_piped(root: Path, pager: tuple[Path, Path]) -> None:
     assert result.returncode == 0 and "message 59" in result.stdout and not log.exists()
 
 
+def test_a_pager_that_cannot_run_leaves_the_output_on_the_screen(root: Path) -> None:
+    """A $PAGER the shell cannot find: its one complaint, then the transcript printed directly."""
+    code, text = on_pty(
+        ["--root", str(root), "show", "long"], rows=20, env=environment(PAGER="no-such-pager-x")
+    )
+    shown = visible(text)
+    assert code == 0 and "message 0" in shown and "message 59" in shown and "no-such-pager-x" in shown
+
+
 def test_an_empty_pager_or_cat_means_none(root: Path, pager: tuple[Path, Path]) -> None:
     """PAGER="" and PAGER=cat print directly, as git reads them."""
     for value in ("", "cat"):
