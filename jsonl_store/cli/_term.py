@@ -93,7 +93,7 @@ def screen(stream: TextIO | None = None) -> Screen:
     return Screen(tty=tty, width=max(width, MIN_WIDTH), height=height, rich=drawn, colour=colour)
 
 
-def _console(file: io.StringIO, where: Screen, *, unicode: bool) -> Console:
+def _console(file: io.StringIO, where: Screen) -> Console:
     from rich.console import Console
 
     return Console(
@@ -108,7 +108,6 @@ def _console(file: io.StringIO, where: Screen, *, unicode: bool) -> Console:
         emoji=False,
         highlight=False,
         legacy_windows=False,
-        safe_box=not unicode,
     )
 
 
@@ -134,13 +133,12 @@ def _rich_table(table: Table) -> object:
     return out
 
 
-def _rich_text(blocks: Sequence[Block], where: Screen, stream: object) -> str:
+def _rich_text(blocks: Sequence[Block], where: Screen) -> str:
     from rich.color import ColorSystem
     from rich.style import Style
 
-    unicode = encodable("─", stream) == "─"
     buffer = io.StringIO()
-    console = _console(buffer, where, unicode=unicode)
+    console = _console(buffer, where)
     styles: dict[str, Style] = {}
 
     def styled(text: str, style: str) -> str:
@@ -166,7 +164,7 @@ def _rich_text(blocks: Sequence[Block], where: Screen, stream: object) -> str:
 def render(blocks: Sequence[Block], where: Screen, stream: object) -> str:
     """The blocks as the text to write to ``stream``, escaped and encodable."""
     if where.rich:
-        text = _rich_text(blocks, where, stream)
+        text = _rich_text(blocks, where)
     else:
         text = "".join(escape(line) + "\n" for line in plain_lines(blocks))
     return encodable(text, stream)
