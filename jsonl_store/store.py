@@ -573,6 +573,13 @@ class SessionStore:
         found.sort(key=lambda s: (s.updated_at, s.session_id), reverse=True)
         return found
 
+    @_storage_errors
+    def session_ids(self) -> list[str]:
+        """The name of every entry below the root that may be a session, sorted: what
+        ``verify()`` goes through, also those `list_sessions` leaves out (a session of a
+        newer format, one with an unsafe path), so ``verify(id)`` over them is ``verify()``."""
+        return self._session_names()
+
     def _session_names(self) -> list[str]:
         """The root's entries that may be sessions: session ids that are no regular files.
 
