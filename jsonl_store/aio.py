@@ -87,6 +87,7 @@ class AsyncSessionStore:
     update_session = _in_thread(SessionStore.update_session)
     record_usage = _in_thread(SessionStore.record_usage)
     usage_totals = _in_thread(SessionStore.usage_totals)
+    fork = _in_thread(SessionStore.fork)
     delete_session = _in_thread(SessionStore.delete_session)
     verify = _in_thread(SessionStore.verify)
     repair = _in_thread(SessionStore.repair)
