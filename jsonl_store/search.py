@@ -109,8 +109,8 @@ def needle_bytes(text: str) -> bytes:
     return longest.replace("\\", "\\\\").replace('"', '\\"').encode("utf-8", "surrogatepass")
 
 
-def _strings(value: object) -> Iterator[str]:
-    """Every string inside a JSON value: keys and values, depth first, in order."""
+def _strings(value: object, *, keys: bool = False) -> Iterator[str]:
+    """Every string value inside a JSON value (and every key, with ``keys``), depth first, in order."""
     stack: list[object] = [value]
     while stack:
         item = stack.pop()
@@ -119,7 +119,8 @@ def _strings(value: object) -> Iterator[str]:
         elif isinstance(item, dict):
             pending: list[object] = []
             for key, inner in item.items():
-                pending.append(key)
+                if keys:
+                    pending.append(key)
                 pending.append(inner)
             stack.extend(reversed(pending))
         elif isinstance(item, list):
@@ -139,9 +140,10 @@ def _call_parts(call: object) -> tuple[object, object]:
 def searchable(message: object) -> Iterator[tuple[str, str]]:
     """Each ``(field, string)`` of a message a search looks at, in the message's order.
 
-    The message text (``content``: a string, the strings of its parts, or of a tool's
-    structured result), ``reasoning``, each tool call's ``name`` and the strings of its
-    ``arguments`` (keys and values), and a tool result's ``name``.
+    The message text (``content``: a string, or the string values of its parts or of a
+    tool's structured result), ``reasoning``, each tool call's ``name`` and the strings of
+    its ``arguments`` (keys and values), and a tool result's ``name``. Numbers are not
+    text: a search for ``42`` does not find ``{"line": 42}``.
     """
     if isinstance(message, dict):
         get = message.get
@@ -159,7 +161,7 @@ def searchable(message: object) -> Iterator[tuple[str, str]]:
             name, arguments = _call_parts(call)
             if isinstance(name, str):
                 yield "tool name", name
-            for text in _strings(arguments):
+            for text in _strings(arguments, keys=True):
                 yield "arguments", text
     name = get("name")
     if isinstance(name, str):
