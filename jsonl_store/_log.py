@@ -227,8 +227,13 @@ def scan(
     *,
     first_line: int | None = None,
     first_read: int = CHUNK,
+    wanted: bytes | None = None,
 ) -> Iterator[Line]:
     """Yield every valid line in ``[start, end)``; report damage followed by good lines.
+
+    With ``wanted``, only the lines that hold those bytes are checked and yielded (and
+    the line a chunk begins with, when it began in the one before): the others are
+    stepped over with ``bytes.find`` and never checked, so their damage goes unnoticed.
 
     ``start`` must be the start of a line. Reads ``first_read`` bytes first, then twice
     as many each time up to `CHUNK` (a caller that stops early reads little). Damage
@@ -259,6 +264,25 @@ def scan(
         begin = 0
         stop = find(b"\n")
         while stop >= 0:
+            if wanted is not None and not (begin == 0 and pieces.held()):
+                # Step over the lines before the next occurrence, counting them at C speed.
+                hit = find(wanted, begin)
+                if hit < 0:
+                    stop = chunk.rfind(b"\n", begin)  # the chunk's last whole line ends here
+                    if number is not None:
+                        number += chunk.count(b"\n", begin, stop + 1)
+                    offset = past + stop
+                    begin = stop + 1
+                    break
+                skip_to = chunk.rfind(b"\n", begin, hit) + 1
+                if skip_to > begin:
+                    if number is not None:
+                        number += chunk.count(b"\n", begin, skip_to)
+                    offset = past + skip_to - 1
+                    begin = skip_to
+                    stop = find(b"\n", hit)
+                    if stop < 0:
+                        break  # the line goes on in the next chunk: carried below
             line_end = past + stop
             if begin == 0 and (stop > LONG_LINE or pieces.held()):
                 found = notes.checked(

@@ -11,9 +11,10 @@ documented files (README, "The session directory"):
    So the longest run of the needle without a control character, with ``"`` and ``\\``
    escaped, occurs literally in every line that holds the needle, whichever form a
    writer chose for the control characters (``\\n`` or ``\\u000a``).
-2. The **confirmation**: the sessions that pass are read with `SessionStore.records`,
-   which checks every line's checksum, skips damage and leaves out a batch torn by a
-   crash; each record's searchable strings are matched again, decoded. A hit is only
+2. The **confirmation**: the sessions that pass are read with
+   ``SessionStore.records(containing=needle)``, which checks every line's checksum,
+   skips damage, leaves out a batch torn by a crash, and decodes only the lines that
+   hold the needle; each record's searchable strings are matched again, decoded. A hit is only
    ever what a decode-everything search finds (``tests/property/test_search.py``
    checks exactly that).
 
@@ -334,7 +335,8 @@ def _search_session(
     path = os.path.join(store.root, sid, "messages.jsonl")
     if not _file_may_hold(path, needle):
         return
-    for record in store.records(sid):
+    # The same needle again, line by line: only the lines that hold it are decoded.
+    for record in store.records(sid, containing=needle or None):
         message = record.message
         message_role = role_of(message)
         if role is not None and message_role != role:
