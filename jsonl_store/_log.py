@@ -217,6 +217,30 @@ def _read(fs: FileSystem, fd: int, path: str, length: int, position: int) -> byt
         raise
 
 
+def _step_to(
+    wanted: bytes, chunk: bytes, begin: int, past: int, offset: int, number: int | None
+) -> tuple[int, int, int, int | None]:
+    """`scan`'s step over the lines of ``chunk`` from ``begin`` that do not hold ``wanted``.
+
+    Returns where the next line holding it begins, where that line ends (-1: in a later
+    chunk; also when no ``wanted`` is left and only the chunk's unfinished last line
+    remains), and the offset and number of the line at that beginning. ``find`` and
+    ``count`` do the work at C speed: a line stepped over costs no Python.
+    """
+    hit = chunk.find(wanted, begin)
+    if hit < 0:
+        start = chunk.rfind(b"\n", begin) + 1  # after the chunk's last whole line
+        stop = -1
+    else:
+        start = max(begin, chunk.rfind(b"\n", begin, hit) + 1)
+        stop = chunk.find(b"\n", hit)
+    if start > begin:
+        offset = past + start - 1
+        if number is not None:
+            number += chunk.count(b"\n", begin, start)
+    return start, stop, offset, number
+
+
 def scan(
     fs: FileSystem,
     fd: int,
@@ -265,24 +289,9 @@ def scan(
         stop = find(b"\n")
         while stop >= 0:
             if wanted is not None and not (begin == 0 and pieces.held()):
-                # Step over the lines before the next occurrence, counting them at C speed.
-                hit = find(wanted, begin)
-                if hit < 0:
-                    stop = chunk.rfind(b"\n", begin)  # the chunk's last whole line ends here
-                    if number is not None:
-                        number += chunk.count(b"\n", begin, stop + 1)
-                    offset = past + stop
-                    begin = stop + 1
-                    break
-                skip_to = chunk.rfind(b"\n", begin, hit) + 1
-                if skip_to > begin:
-                    if number is not None:
-                        number += chunk.count(b"\n", begin, skip_to)
-                    offset = past + skip_to - 1
-                    begin = skip_to
-                    stop = find(b"\n", hit)
-                    if stop < 0:
-                        break  # the line goes on in the next chunk: carried below
+                begin, stop, offset, number = _step_to(wanted, chunk, begin, past, offset, number)
+                if stop < 0:
+                    break  # the line goes on in the next chunk: carried below
             line_end = past + stop
             if begin == 0 and (stop > LONG_LINE or pieces.held()):
                 found = notes.checked(

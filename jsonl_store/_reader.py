@@ -124,7 +124,9 @@ class LogReader:
         previous = after
         expected_gap_free = (start == 0 or after > 0) and containing is None
         decode = _codec.decode_record
-        lines = scan(fs, fd, path, start, end, reporter, first_line=1 if start == 0 else None, wanted=containing)
+        lines = scan(
+            fs, fd, path, start, end, reporter, first_line=1 if start == 0 else None, wanted=containing
+        )
         for line in lines:
             if containing is not None and containing not in line.body:
                 continue  # the line a chunk began with, read whole whatever it holds

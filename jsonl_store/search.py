@@ -177,7 +177,9 @@ def role_of(message: object) -> str:
     return str(getattr(message, "role", ""))
 
 
-def _hit(session_id: str, sequence: int, role: str | None, field: str, text: str, span: tuple[int, int]) -> Hit:
+def _hit(
+    session_id: str, sequence: int, role: str | None, field: str, text: str, span: tuple[int, int]
+) -> Hit:
     begin, end = span
     left = max(0, begin - CONTEXT)
     right = min(len(text), end + CONTEXT)
@@ -358,4 +360,4 @@ def naive_search(store: SessionStore, text: str, *, regex: bool = False) -> Iter
         yield from _search_session(store, summary, match, b"", None)
 
 
-__all__ = ["CONTEXT", "Hit", "needle_bytes", "naive_search", "role_of", "search", "searchable"]
+__all__ = ["CONTEXT", "Hit", "naive_search", "needle_bytes", "role_of", "search", "searchable"]

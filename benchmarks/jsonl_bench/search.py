@@ -18,7 +18,7 @@ from typing import Any
 
 from .config import Context
 from .jsonl import build, open_store
-from .timing import Contender, Row, race
+from .timing import Block, Contender, Row, race
 
 RARE = "KeyError: 'week 53'"
 COMMON = "src/pkg/module_7.py"
@@ -35,6 +35,32 @@ def _command(root: str, needle: str) -> int:
     argv = [script] if os.path.exists(script) else [sys.executable, "-m", "jsonl_store.cli"]
     done = subprocess.run([*argv, "--root", root, "search", "--", needle], capture_output=True, check=False)
     return done.stdout.count(b"\n")
+
+
+def _searcher(store: Any, needle: str) -> Block:
+    from jsonl_store.search import search
+
+    def block(n: int) -> None:
+        for _ in range(n):
+            sum(1 for _ in search(store, needle))
+
+    return block
+
+
+def _grepper(root: str, needle: str) -> Block:
+    def block(n: int) -> None:
+        for _ in range(n):
+            _grep(root, needle)
+
+    return block
+
+
+def _commander(root: str, needle: str) -> Block:
+    def block(n: int) -> None:
+        for _ in range(n):
+            _command(root, needle)
+
+    return block
 
 
 def _build(ctx: Context, root: str) -> int:
@@ -83,13 +109,13 @@ def run(ctx: Context) -> None:
                        floor=f"floor.grep.{name}", op="search")  # fmt: skip
             grep = Row(f"floor.grep.{name}", "floor", f"grep -rF {name} needle, same files", [], op="search")
             contenders = [
-                Contender(ours, lambda n, needle=needle: [sum(1 for _ in search(store, needle)) for _ in range(n)], 1),
-                Contender(grep, lambda n, needle=needle: [_grep(root, needle) for _ in range(n)], 1),
+                Contender(ours, _searcher(store, needle), 1),
+                Contender(grep, _grepper(root, needle), 1),
             ]
             if name == "rare":
                 command = Row("search.command.rare", "jsonl_store", "jsonl-store search rare needle (with start-up)",
                               [], floor="floor.grep.rare", op="search")  # fmt: skip
-                contenders.append(Contender(command, lambda n: [_command(root, RARE) for _ in range(n)], 1))
+                contenders.append(Contender(command, _commander(root, RARE), 1))
             race(contenders, s.repeats)
             ours.extra = {"hits": hits, "grep_lines": lines, "bytes": size}
             for contender in contenders:

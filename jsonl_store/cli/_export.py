@@ -10,7 +10,7 @@ from .. import export
 from . import _commands as c
 from . import _safe
 from ._progress import progress
-from ._search import Register
+from ._search import Register, step
 
 FORMATS = ("md", "html", "json")
 
@@ -59,7 +59,9 @@ def _all(args: argparse.Namespace) -> int:
         total = len(store.list_sessions())
         with progress("exporting", total) as bar:
             written = export.export_html(
-                store, args.output, on_session=lambda summary: (bar.advance(), bar.describe(summary.session_id))
+                store,
+                args.output,
+                on_session=step(bar),
             )
     pages = len(written) - 1
     c.emit([f"exported {pages} session{'' if pages == 1 else 's'} to {written[0]}"])

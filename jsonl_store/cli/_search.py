@@ -11,10 +11,11 @@ import os
 import sys
 from collections.abc import Callable
 
+from .. import SessionSummary
 from ..search import Hit, search
 from . import _commands as c
 from . import _safe
-from ._progress import progress
+from ._progress import Progress, progress
 
 #: `_main.build_parser`'s ``command(name, handler, help)``, which adds one subcommand.
 Register = Callable[[str, c.Command, str], argparse.ArgumentParser]
@@ -39,6 +40,16 @@ def colour_wanted(stream: object) -> bool:
     if os.environ.get("NO_COLOR"):
         return False
     return os.environ.get("TERM") != "dumb"
+
+
+def step(bar: Progress) -> Callable[[SessionSummary], None]:
+    """An ``on_session`` that names the session now read and counts it on ``bar``."""
+
+    def started(summary: SessionSummary) -> None:
+        bar.describe(summary.session_id)
+        bar.advance()
+
+    return started
 
 
 def hit_line(hit: Hit, *, colour: bool) -> str:
@@ -72,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
                 regex=args.regex,
                 session_id=args.session,
                 role=args.role,
-                on_session=lambda summary: (bar.advance(), bar.describe(summary.session_id)),
+                on_session=step(bar),
             ):
                 found += 1
                 if args.json:
@@ -89,7 +100,9 @@ def register(command: Register) -> None:
     sub = command("search", run, "find a text in every session's messages, tool calls, results and titles")
     sub.epilog = EPILOG
     sub.formatter_class = argparse.RawDescriptionHelpFormatter
-    sub.add_argument("text", metavar="TEXT", help="the text to find (a Python regular expression with --regex)")
+    sub.add_argument(
+        "text", metavar="TEXT", help="the text to find (a Python regular expression with --regex)"
+    )
     sub.add_argument("--regex", action="store_true", help="read TEXT as a regular expression")
     sub.add_argument("--session", metavar="ID", help="search only the session ID")
     sub.add_argument(

@@ -95,7 +95,7 @@ def _entry_html(entry: Entry) -> list[str]:
     if entry.role == "boundary":
         return [
             f'<div class="boundary" id="snapshot-{entry.snapshot_version}">',
-            f"<p><strong>Compaction (snapshot {entry.snapshot_version}):</strong> records #1–#{entry.sequence} "
+            f"<p><strong>Compaction (snapshot {entry.snapshot_version}):</strong> records #1 to #{entry.sequence} "
             "are replaced in the model context by this summary:</p>",
             f"<pre>{esc(entry.text)}</pre>",
             "</div>",
@@ -112,7 +112,9 @@ def _entry_html(entry: Entry) -> list[str]:
     classes = f"msg {role_class}" + ("" if entry.in_context else " out-of-context")
     lines = [f'<section class="{classes}" id="r{entry.sequence}">', f"<h2>{esc_line(' · '.join(facts))}</h2>"]
     if entry.result_of is not None:
-        label = f"result of {entry.tool_name or 'tool'} ({entry.result_of})" + (" · error" if entry.is_error else "")
+        label = f"result of {entry.tool_name or 'tool'} ({entry.result_of})" + (
+            " · error" if entry.is_error else ""
+        )
         lines += _details(label, entry.text, error=entry.is_error)
     else:
         if entry.reasoning:

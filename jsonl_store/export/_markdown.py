@@ -48,7 +48,15 @@ def _summary_html(text: str) -> str:
 def _details(summary: str, body: str, info: str = "text") -> list[str]:
     # The blank lines end the HTML block (CommonMark §4.6, type 6), so the fence between
     # them is Markdown again and closes nothing of the HTML around it.
-    return ["<details>", f"<summary>{_summary_html(summary)}</summary>", "", fenced(body, info), "", "</details>", ""]
+    return [
+        "<details>",
+        f"<summary>{_summary_html(summary)}</summary>",
+        "",
+        fenced(body, info),
+        "",
+        "</details>",
+        "",
+    ]
 
 
 def _session_link(summary: SessionSummary | None, session_id: str) -> str:
@@ -61,7 +69,7 @@ def _entry_lines(entry: Entry) -> list[str]:
         return [
             "---",
             "",
-            f"**Compaction (snapshot {entry.snapshot_version}):** records #1–#{entry.sequence} are replaced "
+            f"**Compaction (snapshot {entry.snapshot_version}):** records #1 to #{entry.sequence} are replaced "
             "in the model context by this summary:",
             "",
             fenced(entry.text),
@@ -82,7 +90,9 @@ def _entry_lines(entry: Entry) -> list[str]:
         facts.append("not in the model context")
     lines = [f"### {code(' · '.join(facts))}", ""]
     if entry.result_of is not None:
-        label = f"result of {entry.tool_name or 'tool'} ({entry.result_of})" + (" · error" if entry.is_error else "")
+        label = f"result of {entry.tool_name or 'tool'} ({entry.result_of})" + (
+            " · error" if entry.is_error else ""
+        )
         lines += _details(label, entry.text)
         return lines
     if entry.reasoning:
@@ -103,10 +113,13 @@ def render_markdown(transcript: Transcript) -> str:
         lines.append(f"- agent: {code(summary.agent_name)}")
     if summary.parent_session_id:
         lines.append(f"- parent session: {_session_link(None, summary.parent_session_id)}")
-    for child in transcript.children:
-        lines.append(f"- sub-agent session: {_session_link(child, child.session_id)}")
+    lines += [
+        f"- sub-agent session: {_session_link(child, child.session_id)}" for child in transcript.children
+    ]
     lines.append(f"- records: {summary.message_count:,}")
-    lines.append(f"- created: {summary.created_at.isoformat()} · last append: {summary.updated_at.isoformat()}")
+    lines.append(
+        f"- created: {summary.created_at.isoformat()} · last append: {summary.updated_at.isoformat()}"
+    )
     totals = transcript.totals
     lines.append(f"- tokens: {totals.total_tokens:,} ({tokens_label(totals)})")
     lines.append("")

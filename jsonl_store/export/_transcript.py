@@ -23,7 +23,9 @@ from ..store import SessionStore
 # for a terminal: C0 controls but newline and tab, DEL, C1 controls, the bidirectional
 # marks, embeddings, overrides and isolates (which make text read other than it is,
 # https://trojansource.codes/), the line and paragraph separators, lone surrogates.
-_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_HIDDEN = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
 
 
 def _shown(match: re.Match[str]) -> str:
@@ -69,7 +71,9 @@ def collect(store: SessionStore, session_id: str) -> Transcript:
     """
     summary = store.get_session(session_id)
     if summary is None:
-        raise SessionNotFound(f"session {session_id!r} does not exist in {store.root!r}", session_id=session_id)
+        raise SessionNotFound(
+            f"session {session_id!r} does not exist in {store.root!r}", session_id=session_id
+        )
     return Transcript(
         summary=summary,
         records=list(store.records(session_id)),
@@ -96,7 +100,9 @@ def text_of(content: object) -> str:
         return ""
     if isinstance(content, str):
         return content
-    if isinstance(content, list) and all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in content):
+    if isinstance(content, list) and all(
+        isinstance(p, dict) and isinstance(p.get("text"), str) for p in content
+    ):
         return "\n\n".join(p["text"] for p in content)
     return json_text(content)
 
@@ -132,7 +138,9 @@ def calls_of(fields: dict[str, Any]) -> list[Call]:
             continue
         function = call.get("function")
         where = function if isinstance(function, dict) else call
-        out.append(Call(str(call.get("id", "")), str(where.get("name", "")), json_text(where.get("arguments", {}))))
+        out.append(
+            Call(str(call.get("id", "")), str(where.get("name", "")), json_text(where.get("arguments", {})))
+        )
     return out
 
 

@@ -78,7 +78,13 @@ def test_the_page_loads_shows_the_messages_and_runs_no_script(site: Path, tmp_pa
     dom = _Dom()
     dom.feed(chromium("--dump-dom", page.as_uri()).stdout.decode())
     text = "".join(dom.text)
-    for shown in ("Find the bug.", "Searching.", "tool call grep (c1)", "app.py:3: TODO", "<script>document.title"):
+    for shown in (
+        "Find the bug.",
+        "Searching.",
+        "tool call grep (c1)",
+        "app.py:3: TODO",
+        "<script>document.title",
+    ):
         assert shown in text
     assert "\\u202eevil\\u202c" in text and "\\x1b[2J" in text
     assert "script" not in dom.tags and "img" not in dom.tags

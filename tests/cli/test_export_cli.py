@@ -21,7 +21,9 @@ def command() -> list[str]:
 
 def run(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     env = {k: v for k, v in os.environ.items() if k != "JSONL_STORE_ROOT"}
-    return subprocess.run([*command(), "--root", str(root), *args], capture_output=True, env=env, timeout=60)
+    return subprocess.run(
+        [*command(), "--root", str(root), *args], check=False, capture_output=True, env=env, timeout=60
+    )
 
 
 @pytest.fixture
@@ -52,7 +54,9 @@ def test_markdown_is_the_default_and_json_parses(root: Path) -> None:
     """Without ``--format`` the transcript is Markdown; ``--format json`` is one JSON document."""
     assert run(root, "export", "chat-1").stdout.startswith(b"# ` Files `")
     document = json.loads(run(root, "export", "chat-1", "--format", "json").stdout)
-    assert [r["sequence"] for r in document["records"]] == [1, 2, 3] and document["children"] == ["chat-1-sub"]
+    assert [r["sequence"] for r in document["records"]] == [1, 2, 3] and document["children"] == [
+        "chat-1-sub"
+    ]
 
 
 def test_all_writes_an_index_and_one_page_per_session(root: Path, tmp_path: Path) -> None:
@@ -60,7 +64,11 @@ def test_all_writes_an_index_and_one_page_per_session(root: Path, tmp_path: Path
     site = tmp_path / "site"
     done = run(root, "export", "--all", "--format", "html", "-o", str(site))
     assert done.returncode == 0 and b"exported 2 sessions" in done.stdout
-    assert sorted(p.name for p in site.iterdir()) == ["index.html", "session-chat-1-sub.html", "session-chat-1.html"]
+    assert sorted(p.name for p in site.iterdir()) == [
+        "index.html",
+        "session-chat-1-sub.html",
+        "session-chat-1.html",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -77,7 +85,9 @@ def test_all_writes_an_index_and_one_page_per_session(root: Path, tmp_path: Path
 def test_usage_errors_and_unknown_sessions_exit_two(root: Path, args: list[str]) -> None:
     """A missing ID, ID with ``--all``, ``--all`` without HTML or ``-o``, an unknown session or format: exit 2."""
     done = run(root, *args)
-    assert done.returncode == 2 and done.stderr.startswith(b"jsonl-store: error:") or b"usage:" in done.stderr
+    assert (
+        done.returncode == 2 and done.stderr.startswith(b"jsonl-store: error:")
+    ) or b"usage:" in done.stderr
     assert done.returncode == 2 and b"Traceback" not in done.stderr
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 import termios
 from pathlib import Path
-import select
 
 import pytest
 
@@ -24,7 +24,9 @@ def command() -> list[str]:
 
 
 def environment(**changes: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("JSONL_STORE_ROOT", "NO_COLOR", "PYTHONIOENCODING")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("JSONL_STORE_ROOT", "NO_COLOR", "PYTHONIOENCODING")
+    }
     env["TERM"] = "xterm-256color"
     env.update(changes)
     return env
@@ -32,7 +34,11 @@ def environment(**changes: str) -> dict[str, str]:
 
 def run(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [*command(), "--root", str(root), *args], capture_output=True, env=environment(**env), timeout=60
+        [*command(), "--root", str(root), *args],
+        check=False,
+        capture_output=True,
+        env=environment(**env),
+        timeout=60,
     )
 
 
@@ -46,7 +52,9 @@ def run_on_pty(argv: list[str], env: dict[str, str]) -> tuple[int, bytes]:
     attributes[1] &= ~termios.OPOST  # no "\n" -> "\r\n": read the bytes as written
     termios.tcsetattr(slave, termios.TCSANOW, attributes)
     try:
-        process = subprocess.Popen(command() + argv, stdin=slave, stdout=slave, stderr=subprocess.DEVNULL, env=env)
+        process = subprocess.Popen(
+            command() + argv, stdin=slave, stdout=slave, stderr=subprocess.DEVNULL, env=env
+        )
     finally:
         os.close(slave)
     chunks = []
@@ -74,7 +82,9 @@ def root(tmp_path: Path) -> Path:
         store.append("chat-1", UserMessage(content="Why does week 53 fail?"), title="Week bug")
         call = ToolCall(id="c1", name="grep", arguments={"pattern": "week"})
         store.append("chat-1", AssistantMessage(content="Let me look.", tool_calls=[call]))
-        store.append("chat-1", ToolMessage(tool_call_id="c1", name="grep", content="dates.py:3: week\x1b[2J\u202e"))
+        store.append(
+            "chat-1", ToolMessage(tool_call_id="c1", name="grep", content="dates.py:3: week\x1b[2J\u202e")
+        )
         store.append("chat-2", UserMessage(content="unrelated"))
     return root
 

@@ -32,7 +32,9 @@ HOSTILE = (
 def store(tmp_path: Path) -> SessionStore:
     """A parent with a tool batch, usage, a compaction and a hostile message; a child session."""
     store = SessionStore(tmp_path / "sessions", durability="none")
-    store.append("main", UserMessage(content="Please read the README."), title="Read <b>it</b>", agent_name="coder")
+    store.append(
+        "main", UserMessage(content="Please read the README."), title="Read <b>it</b>", agent_name="coder"
+    )
     call = ToolCall(id="c1", name="read_file", arguments={"path": "README.md"})
     store.append(
         "main",
@@ -40,7 +42,9 @@ def store(tmp_path: Path) -> SessionStore:
         usage=ModelUsage(input_tokens=1200, output_tokens=40, cache_read_tokens=1000),
     )
     store.append("main", ToolMessage(tool_call_id="c1", name="read_file", content="# jsonl_store"))
-    store.snapshot("main", CompactedMessage(content="Read the README."), compacted_through_sequence=3, expected_version=0)
+    store.snapshot(
+        "main", CompactedMessage(content="Read the README."), compacted_through_sequence=3, expected_version=0
+    )
     store.append("main", UserMessage(content=HOSTILE))
     store.append("main-sub", UserMessage(content="sub-agent task"), parent_session_id="main", title="Sub")
     return store
@@ -110,7 +114,7 @@ def test_markdown_fences_hostile_text_so_it_cannot_close_anything(store: Session
     assert "[click](javascript:alert(2))" in markdown[fence.end() : body_end]
     assert markdown.count("<details>") == markdown.count("</details>") - 1  # one is the stored text's
     assert "[` main-sub: Sub `](session-main-sub.md)" in markdown
-    assert "**Compaction (snapshot 1):** records #1–#3" in markdown
+    assert "**Compaction (snapshot 1):** records #1 to #3" in markdown
     assert "`` Read <b>it</b> ``" not in markdown and "# ` Read <b>it</b> `" in markdown
     assert re.search("[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e]", markdown) is None
 
@@ -120,7 +124,11 @@ def test_json_has_the_records_with_sequences_and_usage(store: SessionStore) -> N
     document = json.loads(to_json(store, "main"))
     assert [r["sequence"] for r in document["records"]] == [1, 2, 3, 4]
     assert document["records"][1]["input_tokens"] == 1200
-    assert document["records"][3]["message"] == {"role": "user", "content": HOSTILE, "id": document["records"][3]["message"]["id"]}
+    assert document["records"][3]["message"] == {
+        "role": "user",
+        "content": HOSTILE,
+        "id": document["records"][3]["message"]["id"],
+    }
     assert document["snapshot"]["compacted_through_sequence"] == 3
     assert document["children"] == ["main-sub"] and document["totals"]["total_tokens"] == 1240
 
@@ -129,7 +137,11 @@ def test_export_html_writes_an_index_and_linked_pages(store: SessionStore, tmp_p
     """The directory holds index.html and one page per session; parent and child link each other."""
     out = tmp_path / "site"
     written = export_html(store, out)
-    assert sorted(Path(p).name for p in written) == ["index.html", "session-main-sub.html", "session-main.html"]
+    assert sorted(Path(p).name for p in written) == [
+        "index.html",
+        "session-main-sub.html",
+        "session-main.html",
+    ]
     index = parse((out / "index.html").read_text())
     assert {"session-main.html", "session-main-sub.html"} <= set(index.links)
     child = parse((out / "session-main-sub.html").read_text())

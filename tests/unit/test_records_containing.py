@@ -12,10 +12,14 @@ from jsonl_store import AsyncSessionStore, InvalidArgument, SessionStore, UserMe
 def test_only_the_records_whose_line_holds_the_bytes_are_given(tmp_path: Path) -> None:
     """Of 300 records, the 30 holding the needle come back, in order, with their sequences."""
     with SessionStore(tmp_path, durability="none") as store:
-        store.append_many("s", [UserMessage(content=f"n{i} {'needle' if i % 10 == 0 else 'hay'}") for i in range(300)])
+        store.append_many(
+            "s", [UserMessage(content=f"n{i} {'needle' if i % 10 == 0 else 'hay'}") for i in range(300)]
+        )
         found = [r.sequence for r in store.records("s", containing=b"needle")]
         assert found == list(range(1, 301, 10))
-        assert [r.sequence for r in store.records("s", after=150, containing=b"needle")] == list(range(151, 301, 10))
+        assert [r.sequence for r in store.records("s", after=150, containing=b"needle")] == list(
+            range(151, 301, 10)
+        )
         assert list(store.records("s", containing=b"nowhere")) == []
 
 
