@@ -70,6 +70,12 @@ def hit_line(hit: Hit, *, colour: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    text: str = args.text
+    if any("\ud800" <= char <= "\udfff" for char in text):
+        # Bytes of argv that are not UTF-8 (Python decodes them to lone surrogates): no
+        # stored text can hold them, so say so instead of finding nothing.
+        raw = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise c.CliError(f"TEXT is not valid UTF-8 text: '{raw}'")
     store = c.open_store(args)
     with store:
         total = 1 if args.session else len(store.list_sessions())

@@ -127,8 +127,8 @@ def _entry_html(entry: Entry) -> list[str]:
     return lines
 
 
-def render_html(transcript: Transcript) -> str:
-    """A `Transcript` as one HTML page."""
+def render_html(transcript: Transcript, *, in_site: bool = False) -> str:
+    """A `Transcript` as one HTML page; ``in_site``: with a link to the index beside it."""
     summary = transcript.summary
     title = summary.title or summary.session_id
     facts = [("session", esc_line(summary.session_id))]
@@ -146,7 +146,7 @@ def render_html(transcript: Transcript) -> str:
     facts.append(("tokens", esc_line(f"{totals.total_tokens:,} ({tokens_label(totals)})")))
     body = [
         "<header>",
-        f'<p><a href="{INDEX}">all sessions</a></p>',
+        *([f'<p><a href="{INDEX}">all sessions</a></p>'] if in_site else []),
         f"<h1>{esc_line(title)}</h1>",
         '<dl class="facts">',
         *(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in facts),
@@ -232,7 +232,7 @@ def export_html(
                 on_session(summary)
             transcript = collect(store, summary.session_id)
             path = os.path.join(target, page_name(summary.session_id))
-            _write(path, render_html(transcript))
+            _write(path, render_html(transcript, in_site=True))
             written.append(path)
             index_rows.append((transcript.summary, transcript.totals.total_tokens))
         index = os.path.join(target, INDEX)

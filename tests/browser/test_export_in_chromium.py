@@ -2,7 +2,8 @@
 
 Debian's ``chromium`` (``.ci/run`` installs it when missing); without it these tests skip.
 ``--dump-dom`` prints the DOM after the page loaded, so what a person sees is what is
-checked, and ``--screenshot`` renders it. The page holds no script and its CSP forbids
+checked, ``--enable-logging=stderr`` prints every console message (a script error, a
+Content-Security-Policy violation), and ``--screenshot`` renders the page. The page holds no script and its CSP forbids
 every script: a hostile message's ``<script>`` would show up in the DOM as an element if
 it had become one, and the DOM of a page whose markup broke would lose sections.
 """
@@ -73,10 +74,14 @@ def site(tmp_path: Path) -> Path:
 
 
 def test_the_page_loads_shows_the_messages_and_runs_no_script(site: Path, tmp_path: Path) -> None:
-    """The DOM after loading holds every message, the hostile text as text, and no injected element."""
+    """The page loads with no console message; its DOM holds every message, the hostile text as text, nothing injected."""
     page = site / "session-main.html"
     dom = _Dom()
-    dom.feed(chromium("--dump-dom", page.as_uri()).stdout.decode())
+    # With logging on stderr, chromium prints every console message (a script error, a
+    # CSP violation: a blocked script or style) as an "INFO:CONSOLE" line.
+    loaded = chromium("--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri())
+    assert b":CONSOLE" not in loaded.stderr, loaded.stderr.decode(errors="replace")
+    dom.feed(loaded.stdout.decode())
     text = "".join(dom.text)
     for shown in (
         "Find the bug.",
@@ -99,3 +104,12 @@ def test_a_screenshot_of_each_page_is_a_png(site: Path, tmp_path: Path) -> None:
         chromium(f"--screenshot={shot}", "--window-size=1000,1200", (site / name).as_uri())
         data = shot.read_bytes()
         assert data.startswith(PNG_SIGNATURE) and len(data) > 5000
+
+
+def test_a_page_whose_stylesheet_changed_is_reported_by_the_console_check(site: Path, tmp_path: Path) -> None:
+    """The console check can fail: a page whose style no longer matches its CSP hash logs a violation."""
+    page = site / "session-main.html"
+    changed = tmp_path / "changed.html"
+    changed.write_text(page.read_text().replace("<style>", "<style>p { color: red; }"))
+    loaded = chromium("--enable-logging=stderr", "--v=0", "--dump-dom", changed.as_uri())
+    assert b":CONSOLE" in loaded.stderr and b"Content Security Policy" in loaded.stderr

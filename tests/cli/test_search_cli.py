@@ -42,10 +42,11 @@ def run(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[bytes
     )
 
 
-def run_on_pty(argv: list[str], env: dict[str, str]) -> tuple[int, bytes]:
+def run_on_pty(argv: list[str], env: dict[str, str], *, stderr_too: bool = False) -> tuple[int, bytes]:
     """The command with stdout on a pseudo-terminal; its exit code and the bytes it wrote there.
 
-    stderr (where the progress bar goes) is left out, so the bytes are the hits alone.
+    stderr (where the progress bar goes) is left out, so the bytes are the hits alone,
+    unless ``stderr_too``.
     """
     master, slave = os.openpty()
     attributes = termios.tcgetattr(slave)
@@ -53,7 +54,11 @@ def run_on_pty(argv: list[str], env: dict[str, str]) -> tuple[int, bytes]:
     termios.tcsetattr(slave, termios.TCSANOW, attributes)
     try:
         process = subprocess.Popen(
-            command() + argv, stdin=slave, stdout=slave, stderr=subprocess.DEVNULL, env=env
+            command() + argv,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave if stderr_too else subprocess.DEVNULL,
+            env=env,
         )
     finally:
         os.close(slave)
@@ -108,6 +113,14 @@ def test_no_hit_exits_one_and_bad_input_exits_two(root: Path, tmp_path: Path) ->
     assert run(root, "search", "--regex", "(").returncode == 2
     assert run(root, "search", "x", "--session", "missing").returncode == 2
     assert run(tmp_path / "absent", "search", "x").returncode == 2
+    not_utf8 = subprocess.run(
+        [*command(), "--root", str(root), "search", os.fsdecode(b"\xff")],
+        check=False,
+        capture_output=True,
+        env=environment(),
+        timeout=60,
+    )
+    assert not_utf8.returncode == 2 and b"not valid UTF-8 text: '\\xff'" in not_utf8.stderr
     bad = run(root, "search", "x", "--role", "robot")
     assert bad.returncode == 2 and b"invalid choice" in bad.stderr
 
@@ -139,3 +152,15 @@ def test_a_stored_escape_never_reaches_the_terminal_raw(root: Path) -> None:
     assert code == 0
     assert b"\x1b[2J" not in output and "\u202e".encode() not in output
     assert b"\\x1b[2J\\u202e" in output
+
+
+def test_search_and_export_all_show_a_bar_on_a_terminal_only(root: Path, tmp_path: Path) -> None:
+    """With stderr on a terminal, search and export --all draw a bar; piped, stderr stays empty."""
+    env = environment()
+    code, output = run_on_pty(["--root", str(root), "search", "week"], env, stderr_too=True)
+    assert code == 0 and b"searching" in output
+    site = str(tmp_path / "site")
+    code, output = run_on_pty(["--root", str(root), "export", "--all", "-o", site], env, stderr_too=True)
+    assert code == 0 and b"exporting" in output
+    assert run(root, "search", "week").stderr == b""
+    assert run(root, "export", "--all", "-o", site).stderr == b""

@@ -80,7 +80,7 @@ def test_html_shows_every_record_the_boundary_the_tokens_and_the_links(store: Se
     for shown in ("#1 user", "Please read the README.", "tool call read_file (c1)", "# jsonl_store",
                   "Compaction (snapshot 1)", "Read the README.", "1,240 (1,200 in · 40 out · 1,000 cache read)"):  # fmt: skip
         assert shown in text
-    assert page_name("main-sub") in page.links and "index.html" in page.links
+    assert page_name("main-sub") in page.links and "index.html" not in page.links  # a page on its own
     assert page.tags.count("details") == 2  # the call and its result fold away
 
 
@@ -145,7 +145,7 @@ def test_export_html_writes_an_index_and_linked_pages(store: SessionStore, tmp_p
     index = parse((out / "index.html").read_text())
     assert {"session-main.html", "session-main-sub.html"} <= set(index.links)
     child = parse((out / "session-main-sub.html").read_text())
-    assert "session-main.html" in child.links
+    assert "session-main.html" in child.links and "index.html" in child.links
 
 
 def test_an_unknown_session_raises_session_not_found(store: SessionStore) -> None:
@@ -153,3 +153,30 @@ def test_an_unknown_session_raises_session_not_found(store: SessionStore) -> Non
     for render in (to_html, to_markdown, to_json):
         with pytest.raises(SessionNotFound):
             render(store, "nope")
+
+
+def test_hostile_names_ids_and_titles_cannot_close_a_summary_or_a_code_span(tmp_path: Path) -> None:
+    """A tool name, call id, agent and title made of markup stay text in both formats."""
+    evil = "`</summary></details><script>x()</script>[l](javascript:y)\n"
+    with SessionStore(tmp_path, durability="none") as store:
+        call = ToolCall(id=evil, name=evil, arguments={evil: evil})
+        store.append("s", AssistantMessage(tool_calls=[call]), title=evil.strip(), agent_name=evil.strip())
+        store.append("s", ToolMessage(tool_call_id=evil, name=evil, content=evil, is_error=True))
+        markdown, page = to_markdown(store, "s"), to_html(store, "s")
+    summaries = re.findall(r"^<summary>(.*)</summary>$", markdown, re.MULTILINE)
+    assert len(summaries) == 2 and all("<" not in s and "&lt;/summary&gt;" in s for s in summaries)
+    assert markdown.count("\n<details>\n") == 2 and markdown.count("\n</details>\n") == 2
+    assert markdown.startswith("# `` `</summary></details><script>x()</script>[l](javascript:y) ``\n")
+    tags = parse(page).tags
+    assert "script" not in tags and tags.count("summary") == 2 and tags.count("details") == 2
+
+
+def test_markdown_rendered_by_a_commonmark_parser_has_no_active_markup(store: SessionStore) -> None:
+    """markdown-it (CommonMark, raw HTML on, as GitHub allows ``<details>``) renders no script and one link."""
+    markdown_it = pytest.importorskip("markdown_it", reason="markdown-it-py comes with the cli extra (rich)")
+    rendered = markdown_it.MarkdownIt("commonmark", {"html": True}).render(to_markdown(store, "main"))
+    page = parse(rendered)
+    assert "script" not in page.tags
+    assert page.links == ["session-main-sub.md"]  # the sub-agent's page; no stored link became one
+    assert page.tags.count("details") == 2 and page.tags.count("summary") == 2
+    assert "<script>alert(1)</script></details></pre>```" in "".join(page.text)
