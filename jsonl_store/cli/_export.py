@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -25,9 +26,14 @@ exit codes: 0 written; 2 bad input, an unknown session or a file that cannot be 
 def _write_file(path: str, data: bytes) -> None:
     # Beside the target first, then renamed over it: no half-written export is left behind.
     temporary = f"{path}.tmp"
-    with open(temporary, "wb") as out:
-        out.write(data)
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def _one(args: argparse.Namespace, fmt: str) -> int:

@@ -11,6 +11,7 @@ message holding ``</details>`` or ``<script>`` is text on the page.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import html
 import os
@@ -201,9 +202,14 @@ def render_index(sessions: list[tuple[SessionSummary, int]]) -> str:
 def _write(path: str, text: str) -> None:
     # A temporary name, then a rename: a reader of the directory never sees half a page.
     temporary = f"{path}.tmp"
-    with open(temporary, "w", encoding="utf-8", errors="surrogateescape") as out:
-        out.write(text)
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "w", encoding="utf-8", errors="surrogateescape") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def export_html(

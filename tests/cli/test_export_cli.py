@@ -101,3 +101,12 @@ def test_help_shows_an_example(root: Path) -> None:
     """``export --help`` ends with examples and the exit codes."""
     done = run(root, "export", "--help")
     assert done.returncode == 0 and b"jsonl-store export --all --format html -o site/" in done.stdout
+
+
+def test_an_output_that_is_a_directory_leaves_no_temporary_file(root: Path, tmp_path: Path) -> None:
+    """``-o DIR`` for one session: exit 2, one error line, and nothing left beside it."""
+    target = tmp_path / "out"
+    target.mkdir()
+    done = run(root, "export", "chat-1", "-o", str(target))
+    assert done.returncode == 2 and done.stderr.count(b"\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "sessions"]
