@@ -186,11 +186,13 @@ def _hit(
     return Hit(session_id, sequence, role, field, text[left:right], begin - left, end - left, begin)
 
 
-#: Bytes of JSON-lines transcripts from most to least frequent (English text, JSON
-#: punctuation, code), a rough order: a needle's byte that is later here (or missing) is
-#: probably rarer in the file. ripgrep's literal search picks its `memchr` byte the same
-#: way, from a frequency table (https://github.com/BurntSushi/memchr, ``rarebytes.rs``).
-_COMMON = b' e"taoinsrlhdc:,upmfgy.w_b1v0k2-\\/x3{}4'
+#: Bytes of JSON-lines transcripts from most to least frequent, as counted over 3.7 MB of
+#: Claude Code, Codex and pi transcripts and a ``jsonl-store demo`` store (digits and hex
+#: are frequent: ids, checksums and timestamps are on every line); a byte later here, or
+#: missing, is probably rarer in a log. ripgrep's literal search picks its `memchr` byte
+#: the same way, from a frequency table (https://github.com/BurntSushi/memchr,
+#: ``src/memmem/rarebytes.rs``).
+_COMMON = b' etn"sairo\\dpmlcfu:_,h10g.y-b2x354/kwv869A7=Tz()ICMPESDBURqZNOLjFHG+XWQY'
 _RANK = {byte: rank for rank, byte in enumerate(_COMMON)}
 
 
