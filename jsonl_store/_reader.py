@@ -114,8 +114,8 @@ class LogReader:
         reported and reading goes on (§8.6). A batch interrupted by damage in the middle
         of the log keeps its surviving records (the damage itself is reported).
         With ``containing``, only the records whose line holds those bytes are read
-        (`scan`'s ``wanted``): the order check applies among them, and gaps (expected
-        between them) are not reported.
+        (`scan`'s ``wanted``): the order check applies among them, gaps (expected
+        between them) are not reported, and problems carry no line number.
         """
         if self.fd is None:
             return
@@ -124,9 +124,10 @@ class LogReader:
         previous = after
         expected_gap_free = (start == 0 or after > 0) and containing is None
         decode = _codec.decode_record
-        lines = scan(
-            fs, fd, path, start, end, reporter, first_line=1 if start == 0 else None, wanted=containing
-        )
+        # A filtered read counts no lines (counting the ones it steps over would cost a
+        # pass of its own): its problems name an offset only.
+        first_line = 1 if start == 0 and containing is None else None
+        lines = scan(fs, fd, path, start, end, reporter, first_line=first_line, wanted=containing)
         for line in lines:
             if containing is not None and containing not in line.body:
                 continue  # the line a chunk began with, read whole whatever it holds
