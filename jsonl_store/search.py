@@ -5,18 +5,18 @@ documented files (README, "The session directory"):
 
 1. A **prefilter** over the bytes of ``messages.jsonl``, with ``bytes.find`` (C speed,
    no decoding): a session whose file cannot hold the needle is skipped without reading
-   one record. It looks for the needle *as the writer encodes it*: spec/FORMAT.md §2
+   one record. It looks for the needle *as the writer encodes it*: spec/FORMAT.md §3
    says that inside JSON strings only control characters are escaped (besides the ``"``
    and ``\\`` JSON itself escapes) and everything else is written raw, UTF-8 included.
    So the longest run of the needle without a control character, with ``"`` and ``\\``
    escaped, occurs literally in every line that holds the needle, whichever form a
    writer chose for the control characters (``\\n`` or ``\\u000a``).
 2. The **confirmation**: the sessions that pass are read with
-   ``SessionStore.records(containing=needle)``, which checks every line's checksum,
-   skips damage, leaves out a batch torn by a crash, and decodes only the lines that
-   hold the needle; each record's searchable strings are matched again, decoded. A hit is only
-   ever what a decode-everything search finds (``tests/property/test_search.py``
-   checks exactly that).
+   ``SessionStore.records(containing=needle)``, which checks the checksum of each line
+   holding the needle, leaves out a batch torn by a crash and decodes only those lines;
+   each record's searchable strings are matched again, decoded. A hit is only ever
+   what a decode-everything search finds (`naive_search`;
+   ``tests/property/test_search_properties.py`` checks exactly that).
 
 A regular expression is matched on decoded text only (its bytes form is not a string's
 JSON form), so ``regex=True`` decodes every record.
@@ -41,7 +41,7 @@ from .store import SessionStore
 #: Characters of context kept on each side of a match in `Hit.snippet`.
 CONTEXT = 40
 #: What the prefilter cannot look for literally: control characters (a writer may spell
-#: them ``\\n`` or ``\\u000a``, spec/FORMAT.md §2).
+#: them ``\\n`` or ``\\u000a``, spec/FORMAT.md §3).
 _CONTROL = re.compile("[\x00-\x1f]+")
 _ROLES = frozenset({"system", "user", "assistant", "tool", "compacted"})
 
@@ -233,14 +233,16 @@ def find(data: bytes | mmap.mmap, needle: bytes) -> int:
 def _file_may_hold(path: str, needle: bytes) -> bool:
     """Whether the file at ``path`` contains ``needle`` (True when it cannot tell).
 
-    Opened without following a symlink and read through a read-only map, so the kernel
+    Opened without following a symlink or blocking, and read through a read-only map, so the kernel
     pages the file in and nothing is copied; an empty needle or an unreadable file says
     True and leaves the judgement to `SessionStore.records`, which reports what it meets.
     """
     if not needle:
         return True
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # O_NONBLOCK: a FIFO in a log's place must not hang the search (README, "Files
+        # that are not what they seem"); it is then no regular file, and records() decides.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return True
     try:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from helpers import fails_after
 
 from jsonl_store import (
     AssistantMessage,
     InvalidArgument,
+    Problem,
     SessionNotFound,
     SessionStore,
     ToolCall,
@@ -115,3 +118,15 @@ def test_something_that_is_not_a_store_or_path_is_refused() -> None:
     """Neither a store nor a path: `InvalidArgument`."""
     with pytest.raises(InvalidArgument):
         list(search(42, "x"))  # type: ignore[arg-type]
+
+
+def test_a_fifo_in_place_of_a_log_neither_hangs_nor_hits(store: SessionStore) -> None:
+    """A FIFO named messages.jsonl is not opened for reading (it would block): that session has no hit."""
+    log = Path(store.root) / "b" / "messages.jsonl"
+    log.unlink()
+    os.mkfifo(log)
+    problems: list[Problem] = []
+    fifo_store = SessionStore(store.root, on_problem=problems.append)
+    with fails_after(30, "search opened the FIFO and blocked"):
+        assert where(list(search(fifo_store, "e", role="user"))) == [("a", 1, "content")]
+    assert any(p.kind == "unsafe-path" for p in problems)
