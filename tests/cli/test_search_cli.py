@@ -164,3 +164,21 @@ def test_search_and_export_all_show_a_bar_on_a_terminal_only(root: Path, tmp_pat
     assert code == 0 and b"exporting" in output
     assert run(root, "search", "week").stderr == b""
     assert run(root, "export", "--all", "-o", site).stderr == b""
+
+
+def test_a_reader_that_stops_early_ends_the_search_quietly(tmp_path: Path) -> None:
+    """``jsonl-store search x | head -1``: the search stops with exit code 0 and no traceback."""
+    root = tmp_path / "many"
+    with SessionStore(root, durability="none") as store:
+        store.append_many("big", [UserMessage(content=f"needle {i} " + "x" * 200) for i in range(5000)])
+    process = subprocess.Popen(
+        [*command(), "--root", str(root), "search", "needle"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environment(),
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.readline().startswith(b"big #1 user (content): needle 0 ")
+    process.stdout.close()
+    assert process.wait(timeout=60) == 0
+    assert b"Traceback" not in process.stderr.read()
