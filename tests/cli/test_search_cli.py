@@ -180,5 +180,6 @@ def test_a_reader_that_stops_early_ends_the_search_quietly(tmp_path: Path) -> No
     assert process.stdout is not None and process.stderr is not None
     assert process.stdout.readline().startswith(b"big #1 user (content): needle 0 ")
     process.stdout.close()
-    assert process.wait(timeout=60) == 0
-    assert b"Traceback" not in process.stderr.read()
+    with process.stderr:
+        assert process.wait(timeout=60) == 0
+        assert b"Traceback" not in process.stderr.read()
