@@ -20,7 +20,7 @@ from collections.abc import Callable
 from .._errors import StorageError, storage_error
 from .._view import SessionSummary
 from ..store import SessionStore
-from ._transcript import Entry, Transcript, collect, entries, one_line, page_name, tokens_label, visible
+from ._transcript import Entry, Transcript, collect, entries, one_line, page_name, tokens_label, visible, when
 
 INDEX = "index.html"
 
@@ -141,8 +141,8 @@ def render_html(transcript: Transcript, *, in_site: bool = False) -> str:
         label = child.session_id + (f": {child.title}" if child.title else "")
         facts.append(("sub-agent session", _link(child.session_id, label)))
     facts.append(("records", f"{summary.message_count:,}"))
-    facts.append(("created", esc_line(summary.created_at.isoformat())))
-    facts.append(("last append", esc_line(summary.updated_at.isoformat())))
+    facts.append(("created", esc_line(when(summary.created_at))))
+    facts.append(("last append", esc_line(when(summary.updated_at))))
     totals = transcript.totals
     facts.append(("tokens", esc_line(f"{totals.total_tokens:,} ({tokens_label(totals)})")))
     body = [
@@ -184,7 +184,7 @@ def render_index(sessions: list[tuple[SessionSummary, int]]) -> str:
             f"<td>{_link(parent, parent) if parent else ''}</td>"
             f'<td class="num">{summary.message_count:,}</td>'
             f'<td class="num">{tokens:,}</td>'
-            f"<td>{esc_line(summary.updated_at.isoformat())}</td>"
+            f"<td>{esc_line(when(summary.updated_at))}</td>"
             "</tr>"
         )
     body = [

@@ -17,7 +17,7 @@ import re
 
 from .._view import SessionSummary
 from ..store import SessionStore
-from ._transcript import Entry, Transcript, collect, entries, one_line, page_name, tokens_label, visible
+from ._transcript import Entry, Transcript, collect, entries, one_line, page_name, tokens_label, visible, when
 
 _TICKS = re.compile("`+")
 
@@ -117,9 +117,7 @@ def render_markdown(transcript: Transcript) -> str:
         f"- sub-agent session: {_session_link(child, child.session_id)}" for child in transcript.children
     ]
     lines.append(f"- records: {summary.message_count:,}")
-    lines.append(
-        f"- created: {summary.created_at.isoformat()} · last append: {summary.updated_at.isoformat()}"
-    )
+    lines.append(f"- created: {when(summary.created_at)} · last append: {when(summary.updated_at)}")
     totals = transcript.totals
     lines.append(f"- tokens: {totals.total_tokens:,} ({tokens_label(totals)})")
     lines.append("")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -41,6 +42,11 @@ def visible(text: str) -> str:
 def one_line(text: str) -> str:
     """`visible`, with newlines and tabs shown too: for titles, names and labels."""
     return visible(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
+def when(moment: datetime) -> str:
+    """A time as a person reads it, in UTC to the second: ``2026-12-01 14:30:47 UTC``."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def page_name(session_id: str, suffix: str = ".html") -> str:
@@ -273,4 +279,5 @@ __all__ = [
     "to_json",
     "tokens_label",
     "visible",
+    "when",
 ]
