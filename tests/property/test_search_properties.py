@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+from pathlib import Path
 from typing import Any
 
 from helpers import examples
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from jsonl_store import AssistantMessage, SessionStore, ToolCall, ToolMessage, UserMessage
 from jsonl_store.search import find, naive_search, search
+from jsonl_store.testing.damage import crlf, flip, tear
 
 # Characters a writer escapes (quote, backslash, controls), writes raw (non-ASCII, U+2028)
 # or that are plain: the needle must be found whichever form its line holds.
@@ -64,3 +66,37 @@ def test_rarest_byte_find_agrees_with_bytes_find(data: bytes, needle: bytes) -> 
     """`find` gives the index `bytes.find` gives, for any haystack and needle."""
     assert find(data, needle) == data.find(needle)
     assert find(data + needle, needle) == (data + needle).find(needle)
+
+
+@given(
+    batch=st.lists(messages(), min_size=2, max_size=8),
+    damage=st.lists(
+        st.tuples(st.sampled_from(["flip", "tear", "crlf"]), st.integers(0, 1 << 16)), max_size=3
+    ),
+    needle=TEXT.filter(bool),
+)
+@settings(max_examples=examples(150))
+def test_search_and_naive_search_agree_on_a_damaged_log(
+    batch: list[Any], damage: list[tuple[str, int]], needle: str
+) -> None:
+    """Bit flips, a torn end and converted line ends change what both read the same way."""
+    with tempfile.TemporaryDirectory() as root:
+        with SessionStore(root, durability="none") as store:
+            for message in batch:  # one record per append: damage may split any of them
+                store.append("s", message)
+        log = Path(root) / "s" / "messages.jsonl"
+        data = log.read_bytes()
+        for kind, at in damage:
+            if kind == "flip":
+                data = flip(data, at % len(data))
+            elif kind == "tear":
+                data = tear(data, at % len(data))
+            else:
+                data = crlf(data)
+            if not data:
+                break
+        log.write_bytes(data)
+        with SessionStore(root, on_problem=lambda problem: None) as store:
+            fast = [(h.session_id, h.sequence, h.field, h.offset) for h in search(store, needle)]
+            slow = [(h.session_id, h.sequence, h.field, h.offset) for h in naive_search(store, needle)]
+        assert fast == slow
