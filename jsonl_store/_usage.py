@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -20,7 +21,7 @@ from ._records import ModelUsage, RawMessageRecord, UsageRecord
 _KNOWN = frozenset(f for f in UsageRecord.__struct_fields__ if f not in ("recorded_at", "extra"))
 
 
-def encode(record: ModelUsage | Mapping[str, Any]) -> bytes:
+def encode(record: ModelUsage | Mapping[str, Any], clock: Callable[[], datetime] = now) -> bytes:
     """The checked line for one usage record: a `ModelUsage`, or a mapping of its keys and more."""
     if isinstance(record, ModelUsage):
         record = msgspec.structs.asdict(record)  # checked below like any mapping
@@ -30,7 +31,7 @@ def encode(record: ModelUsage | Mapping[str, Any]) -> bytes:
     extra = {k: v for k, v in record.items() if k not in _KNOWN}
     _codec.encode_json(extra, "record")
     try:
-        usage = msgspec.convert({"recorded_at": now(), **fields, "extra": extra}, UsageRecord)
+        usage = msgspec.convert({"recorded_at": clock(), **fields, "extra": extra}, UsageRecord)
     except msgspec.ValidationError as exc:
         raise InvalidArgument(f"bad usage record: {exc}") from None
     for name in ModelUsage.__struct_fields__:

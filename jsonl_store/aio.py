@@ -11,6 +11,7 @@ import asyncio
 import functools
 import os
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
 from ._fs import FileSystem
@@ -51,9 +52,17 @@ class AsyncSessionStore:
         lock_timeout: float = 30.0,
         on_problem: Callable[[Problem], None] | None = None,
         fs: FileSystem | None = None,
+        clock: Callable[[], datetime] | None = None,
+        ids: Callable[[], str] | None = None,
     ) -> None:
         self.sync = SessionStore(
-            root, durability=durability, lock_timeout=lock_timeout, on_problem=on_problem, fs=fs
+            root,
+            durability=durability,
+            lock_timeout=lock_timeout,
+            on_problem=on_problem,
+            fs=fs,
+            clock=clock,
+            ids=ids,
         )
 
     async def __aenter__(self) -> Self:
@@ -73,6 +82,7 @@ class AsyncSessionStore:
     model_calls = _in_thread(SessionStore.model_calls)
     snapshot = _in_thread(SessionStore.snapshot)
     list_sessions = _in_thread(SessionStore.list_sessions)
+    session_ids = _in_thread(SessionStore.session_ids)
     get_session = _in_thread(SessionStore.get_session)
     update_session = _in_thread(SessionStore.update_session)
     record_usage = _in_thread(SessionStore.record_usage)

@@ -9,7 +9,9 @@ variable is set, else ``dev``. Tests scale their ``max_examples`` with
 
 from __future__ import annotations
 
+import asyncio
 import os
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,3 +69,28 @@ def store(root: Path, problems: list[Problem]) -> Iterator[SessionStore]:
     """A store on ``root`` without fsync (tests that are about fsync make their own)."""
     with SessionStore(root, durability="none", on_problem=problems.append) as opened:
         yield opened
+
+
+@pytest.fixture
+def sync_event_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """An event loop that a framework's ``run_sync`` finds, closed when the test ends.
+
+    pydantic-ai's ``run_sync`` runs on ``asyncio.get_event_loop()``, which makes a loop and
+    leaves it open; its ``ResourceWarning`` would surface in whichever later test the
+    garbage collector happens to run (warnings are errors here).
+    """
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield loop
+    loop.close()
+    # An asyncio.run() in the test unsets the loop, and a run_sync after it makes another:
+    # close whichever is current now too.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            current = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:  # none is current
+            current = None
+    if current is not None and not current.is_running():
+        current.close()
+    asyncio.set_event_loop(None)

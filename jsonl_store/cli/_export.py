@@ -15,12 +15,10 @@ from ._search import Register, step
 
 FORMATS = ("md", "html", "json")
 
-EPILOG = """examples:
-  jsonl-store export chat-1 --format md -o chat-1.md     a transcript for a pull request
-  jsonl-store export chat-1 --format html -o chat-1.html one self-contained page
-  jsonl-store export --all --format html -o site/         index.html plus one page per session
-
-exit codes: 0 written; 2 bad input, an unknown session or a file that cannot be written."""
+EXAMPLE = """jsonl-store export chat-1 --format md -o chat-1.md
+jsonl-store export chat-1 --format html -o chat-1.html
+jsonl-store export --all --format html -o site/"""
+EXIT_CODES = "exit codes: 0 written; 2 bad input, an unknown session or a file that cannot be written."
 
 
 def _write_file(path: str, data: bytes) -> None:
@@ -90,9 +88,8 @@ def run(args: argparse.Namespace) -> int:
 
 def register(command: Register) -> None:
     """Add ``export`` to the parser (called by `_main.build_parser`)."""
-    sub = command("export", run, "write a session as a Markdown, HTML or JSON transcript")
-    sub.epilog = EPILOG
-    sub.formatter_class = argparse.RawDescriptionHelpFormatter
+    sub = command("export", run, "write a session as a Markdown, HTML or JSON transcript", EXAMPLE)
+    sub.epilog = f"{sub.epilog}\n\n{EXIT_CODES}"
     sub.add_argument("session_id", metavar="ID", nargs="?", help="the session to export")
     sub.add_argument("--format", choices=FORMATS, help="md (the default), html or json")
     sub.add_argument("-o", "--output", metavar="FILE", help="write to FILE (with --all: the directory DIR)")

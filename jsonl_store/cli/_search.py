@@ -7,7 +7,6 @@ Exit codes as ``grep``'s (https://www.gnu.org/software/grep/manual/grep.html#Exi
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 
@@ -16,30 +15,18 @@ from ..search import Hit, search
 from . import _commands as c
 from . import _safe
 from ._progress import Progress, progress
+from ._term import screen
 
-#: `_main.build_parser`'s ``command(name, handler, help)``, which adds one subcommand.
-Register = Callable[[str, c.Command, str], argparse.ArgumentParser]
+#: `_main.build_parser`'s ``command(name, handler, help, example)``, which adds one subcommand.
+Register = Callable[[str, c.Command, str, str], argparse.ArgumentParser]
 #: SGR bold red around a match, then a reset (ECMA-48 §8.3.117).
 _MARK_ON = "\x1b[1;31m"
 _MARK_OFF = "\x1b[0m"
 
-EPILOG = """examples:
-  jsonl-store search 'week 53'                   every session, newest first
-  jsonl-store search --regex 'week 5[23]' --role tool --session chat-1
-  jsonl-store search README --json | jq '.[].sequence'
-
-exit codes: 0 something matched; 1 nothing matched (as grep); 2 bad input or an unusable store."""
-
-
-def colour_wanted(stream: object) -> bool:
-    """Colour only for a person: ``stream`` is a terminal, ``NO_COLOR`` is unset or empty
-    (https://no-color.org/), and ``TERM`` is not ``dumb``."""
-    isatty = getattr(stream, "isatty", None)
-    if isatty is None or not isatty():
-        return False
-    if os.environ.get("NO_COLOR"):
-        return False
-    return os.environ.get("TERM") != "dumb"
+EXAMPLE = """jsonl-store search 'week 53'
+jsonl-store search --regex 'week 5[23]' --role tool --session chat-1
+jsonl-store search README --json | jq '.[].sequence'"""
+EXIT_CODES = "exit codes: 0 something matched; 1 nothing matched (as grep); 2 bad input or an unusable store."
 
 
 def step(bar: Progress) -> Callable[[SessionSummary], None]:
@@ -81,7 +68,9 @@ def run(args: argparse.Namespace) -> int:
         total = 1 if args.session else len(store.list_sessions())
         found = 0
         hits: list[Hit] = []
-        colour = colour_wanted(sys.stdout)
+        # Colour as every command decides it (`_term.screen`): a terminal, not TERM=dumb,
+        # NO_COLOR unset (https://no-color.org/), rich installed.
+        colour = screen(sys.stdout).colour
         with progress("searching", total) as bar:
             for hit in search(
                 store,
@@ -103,9 +92,10 @@ def run(args: argparse.Namespace) -> int:
 
 def register(command: Register) -> None:
     """Add ``search`` to the parser (called by `_main.build_parser`)."""
-    sub = command("search", run, "find a text in every session's messages, tool calls, results and titles")
-    sub.epilog = EPILOG
-    sub.formatter_class = argparse.RawDescriptionHelpFormatter
+    sub = command(
+        "search", run, "find a text in every session's messages, tool calls, results and titles", EXAMPLE
+    )
+    sub.epilog = f"{sub.epilog}\n\n{EXIT_CODES}"
     sub.add_argument(
         "text", metavar="TEXT", help="the text to find (a Python regular expression with --regex)"
     )

@@ -47,3 +47,30 @@ def test_the_openai_agents_extra_declares_a_floor() -> None:
     extras = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]["optional-dependencies"]
     [requirement] = extras["openai-agents"]
     assert requirement.startswith("openai-agents>=")
+
+
+def test_the_pydantic_ai_adapters_without_their_extra_are_one_line_import_errors() -> None:
+    """Without pydantic-ai (or the harness), each pydantic-ai adapter raises one ImportError naming its extra."""
+    for module, hidden, extra in (
+        ("pydantic_ai", "pydantic_ai", "pydantic-ai"),
+        ("pydantic_ai_harness", "pydantic_ai_harness", "pydantic-ai-harness"),
+    ):
+        done = python(
+            f"import sys; sys.modules[{hidden!r}] = None\n"
+            "try:\n"
+            f"    import jsonl_store.adapters.{module}\n"
+            "except ImportError as exc:\n"
+            "    print(type(exc).__name__, exc)\n"
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith(f"ImportError jsonl_store.adapters.{module} needs ")
+        assert done.stdout.endswith(f'pip install "jsonl_store[{extra}]"\n')
+        assert done.stdout.count("\n") == 1
+
+
+def test_the_pydantic_ai_extras_declare_floors() -> None:
+    """The pydantic-ai and pydantic-ai-harness extras name their framework with a lower bound."""
+    extras = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert [r.split(">=")[0] for r in extras["pydantic-ai"]] == ["pydantic-ai-slim"]
+    assert [r.split(">=")[0] for r in extras["pydantic-ai-harness"]] == ["pydantic-ai-harness[acp]"]
+    assert all(">=" in r for r in extras["pydantic-ai"] + extras["pydantic-ai-harness"])

@@ -514,7 +514,7 @@ def read_back(context: list[Any], dialect: str) -> list[tuple[str, Any]]:
 
 MESSAGE_CLASSES = (SystemMessage, UserMessage, AssistantMessage, ToolMessage, CompactedMessage)
 try:
-    from pydantic_ai_dialect import PYDANTIC_AI
+    from jsonl_store.adapters.pydantic_ai import PYDANTIC_AI
 except ImportError:  # the pydantic-ai cases skip
     PYDANTIC_AI = None  # type: ignore[assignment]
 

@@ -1,0 +1,235 @@
+"""pydantic-ai's ``ModelMessage``s as stored records, and their tool-batch dialect.
+
+Shared by the pydantic-ai and pydantic-ai-harness adapters; importing it needs pydantic-ai
+(``pydantic-ai-slim``), which both extras install.
+
+A message is stored as the dict ``{"role": R, "format": "pydantic-ai", "content": J}``:
+``J`` is the message as pydantic-ai's own ``ModelMessagesTypeAdapter`` writes it in JSON
+mode (bytes as base64), so the record is the message pydantic-ai would serialise, and
+``R`` (``user`` for a ``ModelRequest``, ``assistant`` for a ``ModelResponse``) only says
+who made it, for people and ``jsonl-store show``.
+
+pydantic-ai's JSON does not say which Python class a binary value had: it reads an image
+back as a ``BinaryImage`` even when it was written from a plain ``BinaryContent``, and the
+two never compare equal. So where a message holds a plain ``BinaryContent`` that reading
+would turn into a ``BinaryImage``, the record lists its place under ``"plain_binary"``
+(paths of field names and list indexes), and decoding puts a ``BinaryContent`` back
+there: a message comes back equal to the one saved.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeGuard
+
+import orjson
+
+try:
+    from pydantic_ai import messages as _messages
+    from pydantic_ai.messages import (
+        BinaryContent,
+        ModelMessage,
+        ModelMessagesTypeAdapter,
+        ModelRequest,
+        ModelResponse,
+        RetryPromptPart,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+except ImportError as exc:  # pragma: no cover - exercised in an environment without the extra
+    raise ImportError(
+        'jsonl_store.adapters.pydantic_ai needs pydantic-ai: pip install "jsonl_store[pydantic-ai]"'
+    ) from exc
+
+from jsonl_store import INTERRUPTED_NOTICE, InvalidArgument, ModelUsage
+
+#: The ``format`` of a stored pydantic-ai message.
+MESSAGE_FORMAT = "pydantic-ai"
+
+#: What pydantic-ai's own repair answers an interrupted call with (pydantic-ai 2.x,
+#: ``pydantic_ai.messages.INTERRUPTED_TOOL_RETURN_CONTENT``); older releases have no such
+#: text, and the store's notice stands in.
+PYDANTIC_AI_NOTICE: str = getattr(_messages, "INTERRUPTED_TOOL_RETURN_CONTENT", INTERRUPTED_NOTICE)
+#: The metadata key pydantic-ai marks the results it synthesises with.
+SYNTHESIZED_KEY: str = getattr(
+    _messages, "SYNTHESIZED_TOOL_RETURN_METADATA_KEY", "pydantic_ai_synthesized_tool_return"
+)
+_RETURN_FIELDS = {field.name for field in dataclasses.fields(ToolReturnPart)}
+
+Path = tuple[str | int, ...]
+
+
+def _plain_binaries(value: Any, path: Path) -> Iterator[Path]:
+    """Where ``value`` holds a plain ``BinaryContent`` that pydantic-ai reads back as a subclass."""
+    if type(value) is BinaryContent:
+        if BinaryContent.narrow_type(value) is not value:
+            yield path
+        return
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from _plain_binaries(item, (*path, index))
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            yield from _plain_binaries(getattr(value, field.name), (*path, field.name))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str):
+                yield from _plain_binaries(item, (*path, key))
+
+
+def _replaced(value: Any, path: Path) -> Any:
+    """``value`` with the binary at ``path`` back as a plain ``BinaryContent`` (copies on the way)."""
+    if not path:
+        if not isinstance(value, BinaryContent):
+            raise InvalidArgument("a stored plain_binary path does not lead to binary content")
+        plain = BinaryContent(
+            data=value.data, media_type=value.media_type, vendor_metadata=value.vendor_metadata
+        )
+        # The identifier pydantic-ai computed and wrote is the one it reads back; keep it.
+        object.__setattr__(plain, "_identifier", value._identifier)
+        return plain
+    head, rest = path[0], path[1:]
+    if isinstance(head, int) and isinstance(value, list):
+        return [*value[:head], _replaced(value[head], rest), *value[head + 1 :]]
+    if isinstance(head, str) and isinstance(value, dict):
+        return {**value, head: _replaced(value[head], rest)}
+    if isinstance(head, str) and dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(value, **{head: _replaced(getattr(value, head), rest)})
+    raise InvalidArgument("a stored plain_binary path does not match the message it belongs to")
+
+
+def role(message: ModelMessage) -> str:
+    """``user`` for a request, ``assistant`` for a response (for people reading the log)."""
+    return "assistant" if isinstance(message, ModelResponse) else "user"
+
+
+def encode(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
+    """The records' messages for ``messages``: each encoded once, by pydantic-ai."""
+    for message in messages:
+        if not isinstance(message, (ModelRequest, ModelResponse)):
+            raise InvalidArgument(
+                f"a pydantic-ai history holds ModelMessage values, not {type(message).__name__}"
+            )
+    dumped = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
+    out = []
+    for message, content in zip(messages, dumped, strict=True):
+        stored: dict[str, Any] = {"role": role(message), "format": MESSAGE_FORMAT, "content": content}
+        plain = [list(path) for path in _plain_binaries(message, ())]
+        if plain:
+            stored["plain_binary"] = plain
+        out.append(stored)
+    return out
+
+
+def is_stored_message(message: Any) -> TypeGuard[dict[str, Any]]:
+    """Whether a record's message is a stored pydantic-ai message."""
+    return (
+        isinstance(message, dict)
+        and message.get("format") == MESSAGE_FORMAT
+        and isinstance(message.get("content"), dict)
+    )
+
+
+def decode(stored: Sequence[dict[str, Any]]) -> list[ModelMessage]:
+    """The ``ModelMessage``s of stored messages, validated by pydantic-ai in one call.
+
+    Raises pydantic's ``ValidationError`` (a ``ValueError``) for a message pydantic-ai cannot read.
+    """
+    if not stored:
+        return []
+    # JSON, not Python, validation: bytes were written as base64 text, which only the
+    # JSON mode reads back as bytes.
+    messages = ModelMessagesTypeAdapter.validate_json(orjson.dumps([item["content"] for item in stored]))
+    for index, item in enumerate(stored):
+        for path in item.get("plain_binary") or ():
+            if not isinstance(path, list):
+                raise InvalidArgument("a stored plain_binary entry is not a path")
+            messages[index] = _replaced(messages[index], tuple(path))
+    return messages
+
+
+def usage(message: ModelMessage) -> ModelUsage | None:
+    """A response's token counts in the store's terms (for ``jsonl-store usage``), else None."""
+    if not isinstance(message, ModelResponse):
+        return None
+    counts = message.usage
+    details = getattr(counts, "details", None) or {}
+    return ModelUsage(
+        input_tokens=counts.input_tokens or 0,
+        output_tokens=counts.output_tokens or 0,
+        cache_read_tokens=getattr(counts, "cache_read_tokens", 0) or 0,
+        cache_write_tokens=getattr(counts, "cache_write_tokens", 0) or 0,
+        reasoning_tokens=int(details.get("reasoning_tokens", 0) or 0),
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# The tool-batch dialect
+# ---------------------------------------------------------------------------------------
+
+
+def is_result(part: Any) -> TypeGuard[ToolReturnPart | RetryPromptPart]:
+    """A request part that answers a tool call: pydantic-ai's own ``_is_tool_result_part``.
+
+    A ``ToolReturnPart``, or a ``RetryPromptPart`` that names a tool (one without a tool
+    name is feedback on the whole response, not a result), as
+    https://github.com/pydantic/pydantic-ai/blob/main/pydantic_ai_slim/pydantic_ai/messages.py
+    reads them.
+    """
+    return isinstance(part, ToolReturnPart) or (
+        isinstance(part, RetryPromptPart) and part.tool_name is not None
+    )
+
+
+class PydanticAIDialect:
+    """The store's tool-batch rule over pydantic-ai's ``ModelRequest``/``ModelResponse`` messages.
+
+    Calls are a response's ``ToolCallPart``s; results are the ``ToolReturnPart``s (and
+    tool-bound ``RetryPromptPart``s) of the requests after it, matched by
+    ``tool_call_id``; a request keeps its other parts when its results are dropped. A
+    closing result is the one pydantic-ai's ``repair_messages`` synthesises: a
+    ``ToolReturnPart`` with ``outcome="interrupted"``, the call's ``tool_kind``, the
+    response's timestamp and pydantic-ai's marker in its ``metadata``, so pydantic-ai
+    finds nothing left to repair and its prompt cache sees the same history.
+    """
+
+    def calls(self, message: Any) -> Sequence[tuple[Any, str | None]]:
+        if not isinstance(message, ModelResponse):
+            return []
+        return [
+            (part.tool_call_id, part.tool_name) for part in message.parts if isinstance(part, ToolCallPart)
+        ]
+
+    def answers(self, message: Any) -> Sequence[Any]:
+        if not isinstance(message, ModelRequest):
+            return []
+        return [part.tool_call_id for part in message.parts if is_result(part)]
+
+    def keep_answers(self, message: Any, keep: Sequence[bool]) -> Any | None:
+        flags = iter(keep)
+        parts = [part for part in message.parts if not is_result(part) or next(flags)]
+        return dataclasses.replace(message, parts=parts) if parts else None
+
+    def joins(self, previous: Any, message: Any) -> bool:
+        return False
+
+    def notices(self, unanswered: Sequence[tuple[Any, Any, str | None]], notice: str) -> list[Any]:
+        parts = []
+        for response, call_id, name in unanswered:
+            call = next(
+                (p for p in response.parts if isinstance(p, ToolCallPart) and p.tool_call_id == call_id), None
+            )
+            options: dict[str, Any] = {"metadata": {SYNTHESIZED_KEY: True}, "timestamp": response.timestamp}
+            if "outcome" in _RETURN_FIELDS:
+                options["outcome"] = "interrupted"
+            if "tool_kind" in _RETURN_FIELDS and call is not None:
+                options["tool_kind"] = call.tool_kind
+            parts.append(
+                ToolReturnPart(tool_name=name or "", content=notice, tool_call_id=call_id, **options)
+            )
+        return [ModelRequest(parts=parts)]
+
+
+#: The dialect object: pass it as ``dialect=`` to the store's repair functions.
+PYDANTIC_AI = PydanticAIDialect()
