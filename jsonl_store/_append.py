@@ -144,7 +144,7 @@ class Batch:
                 f"session {session_id!r} has parent {self.session.parent!r}; a parent never changes (got {parent!r})",
                 session_id=session_id,
             )
-        # A fork's own log starts after its branch point (spec §8.9).
+        # A fork's own log starts after its branch point (spec §8.10).
         sequence = sequence_of(last) if last is not None else self.session.base
         if self.expected is not None and sequence != self.expected:
             raise SequenceConflict(

@@ -128,7 +128,7 @@ def check_unique(fresh_ids: list[str], cache: CheckpointCache | None, saved: int
         raise InvalidMessage("checkpoint got two messages with the same id")
 
 
-#: A fork's history before its own log (spec §8.9): the ids of its context's messages there,
+#: A fork's history before its own log (spec §8.10): the ids of its context's messages there,
 #: with their sequences, and the branch sequence.
 Prefix = Callable[[], tuple[dict[Any, int], int]]
 

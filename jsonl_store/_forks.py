@@ -4,7 +4,7 @@ A fork's directory holds ``fork.json``, one checksummed line (spec §6.1) writte
 when the fork is made: the source session, the sequence it branched at, and the id of
 the source's record at that sequence. The fork's own log starts at the next sequence;
 readers read the source's records up to the branch point (recursively, for a fork of a
-fork) and then the fork's own (spec §8.9). Nothing of the source is copied, so a fork
+fork) and then the fork's own (spec §8.10). Nothing of the source is copied, so a fork
 costs a few hundred bytes in git, and the source's log is never touched.
 """
 
@@ -92,7 +92,7 @@ class Link:
 
 
 def chain(fs: FileSystem, directory_of: Callable[[str], str], session_id: str) -> list[Link]:
-    """The sessions a session's history is read from, oldest first, it last (spec §8.9).
+    """The sessions a session's history is read from, oldest first, it last (spec §8.10).
 
     A fork that branched at or before a fork point of its own source skips that source:
     none of the source's own records are in its history. Raises `DamagedFork` for an
@@ -164,10 +164,7 @@ def link_records(
 
 def latest_snapshot_upto(log: LogReader, upto: int | None) -> ContextSnapshot | None:
     """The newest snapshot of ``log`` that compacts no record beyond ``upto`` (None: any)."""
-    snapshot = log.latest_snapshot()
-    while snapshot is not None and upto is not None and snapshot.compacted_through_sequence > upto:
-        snapshot = log.latest_snapshot(at_most=snapshot.version - 1)
-    return snapshot
+    return log.latest_snapshot(at_most=upto)
 
 
 __all__ = [

@@ -86,7 +86,7 @@ class OpenSession:
         self.usage: LogWriter | None = None
         #: The parent never changes once written, so it can be cached for the checks.
         self.parent: str | None = None
-        #: A fork's branch sequence (its own log starts after it; spec §8.9), else 0.
+        #: A fork's branch sequence (its own log starts after it; spec §8.10), else 0.
         #: ``fork.json`` is written once, before the fork's first record, so it is cached too.
         self.base = 0
         self.prepared = False

@@ -191,7 +191,7 @@ class SessionStore:
         return meta
 
     def _links(self, session_id: str, directory: str, found: Reporter) -> list[_forks.Link]:
-        """The sessions this one's history is read from (spec §8.9): itself alone unless a fork.
+        """The sessions this one's history is read from (spec §8.10): itself alone unless a fork.
 
         A fork file that cannot be read, or a chain that loops, is reported (``bad-fork``)
         and the session is read alone, from its own log.
@@ -208,7 +208,7 @@ class SessionStore:
         self, links: list[_forks.Link], found: Reporter
     ) -> tuple[ContextSnapshot | None, list[RawMessageRecord]]:
         """A fork's snapshot and the records after it: its own newest snapshot, else its
-        sources' newest one before the branch, else none (spec §8.9)."""
+        sources' newest one before the branch, else none (spec §8.10)."""
         fs, directory_of = self._fs, self._handles.directory
         for index in range(len(links) - 1, -1, -1):
             link = links[index]
@@ -233,15 +233,24 @@ class SessionStore:
             tail.extend(_forks.link_records(fs, directory_of(link.session_id), link, found))
         return None, tail
 
-    def _fork_prefix(self, session_id: str, directory: str) -> _checkpoint.Prefix | None:
-        """For a fork: what its history holds before its own log, as `checkpoint` counts it."""
+    def _fork_point(self, session_id: str, directory: str) -> ForkPoint | None:
+        """The session's fork point; None for a session that is not a fork (or does not exist)."""
         if not self._handles.check_dir(session_id, directory):
             return None
         try:
-            if _forks.read(self._fs, directory) is None:
+            return _forks.read(self._fs, directory)
+        except _forks.DamagedFork as exc:
+            raise UnsupportedFormat(
+                f"session {session_id!r}: {FORK_NAME} cannot be read ({exc})", session_id=session_id
+            ) from None
+
+    def _fork_prefix(self, session_id: str, directory: str) -> _checkpoint.Prefix | None:
+        """For a fork: what its history holds before its own log, as `checkpoint` counts it."""
+        try:
+            if self._fork_point(session_id, directory) is None:
                 return None
-        except _forks.DamagedFork:
-            return None
+        except UnsupportedFormat:
+            return None  # the append that follows refuses it, saying why
 
         def prefix() -> tuple[dict[Any, int], int]:
             found = Reporter()
@@ -528,7 +537,7 @@ class SessionStore:
         links = self._links(session_id, directory, found) if len(records) < n else []
         if len(links) > 1:
             # A fork's own log is short of n: the rest comes from the end of its history
-            # before the branch (read forwards: O(that history), spec §8.9).
+            # before the branch (read forwards: O(that history), spec §8.10).
             missing = n - len(records)
             before: collections.deque[RawMessageRecord] = collections.deque(maxlen=missing)
             for link in links[:-1]:
@@ -671,6 +680,15 @@ class SessionStore:
         directory = self._handles.directory(session_id)
         _compact.check_arguments(compacted_message, compacted_through_sequence, expected_version)
         self._require_writable(session_id, directory)
+        point = self._fork_point(session_id, directory)
+        if point is not None and compacted_through_sequence <= point.sequence:
+            # A fork's boundary must be one of its own records (spec §8.10): the records
+            # before its branch are its source's, and a snapshot never reaches into them.
+            raise InvalidArgument(
+                f"sequence {compacted_through_sequence} is before session {session_id!r}'s own records "
+                f"(it is a fork of its source at #{point.sequence}); compact a later record",
+                session_id=session_id,
+            )
         with self._handles.lock(session_id):
             return _compact.create(
                 self._handles,
@@ -845,7 +863,7 @@ class SessionStore:
 
         Nothing is copied: the fork's ``fork.json`` names the source, the sequence and that
         record's id, and readers read the source's records up to it, then the fork's own
-        (spec §8.9), which start at ``at_sequence + 1``. Forks of forks work the same way.
+        (spec §8.10), which start at ``at_sequence + 1``. Forks of forks work the same way.
         ``new_session_id`` defaults to a new UUID. Raises `SessionNotFound` for an unknown
         source, `InvalidArgument` when ``at_sequence`` is not a record of its history or
         ``new_session_id`` is taken. The source may go on appending: the fork keeps the

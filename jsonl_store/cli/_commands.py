@@ -268,6 +268,14 @@ def rename(args: argparse.Namespace) -> int:
     return 0
 
 
+def fork(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    existing(store, args.session_id)
+    new = store.fork(args.session_id, args.sequence, args.new_id)
+    emit([f"forked session {args.session_id} at #{args.sequence} into {new}"])
+    return 0
+
+
 Command = Callable[[argparse.Namespace], int]
 
 __all__ = [
@@ -280,6 +288,7 @@ __all__ = [
     "cat",
     "delete",
     "demo",
+    "fork",
     "rename",
     "repair",
     "verify",

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 #: Arguments that become stored text or a session's file name. (--root and DIR stay
 #: free: a directory name with bytes that are not UTF-8 is a valid path.)
-_TEXT_ARGUMENTS = {"session_id": "ID", "title": "TITLE", "parent": "--parent ID"}
+_TEXT_ARGUMENTS = {"session_id": "ID", "title": "TITLE", "parent": "--parent ID", "new_id": "--id NEW"}
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -206,6 +206,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("rename", c.rename, "set a session's title", "jsonl-store rename chat-2 'Async greeting'")
     sub.add_argument("session_id", metavar="ID")
     sub.add_argument("title", metavar="TITLE")
+
+    sub = command(
+        "fork",
+        c.fork,
+        "make a session whose history is ID's up to #SEQ, without copying it",
+        "jsonl-store fork chat-1 4 --id chat-1-retry",
+    )
+    sub.add_argument("session_id", metavar="ID")
+    sub.add_argument("sequence", metavar="SEQ", type=int, help="the last record of ID the fork keeps")
+    sub.add_argument("--id", dest="new_id", metavar="NEW", help="the fork's session id (default: a new UUID)")
 
     # The example is the import command's own epilog (configure sets it, with the defaults).
     _import.configure(command("import", _import.run, _import.HELP, ""))
