@@ -259,6 +259,25 @@ def _file_may_hold(path: str, needle: bytes) -> bool:
         os.close(fd)
 
 
+def _logs_of(store: SessionStore, summary: SessionSummary) -> list[str]:
+    """The raw logs a session's records come from: its own, and for a fork its sources'.
+
+    The documented layout (README, "The session directory"): a fork reads its history
+    from its source's ``messages.jsonl`` up to the branch (README, `fork`), so the needle
+    may be there only. A store over a simulated file system has no such real files, and
+    the prefilter then lets records() decide.
+    """
+    paths = [os.path.join(store.root, summary.session_id, "messages.jsonl")]
+    seen = {summary.session_id}
+    point = summary.fork
+    while point is not None and point.session_id not in seen:
+        seen.add(point.session_id)
+        paths.append(os.path.join(store.root, point.session_id, "messages.jsonl"))
+        source = store.get_session(point.session_id)
+        point = source.fork if source is not None else None
+    return paths
+
+
 def _open(store_or_root: SessionStore | str | os.PathLike[str]) -> tuple[SessionStore, bool]:
     if isinstance(store_or_root, SessionStore):
         return store_or_root, False
@@ -336,10 +355,7 @@ def _search_session(
         span = match(summary.title)
         if span is not None:
             yield _hit(sid, 0, None, "title", summary.title, span)
-    # The documented layout (README, "The session directory"); a store over a simulated
-    # file system has no such real file, and the prefilter then lets records() decide.
-    path = os.path.join(store.root, sid, "messages.jsonl")
-    if not _file_may_hold(path, needle):
+    if not any(_file_may_hold(path, needle) for path in _logs_of(store, summary)):
         return
     # The same needle again, line by line: only the lines that hold it are decoded.
     for record in store.records(sid, containing=needle or None):

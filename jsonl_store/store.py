@@ -480,7 +480,9 @@ class SessionStore:
         When a snapshot's boundary is at or before ``after``, reading starts at that
         snapshot's tail offset instead of the beginning of the file. With ``containing``,
         only the records whose line in the log holds those bytes are decoded and given
-        (a prefilter: the caller checks the decoded record; `jsonl_store.search` uses it).
+        (a prefilter: the caller checks the decoded record; `jsonl_store.search` uses it);
+        the records a fork reads from its sources are given whole (the branch record's id
+        is checked on the way).
         """
         if type(after) is not int or after < 0:
             raise InvalidArgument(f"after must be a non-negative int, got {after!r}")

@@ -137,6 +137,9 @@ def render_html(transcript: Transcript, *, in_site: bool = False) -> str:
         facts.append(("agent", esc_line(summary.agent_name)))
     if summary.parent_session_id:
         facts.append(("parent session", _link(summary.parent_session_id, summary.parent_session_id)))
+    if summary.fork is not None:
+        source = summary.fork.session_id
+        facts.append(("forked from", f"{_link(source, source)} after #{summary.fork.sequence}"))
     for child in transcript.children:
         label = child.session_id + (f": {child.title}" if child.title else "")
         facts.append(("sub-agent session", _link(child.session_id, label)))

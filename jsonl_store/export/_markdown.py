@@ -113,6 +113,9 @@ def render_markdown(transcript: Transcript) -> str:
         lines.append(f"- agent: {code(summary.agent_name)}")
     if summary.parent_session_id:
         lines.append(f"- parent session: {_session_link(None, summary.parent_session_id)}")
+    if summary.fork is not None:
+        source = summary.fork.session_id
+        lines.append(f"- forked from: {_session_link(None, source)} after #{summary.fork.sequence}")
     lines += [
         f"- sub-agent session: {_session_link(child, child.session_id)}" for child in transcript.children
     ]

@@ -50,6 +50,9 @@ def test_search_finds_what_a_decode_everything_search_finds(
     with tempfile.TemporaryDirectory() as root, SessionStore(root, durability="none") as store:
         for index, batch in enumerate(sessions):
             store.append_many(f"s{index}", batch, title=titles[index] or None)
+        # A fork reads its first records from s0's log: its own log may lack the needle.
+        store.fork("s0", 1, "fork")
+        store.append("fork", sessions[-1][-1])
         if pick:  # a needle that surely occurs: a piece of a stored text
             first = sessions[0][0]
             content = first.content if not isinstance(first, dict) else first["content"][0]["text"]

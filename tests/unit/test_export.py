@@ -180,3 +180,14 @@ def test_markdown_rendered_by_a_commonmark_parser_has_no_active_markup(store: Se
     assert page.links == ["session-main-sub.md"]  # the sub-agent's page; no stored link became one
     assert page.tags.count("details") == 2 and page.tags.count("summary") == 2
     assert "<script>alert(1)</script></details></pre>```" in "".join(page.text)
+
+
+def test_a_fork_shows_its_whole_history_and_links_its_source(store: SessionStore) -> None:
+    """A fork's transcript holds the records it shares with its source, and names the branch."""
+    store.fork("main", 2, "main-retry")
+    store.append("main-retry", UserMessage(content="Try again."))
+    markdown = to_markdown(store, "main-retry")
+    assert "- forked from: [` main `](session-main.md) after #2" in markdown
+    assert "Please read the README." in markdown and "Try again." in markdown
+    page = parse(to_html(store, "main-retry"))
+    assert "session-main.html" in page.links and "Try again." in "".join(page.text)

@@ -130,3 +130,14 @@ def test_a_fifo_in_place_of_a_log_neither_hangs_nor_hits(store: SessionStore) ->
     with fails_after(30, "search opened the FIFO and blocked"):
         assert where(list(search(fifo_store, "e", role="user"))) == [("a", 1, "content")]
     assert any(p.kind == "unsafe-path" for p in problems)
+
+
+def test_a_fork_is_searched_through_the_history_it_shares(store: SessionStore) -> None:
+    """A needle only in the source's part of a fork's history is found in the fork too."""
+    store.fork("a", 1, "a-fork")
+    store.append("a-fork", UserMessage(content="only in the fork"))
+    assert where(list(search(store, "grep me", role="user"))) == [
+        ("a-fork", 1, "content"),
+        ("a", 1, "content"),
+    ]
+    assert where(list(search(store, "only in the fork"))) == [("a-fork", 2, "content")]
