@@ -92,9 +92,13 @@ class AsyncSessionStore:
     verify = _in_thread(SessionStore.verify)
     repair = _in_thread(SessionStore.repair)
 
-    async def records(self, session_id: str, *, after: int = 0) -> AsyncIterator[RawMessageRecord]:
+    async def records(
+        self, session_id: str, *, after: int = 0, containing: bytes | None = None
+    ) -> AsyncIterator[RawMessageRecord]:
         """`SessionStore.records` as an async iterator, fetched in batches on a worker thread."""
-        iterator = await asyncio.to_thread(lambda: self.sync.records(session_id, after=after))
+        iterator = await asyncio.to_thread(
+            lambda: self.sync.records(session_id, after=after, containing=containing)
+        )
         async for record in _drain(iterator):
             yield record
 
