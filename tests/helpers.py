@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Iterable, Iterator
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -22,6 +24,20 @@ from hypothesis import settings
 
 from jsonl_store import AnyMessage, Message
 from jsonl_store._paths import LOCK_NAME, LOG_NAME, META_NAME, USAGE_NAME, snapshot_name
+
+
+def cli(*argv: str, cwd: str | os.PathLike[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m jsonl_store.cli argv`` as a child process, without ``$JSONL_STORE_ROOT``."""
+    env = {k: v for k, v in os.environ.items() if k != "JSONL_STORE_ROOT"}
+    return subprocess.run(
+        [sys.executable, "-m", "jsonl_store.cli", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def plain(message: Message) -> dict[str, Any]:

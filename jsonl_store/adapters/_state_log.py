@@ -76,6 +76,14 @@ class Raw:
     last_sequence: int
 
 
+def _none(items: Sequence[Any]) -> list[Any]:
+    return []
+
+
+def _never(message: Any) -> bool:
+    return False
+
+
 def common_prefix(old: Sequence[Any], new: Sequence[Any]) -> int:
     """How many leading items ``old`` and ``new`` share (identity first, then ``==``)."""
     n = min(len(old), len(new))
@@ -127,9 +135,10 @@ def replay(
 class StateLog:
     """Saves and loads whole states of sessions of one store, writing only differences.
 
-    ``encode_messages``/``encode_updates`` turn new items into records' messages;
-    ``read`` gives a session's `Stored` state from its log (decoding what is live);
-    ``usage`` gives the token counts to store with a message record, if any.
+    ``encode_messages``/``encode_updates`` turn new items into records' messages,
+    ``is_message``/``is_update`` tell such a record's message, ``decode_messages``/
+    ``decode_updates`` turn the live ones back into items (all at once, so a framework's
+    validator runs once); ``usage`` gives the token counts to store with a message record.
     Thread-safe: saves of one session from several threads are serialised here, and
     the conditional append orders them against every other writer.
     """
@@ -139,18 +148,45 @@ class StateLog:
         store: SessionStore,
         *,
         encode_messages: Callable[[Sequence[Any]], list[dict[str, Any]]],
-        encode_updates: Callable[[Sequence[Any]], list[dict[str, Any]]],
-        read: Callable[[str], Stored],
+        is_message: Callable[[Any], bool],
+        decode_messages: Callable[[Sequence[dict[str, Any]]], list[Any]],
         usage: Callable[[Any], ModelUsage | None],
+        encode_updates: Callable[[Sequence[Any]], list[dict[str, Any]]] | None = None,
+        is_update: Callable[[Any], bool] | None = None,
+        decode_updates: Callable[[Sequence[dict[str, Any]]], list[Any]] | None = None,
     ) -> None:
         self.store = store
         self._encode_messages = encode_messages
-        self._encode_updates = encode_updates
-        self._read = read
+        self._is_message = is_message
+        self._decode_messages = decode_messages
         self._usage = usage
+        self._encode_updates = encode_updates or _none
+        self._is_update = is_update or _never
+        self._decode_updates = decode_updates or _none
         self._known: dict[str, Stored] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+
+    def _read(self, session_id: str) -> Stored:
+        """The session's state from its log: every record replayed, the live items decoded.
+
+        ``load(strict=True)`` reads it, so damage in the middle of the log raises
+        `CorruptSession` and a torn last line is what a crash left; the adapters make no
+        snapshot, and one made by other means is read past (all records count).
+        """
+        store = self.store
+        if store.get_session(session_id) is None:
+            return Stored(messages=[], updates=[], model=None, last_sequence=0, exists=False)
+        view = store.load(session_id, strict=True)
+        records = view.raw_tail if view.snapshot is None else list(store.records(session_id))
+        raw = replay(records, self._is_message, self._is_update)
+        return Stored(
+            messages=self._decode_messages(raw.messages),
+            updates=self._decode_updates(raw.updates),
+            model=raw.model,
+            last_sequence=raw.last_sequence,
+            exists=True,
+        )
 
     def lock(self, session_id: str) -> threading.Lock:
         with self._guard:

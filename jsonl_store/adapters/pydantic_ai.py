@@ -57,14 +57,6 @@ from ._pydantic_ai_codec import is_stored_message
 __all__ = ["PYDANTIC_AI", "PydanticAIDialect", "PydanticAIHistory"]
 
 
-def _no_updates(items: Sequence[Any]) -> list[dict[str, Any]]:
-    return []
-
-
-def _never(message: Any) -> bool:
-    return False
-
-
 class PydanticAIHistory:
     """pydantic-ai message histories, one jsonl_store session each.
 
@@ -76,27 +68,17 @@ class PydanticAIHistory:
     def __init__(self, root: str, **store_options: Any) -> None:
         self.store = SessionStore(root, **store_options)
         self._log = _state_log.StateLog(
-            self.store, encode_messages=encode, encode_updates=_no_updates, read=self._read, usage=usage
+            self.store,
+            encode_messages=encode,
+            is_message=is_stored_message,
+            decode_messages=decode,
+            usage=usage,
         )
 
     @staticmethod
     def store_session_id(session_id: str) -> str:
         """The store's session id (the directory name) of a history's id."""
         return encode_session_id(session_id)
-
-    def _read(self, sid: str) -> _state_log.Stored:
-        if self.store.get_session(sid) is None:
-            return _state_log.Stored(messages=[], updates=[], model=None, last_sequence=0, exists=False)
-        view = self.store.load(sid, strict=True)
-        records = view.raw_tail if view.snapshot is None else list(self.store.records(sid))
-        raw = _state_log.replay(records, is_stored_message, _never)
-        return _state_log.Stored(
-            messages=decode(raw.messages),
-            updates=[],
-            model=None,
-            last_sequence=raw.last_sequence,
-            exists=True,
-        )
 
     def load(
         self, session_id: str, *, repair: bool = True, notice: str = PYDANTIC_AI_NOTICE

@@ -120,27 +120,20 @@ class JsonlSessionStore:
     def __init__(self, root: str, **store_options: Any) -> None:
         self.store = SessionStore(root, **store_options)
         self._log = _state_log.StateLog(
-            self.store, encode_messages=encode, encode_updates=encode_updates, read=self._read, usage=usage
+            self.store,
+            encode_messages=encode,
+            is_message=is_stored_message,
+            decode_messages=decode,
+            usage=usage,
+            encode_updates=encode_updates,
+            is_update=is_stored_update,
+            decode_updates=decode_updates,
         )
 
     @staticmethod
     def store_session_id(session_id: str) -> str:
         """The store's session id (the directory name) of an ACP session id."""
         return encode_session_id(session_id)
-
-    def _read(self, sid: str) -> _state_log.Stored:
-        if self.store.get_session(sid) is None:
-            return _state_log.Stored(messages=[], updates=[], model=None, last_sequence=0, exists=False)
-        view = self.store.load(sid, strict=True)
-        records = view.raw_tail if view.snapshot is None else list(self.store.records(sid))
-        raw = _state_log.replay(records, is_stored_message, is_stored_update)
-        return _state_log.Stored(
-            messages=decode(raw.messages),
-            updates=decode_updates(raw.updates),
-            model=raw.model,
-            last_sequence=raw.last_sequence,
-            exists=True,
-        )
 
     def save_sync(self, session_id: str, session: StoredSession) -> None:
         """`save`, for code that is not async."""

@@ -36,7 +36,7 @@ from typing import Any
 
 from .. import ModelUsage, encode_session_id
 from . import _source
-from ._engine import Collector, Compaction, Entry, Parsed, Target, session_id_for
+from ._engine import Collector, Compaction, Entry, Parsed, Target, session_id_for, token_count
 
 PREFIX = "claude-code-"
 #: Line types that carry a title for the session, and the key holding it.
@@ -51,18 +51,16 @@ def default_location() -> str:
     return os.path.join(base, "projects")
 
 
-def _count(usage: dict[str, Any], key: str) -> int:
-    value = usage.get(key, 0)
-    return value if type(value) is int and value >= 0 else 0
-
-
 def usage_of(message: dict[str, Any]) -> ModelUsage | None:
     """The usage of one Anthropic message, or None when it reports none (or only zeros)."""
     usage = message.get("usage")
     if not isinstance(usage, dict):
         return None
-    fresh, output = _count(usage, "input_tokens"), _count(usage, "output_tokens")
-    write, read = _count(usage, "cache_creation_input_tokens"), _count(usage, "cache_read_input_tokens")
+    fresh, output = token_count(usage, "input_tokens"), token_count(usage, "output_tokens")
+    write, read = (
+        token_count(usage, "cache_creation_input_tokens"),
+        token_count(usage, "cache_read_input_tokens"),
+    )
     if not (fresh or output or write or read):
         return None
     return ModelUsage(

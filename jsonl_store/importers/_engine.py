@@ -130,6 +130,12 @@ class Format(Protocol):
         ...
 
 
+def token_count(usage: dict[str, Any], key: str) -> int:
+    """A token count of a source's usage object: a non-negative int, else 0 (sources are untrusted)."""
+    value = usage.get(key, 0)
+    return value if type(value) is int and value >= 0 else 0
+
+
 def session_id_for(prefix: str, source_id: str) -> str:
     """``prefix`` + `encode_session_id` of the source's id (a UUID is its own encoding).
 

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .. import ModelUsage
-from ._engine import Collector, Compaction, Entry, Parsed, Target, session_id_for
+from ._engine import Collector, Compaction, Entry, Parsed, Target, session_id_for, token_count
 
 PREFIX = "pi-"
 _TRACKED = frozenset({"model_change", "thinking_level_change"})
@@ -33,17 +33,12 @@ def default_location() -> str:
     return os.path.join(base, "sessions")
 
 
-def _int(usage: dict[str, Any], key: str) -> int:
-    value = usage.get(key, 0)
-    return value if type(value) is int and value >= 0 else 0
-
-
 def usage_of(message: dict[str, Any]) -> ModelUsage | None:
     usage = message.get("usage")
     if not isinstance(usage, dict):
         return None
-    read, write = _int(usage, "cacheRead"), _int(usage, "cacheWrite")
-    fresh, output = _int(usage, "input"), _int(usage, "output")
+    read, write = token_count(usage, "cacheRead"), token_count(usage, "cacheWrite")
+    fresh, output = token_count(usage, "input"), token_count(usage, "output")
     if not (read or write or fresh or output):
         return None
     return ModelUsage(input_tokens=fresh + read + write, output_tokens=output, cache_read_tokens=read,

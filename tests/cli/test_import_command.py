@@ -8,21 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from helpers import cli
+
 DATA = Path(__file__).parents[1] / "importers" / "data"
-
-
-def cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m jsonl_store.cli argv`` as a child process."""
-    env = {k: v for k, v in os.environ.items() if k != "JSONL_STORE_ROOT"}
-    return subprocess.run(
-        [sys.executable, "-m", "jsonl_store.cli", *argv],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_import_prints_one_line_per_file_then_the_totals(tmp_path: Path) -> None:

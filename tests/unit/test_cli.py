@@ -6,13 +6,12 @@ once per scenario to check what a shell sees (exit code, stderr without a traceb
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import orjson
 import pytest
+from helpers import cli
 
 from jsonl_store import (
     AssistantMessage,
@@ -478,20 +477,6 @@ def test_negative_after_is_the_stores_error(root: Path, capsys: pytest.CaptureFi
 
 
 # -- as a separate process -----------------------------------------------------------------
-
-
-def cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m jsonl_store.cli argv`` as a child process."""
-    env = {k: v for k, v in os.environ.items() if k != "JSONL_STORE_ROOT"}
-    return subprocess.run(
-        [sys.executable, "-m", "jsonl_store.cli", *argv],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 def test_subprocess_exit_codes_and_no_traceback(root: Path) -> None:
