@@ -39,14 +39,14 @@ torn last line, what a crash leaves, is not damage: the state before it loads.
 from __future__ import annotations
 
 import asyncio
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from jsonl_store import SessionStore, encode_session_id
 
-from . import _state_log
-from ._pydantic_ai_codec import decode, encode, is_stored_message, usage
-
+# The harness first: without it (and so, often, without pydantic-ai too) the error must
+# name this adapter's extra, not the pydantic-ai adapter's that the codec below names.
 try:
     from pydantic import TypeAdapter
     from pydantic_ai_harness.experimental import HarnessExperimentalWarning
@@ -55,8 +55,6 @@ except ImportError as exc:  # pragma: no cover - exercised in an environment wit
         "jsonl_store.adapters.pydantic_ai_harness needs pydantic-ai-harness with ACP: "
         'pip install "jsonl_store[pydantic-ai-harness]"'
     ) from exc
-
-import warnings
 
 with warnings.catch_warnings():
     # The ACP part of the harness warns that it is experimental on import; the user who
@@ -70,6 +68,10 @@ with warnings.catch_warnings():
             "jsonl_store.adapters.pydantic_ai_harness needs pydantic-ai-harness with ACP: "
             'pip install "jsonl_store[pydantic-ai-harness]"'
         ) from exc
+
+# Only now, after the harness check above: see the comment there.
+from . import _state_log
+from ._pydantic_ai_codec import decode, encode, is_stored_message, usage
 
 __all__ = ["JsonlSessionStore"]
 
