@@ -10,6 +10,7 @@ The byte-damage helpers (tear, flip, zero-fill, garbage, CRLF, BOM) are public, 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import signal
 import subprocess
@@ -20,10 +21,17 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import settings
 
 from jsonl_store import AnyMessage, Message
 from jsonl_store._paths import LOCK_NAME, LOG_NAME, META_NAME, USAGE_NAME, snapshot_name
+
+#: For tests of what rich draws (colour, progress bars): they skip where the cli extra is
+#: not installed (the lowest-versions CI environment), where the command prints plain text.
+needs_rich = pytest.mark.skipif(
+    importlib.util.find_spec("rich") is None, reason='needs rich: pip install -e ".[cli]"'
+)
 
 
 def cli(*argv: str, cwd: str | os.PathLike[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:

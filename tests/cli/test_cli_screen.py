@@ -20,6 +20,7 @@ import termios
 from pathlib import Path
 
 import pytest
+from helpers import needs_rich
 
 from jsonl_store import AssistantMessage, SessionStore, ToolCall, ToolMessage, UserMessage
 from jsonl_store.cli import main
@@ -135,6 +136,7 @@ def pager(tmp_path: Path) -> tuple[Path, Path]:
 # -- colour --------------------------------------------------------------------------------
 
 
+@needs_rich
 def test_a_terminal_gets_colour_and_roles_are_coloured(root: Path) -> None:
     """On a terminal show colours the role; what is left without the colours is the plain text."""
     code, text = on_pty(["--root", str(root), "show", "s", "--no-pager"])
@@ -216,6 +218,7 @@ def test_piped_text_wraps_at_columns_else_100(root: Path) -> None:
 # -- the pager -----------------------------------------------------------------------------
 
 
+@needs_rich
 def test_output_longer_than_the_screen_goes_to_the_pager(root: Path, pager: tuple[Path, Path]) -> None:
     """show of 60 records on a 20-row terminal runs $PAGER with the coloured text and LESS=FRX."""
     script, log = pager
@@ -324,6 +327,7 @@ def test_the_shim_really_hides_rich() -> None:
 # -- progress and help ---------------------------------------------------------------------
 
 
+@needs_rich
 def test_verify_over_many_sessions_shows_a_bar_on_a_terminal_and_plain_stdout(tmp_path: Path) -> None:
     """verify over 25 sessions: a bar on stderr (a terminal), the usual one line on stdout (a pipe)."""
     root = tmp_path / "many"

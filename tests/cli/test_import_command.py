@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import cli
+from helpers import cli, needs_rich
 
 DATA = Path(__file__).parents[1] / "importers" / "data"
 
@@ -75,6 +75,7 @@ def test_a_hostile_file_name_is_printed_escaped(tmp_path: Path) -> None:
     assert "evil\\x1b[2J.jsonl" in done.stdout and "\x1b" not in done.stdout
 
 
+@needs_rich
 def test_a_terminal_sees_a_progress_bar_a_pipe_does_not(tmp_path: Path) -> None:
     """With stderr on a pseudo-terminal the import draws its bar there; piped, stderr stays empty."""
     argv = [sys.executable, "-m", "jsonl_store.cli", "--root", "s", "import", "codex", str(DATA / "codex")]

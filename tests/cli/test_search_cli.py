@@ -11,6 +11,7 @@ import termios
 from pathlib import Path
 
 import pytest
+from helpers import needs_rich
 
 from jsonl_store import AssistantMessage, SessionStore, ToolCall, ToolMessage, UserMessage
 
@@ -135,6 +136,7 @@ def test_filters_and_json(root: Path) -> None:
     assert b"\x1b" not in done.stdout and "\u202e".encode() not in done.stdout
 
 
+@needs_rich
 def test_the_match_is_coloured_on_a_terminal_only(root: Path) -> None:
     """On a pty the match is bold red; with NO_COLOR or into a pipe there is no escape sequence at all."""
     argv = ["--root", str(root), "search", "week 53"]
@@ -154,6 +156,7 @@ def test_a_stored_escape_never_reaches_the_terminal_raw(root: Path) -> None:
     assert b"\\x1b[2J\\u202e" in output
 
 
+@needs_rich
 def test_search_and_export_all_show_a_bar_on_a_terminal_only(root: Path, tmp_path: Path) -> None:
     """With stderr on a terminal, search and export --all draw a bar; piped, stderr stays empty."""
     env = environment()

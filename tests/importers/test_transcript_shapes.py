@@ -553,7 +553,9 @@ def test_lines_nested_too_deeply_are_damaged_not_a_recursion_error(
 ) -> None:
     """A line nested past what JSON parsing allows, and one past what the store keeps, are damaged lines."""
     path = tmp_path / f"{SID}.jsonl"
-    too_deep_to_parse = '{"type": "user", "message": ' + "[" * 5000 + "]" * 5000 + "}"
+    # A message, so that either refusal makes it damaged: orjson 3.10 and later refuse to
+    # parse it (depth limit), orjson 3.9 (the declared floor) parses it and the store refuses it.
+    too_deep_to_parse = json.dumps(user("u9", [])).replace("[]", "[" * 5000 + "]" * 5000)
     stored_too_deep = json.dumps(user("u2", [])).replace("[]", "[" * 1000 + "]" * 1000)
     path.write_text(
         "\n".join([json.dumps(user("u1", "one")), too_deep_to_parse, stored_too_deep, ""]), encoding="utf-8"
