@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from .. import JsonlStoreError
 from . import _commands as c
-from . import _export, _import, _search, _sessions, _show, _tail, _tokens
+from . import _export, _git, _import, _search, _sessions, _show, _tail, _tokens
 from ._safe import encodable, escape
 
 if TYPE_CHECKING:
@@ -222,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _search.register(command)
     _export.register(command)
+    _git.register(command)
     return parser
 
 
