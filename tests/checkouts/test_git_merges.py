@@ -248,3 +248,23 @@ def test_the_driver_run_by_hand_merges_three_files(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     summary = SessionStore(tmp_path / "ours").get_session(SID)
     assert summary is not None and summary.pinned and summary.metadata == {"k": "v"}
+
+
+def test_without_setup_git_falls_back_to_its_text_merge(tmp_path: Path) -> None:
+    """The store's merge lines name a driver this repository lacks: git merges as text, no error."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git("init", "-q", "-b", "main", cwd=repo)
+    with SessionStore(repo / "sessions") as store:
+        store.append(SID, UserMessage(content="base 1"))
+    assert "merge=jsonl-store" in (repo / "sessions" / ".gitattributes").read_text()
+    commit(repo, "base")
+    with branch(repo, "side") as side:
+        side.append(SID, UserMessage(content="side 1"))
+    commit(repo, "side")
+    with branch(repo, "main") as main:
+        main.append(SID, UserMessage(content="main 1"))
+    commit(repo, "main")
+    merge = git("merge", "side", "-m", "merge side", cwd=repo, ok=False)
+    assert merge.returncode == 1 and "CONFLICT (content)" in merge.stdout  # git's own line merge
+    assert "fatal" not in merge.stderr and "jsonl-store" not in merge.stderr
