@@ -56,7 +56,8 @@ def log(*records: tuple[int, int, int] | tuple[int, int, int, int]) -> bytes:
     for sequence, n, seconds, *end in records:
         fields = {"batch_end": end[0]} if end else {}
         built.add(message(n), sequence=sequence, n=n, seconds=seconds, **fields)
-    return built.data()
+    data: bytes = built.data()
+    return data
 
 
 def snapshot(log_data: bytes, through: int, version: int = 1) -> bytes:
@@ -65,8 +66,9 @@ def snapshot(log_data: bytes, through: int, version: int = 1) -> bytes:
     built.lines = log_data.splitlines(keepends=True)
     boundary = built.lines[through - 1]
     n = int(boundary.split(b'"id":"')[1][24:36], 16)
-    return mv.snapshot_line(built, version, through, CompactedMessage(id=mv.message_id(900 + version), content="summary"),
+    line: bytes = mv.snapshot_line(built, version, through, CompactedMessage(id=mv.message_id(900 + version), content="summary"),
                             boundary_id=mv.record_id(n))  # fmt: skip
+    return line
 
 
 def about(text: str, file: str = "messages.jsonl", *, conflict: bool = False, known: tuple[bool, bool] = (True, True)) -> dict[str, Any]:  # fmt: skip

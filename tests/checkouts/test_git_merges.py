@@ -268,3 +268,17 @@ def test_without_setup_git_falls_back_to_its_text_merge(tmp_path: Path) -> None:
     merge = git("merge", "side", "-m", "merge side", cwd=repo, ok=False)
     assert merge.returncode == 1 and "CONFLICT (content)" in merge.stdout  # git's own line merge
     assert "fatal" not in merge.stderr and "jsonl-store" not in merge.stderr
+
+
+def test_every_git_action_has_a_readme_section() -> None:
+    """README documents `git setup` and `git merge-driver` under their own headings."""
+    import argparse
+
+    from jsonl_store.cli import build_parser
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    [commands] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    [actions] = [a for a in commands.choices["git"]._actions if isinstance(a, argparse._SubParsersAction)]
+    assert sorted(actions.choices) == ["merge-driver", "setup"]
+    for name in actions.choices:
+        assert f"### `jsonl-store git {name}" in readme
