@@ -25,6 +25,7 @@ import msgspec
 
 from . import _codec, _meta
 from ._paths import LOG_NAME, META_NAME, USAGE_NAME, parse_snapshot_name
+from ._records import RawMessageRecord
 
 #: Git's default conflict-marker length (gitattributes(5), ``conflict-marker-size``).
 MARKER_SIZE: Final = 7
@@ -64,51 +65,68 @@ class _Unit(NamedTuple):
 
 class _Log(NamedTuple):
     units: list[_Unit]
+    #: The sequence of the first record: 1, or one past the branch point of a fork (spec §8.9).
+    first: int
     #: Record id -> its bytes after the numbering, for every record of the log.
     rests: dict[str, bytes]
 
 
+def _read_record(line: bytes, number: int, side: str) -> tuple[RawMessageRecord, bytes]:
+    """One line's record and its bytes after the numbering keys; `_Unsafe` for anything else."""
+    body = _codec.unseal(line)
+    if body is None:
+        raise _Unsafe(f"line {number} of {side}'s log is damaged or not a record")
+    try:
+        record = _codec.decode_record(body, "")
+    except _codec.DECODE_ERRORS as exc:
+        raise _Unsafe(f"line {number} of {side}'s log is not a record: {exc}") from None
+    match = _NUMBERING.match(body)
+    if (
+        match is None
+        or int(match.group(1)) != record.sequence
+        or int(match.group(2) or 0) != record.batch_end
+    ):
+        raise _Unsafe(f"line {number} of {side}'s log does not start with its sequence")
+    return record, body[match.end() :]
+
+
 def _parse_log(data: bytes, side: str) -> _Log:
-    """A log's units; `_Unsafe` unless every line is a whole record numbered 1, 2, 3 ..."""
+    """A log's units; `_Unsafe` unless every line is a whole record, numbered on from the first one's.
+
+    The first is 1, or for a fork the sequence after its branch point (spec §8.9): a fork's
+    own log starts there.
+    """
     if data and not data.endswith(b"\n"):
         raise _Unsafe(f"{side}'s log does not end in a whole line (a torn write: run repair first)")
     units: list[_Unit] = []
     rests: dict[str, bytes] = {}
     pending: list[tuple[str, bytes, bytes]] = []
-    batch_end = 0
-    created: datetime | None = None
-    lines = data.split(b"\n")[:-1] if data else []
-    for number, line in enumerate(lines, 1):
-        body = _codec.unseal(line)
-        if body is None:
-            raise _Unsafe(f"line {number} of {side}'s log is damaged or not a record")
-        try:
-            record = _codec.decode_record(body, "")
-        except _codec.DECODE_ERRORS as exc:
-            raise _Unsafe(f"line {number} of {side}'s log is not a record: {exc}") from None
-        match = _NUMBERING.match(body)
-        if record.sequence != number or match is None or int(match.group(2) or 0) != record.batch_end:
-            raise _Unsafe(f"line {number} of {side}'s log holds sequence {record.sequence}, not {number}")
+    first = batch_end = 0
+    created = datetime.min
+    for number, line in enumerate(data.split(b"\n")[:-1] if data else [], 1):
+        record, rest = _read_record(line, number, side)
+        first = first or record.sequence
+        if record.sequence != first + number - 1:
+            raise _Unsafe(
+                f"line {number} of {side}'s log holds sequence {record.sequence}, not {first + number - 1}"
+            )
         if record.id in rests:
             raise _Unsafe(f"record id {record.id} appears twice in {side}'s log")
-        rest = body[match.end() :]
         rests[record.id] = rest
         if not pending:
-            batch_end = record.batch_end
-            created = record.created_at
+            batch_end, created = record.batch_end, record.created_at
         elif record.batch_end != batch_end:
             raise _Unsafe(f"the batch ending at {batch_end} in {side}'s log is not whole (line {number})")
         pending.append((record.id, rest, line + b"\n"))
         if record.batch_end <= record.sequence:  # the record written alone, or a batch's last
             if record.batch_end and record.batch_end != record.sequence:
                 raise _Unsafe(f"line {number} of {side}'s log closes a batch it is not the end of")
-            assert created is not None
             ids, unit_rests, unit_lines = zip(*pending, strict=True)
             units.append(_Unit(ids, unit_rests, unit_lines, batch_end != 0, created))
             pending = []
     if pending:
         raise _Unsafe(f"{side}'s log ends inside a batch (a torn batch: run repair first)")
-    return _Log(units, rests)
+    return _Log(units, first or 1, rests)
 
 
 def _boundaries(files: Mapping[str, bytes] | None, side: str) -> list[tuple[int, str]] | None:
@@ -147,14 +165,14 @@ def _order_key(unit: _Unit) -> tuple[datetime, str]:
     return unit.created_at, unit.ids[0]
 
 
-def _must_lead(boundaries: list[tuple[int, str]] | None, log: _Log, prefix_records: int) -> bool:
+def _must_lead(boundaries: list[tuple[int, str]] | None, log: _Log, prefix_end: int) -> bool:
     """Whether a side's records must keep their places: a snapshot's boundary lies past the prefix.
 
     Unknown snapshots (None) may lie anywhere, so such a side must lead too.
     """
     if boundaries is None:
         return True
-    return any(sequence > prefix_records and record_id in log.rests for sequence, record_id in boundaries)
+    return any(sequence > prefix_end and record_id in log.rests for sequence, record_id in boundaries)
 
 
 def _check_kept(base: _Log, side: _Log, name: str, other: _Log) -> None:
@@ -184,13 +202,19 @@ def _merge_log_units(
         if mine.lines != other.lines:
             break
         common += 1
+    starts = {log.first for log in (base, ours, theirs) if log.units}
+    if len(starts) > 1:
+        raise _Unsafe(
+            f"the versions' logs start at different sequences ({sorted(starts)}): not one session's"
+        )
     if common == len(theirs.units):
         return data[0]
     if common == len(ours.units):
         return data[1]
-    prefix_records = sum(len(unit.ids) for unit in ours.units[:common])
-    ours_leads = _must_lead(ours_boundaries, ours, prefix_records)
-    theirs_leads = _must_lead(theirs_boundaries, theirs, prefix_records)
+    # The last sequence of the common prefix.
+    prefix_end = ours.first - 1 + sum(len(unit.ids) for unit in ours.units[:common])
+    ours_leads = _must_lead(ours_boundaries, ours, prefix_end)
+    theirs_leads = _must_lead(theirs_boundaries, theirs, prefix_end)
     if ours_leads and theirs_leads:
         raise _Unsafe(
             "both sides may have compacted past their common records (a snapshot on each side, or "
@@ -200,7 +224,7 @@ def _merge_log_units(
         ours_leads = _order_key(ours.units[common]) < _order_key(theirs.units[common])
     lead, follow, lead_data = (ours, theirs, data[0]) if ours_leads else (theirs, ours, data[1])
     out = [lead_data]
-    sequence = sum(len(unit.ids) for unit in lead.units) + 1
+    sequence = lead.first + sum(len(unit.ids) for unit in lead.units)
     for unit in follow.units[common:]:
         held = [record_id in lead.rests for record_id in unit.ids]
         if all(held):

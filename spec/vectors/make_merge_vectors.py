@@ -201,6 +201,24 @@ def _() -> Case:
     return sides, about("record 4 came into ours by an earlier merge: it is kept once"), expected
 
 
+@case("fork-log")
+def _() -> Case:
+    base = log((3, 3, 3))  # a fork's own log, after its branch point at sequence 2
+    ours = log((3, 3, 3), (4, 4, 4))
+    theirs = log((3, 3, 3), (4, 5, 5), (5, 6, 6))
+    expected = log((3, 3, 3), (4, 4, 4), (5, 5, 5), (6, 6, 6))
+    sides = {
+        "base": {"messages.jsonl": base},
+        "ours": {"messages.jsonl": ours},
+        "theirs": {"messages.jsonl": theirs},
+    }
+    return (
+        sides,
+        about("a fork's own log starts after its branch point, and is renumbered from there"),
+        expected,
+    )
+
+
 @case("rewritten-base")
 def _() -> Case:
     edited = mv.Log()

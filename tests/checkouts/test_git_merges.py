@@ -282,3 +282,22 @@ def test_every_git_action_has_a_readme_section() -> None:
     assert sorted(actions.choices) == ["merge-driver", "setup"]
     for name in actions.choices:
         assert f"### `jsonl-store git {name}" in readme
+
+
+def test_a_fork_appended_on_two_branches_merges_clean(repo: Path) -> None:
+    """A fork's own log starts after its branch point; both branches' records of it merge once."""
+    with SessionStore(repo / "sessions") as store:
+        store.fork(SID, 1, "forked")
+        store.append("forked", UserMessage(content="fork 1"))
+    commit(repo, "fork")
+    with branch(repo, "side") as side:
+        side.append("forked", UserMessage(content="fork side"))
+    commit(repo, "side")
+    with branch(repo, "main") as main:
+        main.append("forked", UserMessage(content="fork main"))
+    commit(repo, "main")
+    git("merge", "-q", "side", "-m", "merge side", cwd=repo)
+    store = SessionStore(repo / "sessions")
+    assert store.verify() == []
+    assert contents(store, "forked") == ["base 1", "fork 1", "fork side", "fork main"]
+    assert [r.sequence for r in store.records("forked")] == [1, 2, 3, 4]
