@@ -301,3 +301,48 @@ def test_a_fork_appended_on_two_branches_merges_clean(repo: Path) -> None:
     assert store.verify() == []
     assert contents(store, "forked") == ["base 1", "fork 1", "fork side", "fork main"]
     assert [r.sequence for r in store.records("forked")] == [1, 2, 3, 4]
+
+
+def test_a_criss_cross_merge_keeps_every_record_once(repo: Path) -> None:
+    """Two branches that merged each other, then wrote more, merge again: two merge bases, no duplicate."""
+    with branch(repo, "side") as side:
+        side.append(SID, UserMessage(content="side 1"))
+    commit(repo, "side")
+    with branch(repo, "main") as main:
+        main.append(SID, UserMessage(content="main 1"))
+    commit(repo, "main")
+    git("checkout", "-q", "-b", "main-merged", "main", cwd=repo)
+    git("merge", "-q", "side", "-m", "side into main", cwd=repo)
+    git("checkout", "-q", "-b", "side-merged", "side", cwd=repo)
+    git("merge", "-q", "main", "-m", "main into side", cwd=repo)
+    with branch(repo, "side-merged", start="side-merged") as side:
+        side.append(SID, UserMessage(content="side 2"))
+    commit(repo, "side 2")
+    with branch(repo, "main-merged", start="main-merged") as main:
+        main.append(SID, UserMessage(content="main 2"))
+    commit(repo, "main 2")
+    bases = git("merge-base", "--all", "main-merged", "side-merged", cwd=repo).stdout.split()
+    assert len(bases) == 2  # a criss-cross: git merges the two bases first
+    git("merge", "-q", "side-merged", "-m", "again", cwd=repo)
+    store = SessionStore(repo / "sessions")
+    assert store.verify() == []
+    assert contents(store) == ["base 1", "base 2", "side 1", "main 1", "side 2", "main 2"]
+
+
+def test_the_driver_reports_a_conflict_escaped_and_a_missing_file_as_an_error(tmp_path: Path) -> None:
+    """A conflict is exit 1 with both versions kept and the path escaped; a missing file is exit 2."""
+    (tmp_path / "base").write_bytes(b"")
+    (tmp_path / "ours").write_bytes(b"not a record\n")
+    (tmp_path / "theirs").write_bytes(b"nor this\n")
+    path = "sessions/\x1b[2J/messages.jsonl"
+    done = run("jsonl-store", "git", "merge-driver", "base", "ours", "theirs", path, cwd=tmp_path, ok=False)
+    assert done.returncode == 1
+    assert "\x1b" not in done.stderr and "sessions/\\x1b[2J/messages.jsonl" in done.stderr
+    assert (tmp_path / "ours").read_bytes() == (
+        b"<<<<<<< ours\nnot a record\n=======\nnor this\n>>>>>>> theirs\n"
+    )
+    missing = run(
+        "jsonl-store", "git", "merge-driver", "nope", "ours", "theirs", path, cwd=tmp_path, ok=False
+    )
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert missing.stderr.startswith("jsonl-store: error:")
