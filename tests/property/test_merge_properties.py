@@ -17,7 +17,16 @@ from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jsonl_store import CompactedMessage, MergeResult, RawMessageRecord, SessionStore, UserMessage, merge_logs
+from jsonl_store import (
+    CompactedMessage,
+    MergeResult,
+    RawMessageRecord,
+    SessionStore,
+    UserMessage,
+    merge_logs,
+    merge_meta,
+)
+from jsonl_store._meta import decode
 
 SID = "s"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -203,3 +212,65 @@ def test_unknown_snapshots_on_one_side_make_that_side_lead() -> None:
             logs["base"], logs["ours"], logs["theirs"], ours_snapshots=None, theirs_snapshots=None
         )
         assert not both_unknown.clean
+
+
+#: One `update_session` call: which field, its value, and whether a user or the runtime made it.
+updates = st.lists(
+    st.tuples(
+        st.sampled_from(["title", "pinned", "metadata", "remove"]),
+        st.sampled_from(["a", "b", "c"]),
+        st.sampled_from(["user", "runtime"]),
+    ),
+    max_size=4,
+)
+
+
+def _update(store: SessionStore, field: str, value: str, origin: str) -> None:
+    if field == "title":
+        store.update_session(SID, title=f"title {value}", origin=origin)  # type: ignore[arg-type]
+    elif field == "pinned":
+        store.update_session(SID, pinned=value == "a", origin=origin)  # type: ignore[arg-type]
+    elif field == "metadata":
+        store.update_session(SID, metadata={value: origin}, origin=origin)  # type: ignore[arg-type]
+    else:
+        store.update_session(SID, remove_metadata=[value], origin=origin)  # type: ignore[arg-type]
+
+
+@settings(max_examples=examples(40))
+@given(base=updates, ours=updates, theirs=updates)
+def test_meta_merges_the_same_either_way_and_keeps_what_one_side_changed(
+    base: list[tuple[str, str, str]], ours: list[tuple[str, str, str]], theirs: list[tuple[str, str, str]]
+) -> None:
+    """meta.json merges to the same bytes both ways; a field one side left alone takes the other's value."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        writer = Writer(root / "base", 0, T0)
+        writer.write([(1, 0)])
+        for change in base:
+            _update(writer.store, *change)
+        writer.store.close()
+        files = {}
+        for name, plan in (("ours", ours), ("theirs", theirs)):
+            shutil.copytree(root / "base", root / name)
+            with SessionStore(root / name) as store:
+                for change in plan:
+                    _update(store, *change)
+            files[name] = (root / name / SID / "meta.json").read_bytes()
+        original = (root / "base" / SID / "meta.json").read_bytes()
+        merged = merge_meta(original, files["ours"], files["theirs"])
+        assert merged.clean and merged == merge_meta(original, files["theirs"], files["ours"])
+        result, first, second, start = (
+            decode(d) for d in (merged.data, files["ours"], files["theirs"], original)
+        )
+        for field in ("title", "pinned"):
+            values = {getattr(first, field), getattr(second, field)}
+            assert getattr(result, field) in values
+            if getattr(second, field) == getattr(start, field):
+                assert getattr(result, field) == getattr(first, field)
+            if getattr(first, field) == getattr(start, field):
+                assert getattr(result, field) == getattr(second, field)
+        assert result.version >= max(first.version, second.version)
+        assert result.title_version == max(first.title_version, second.title_version)
+        with SessionStore(root / "ours") as store:  # the merged file is one a store reads and updates
+            (root / "ours" / SID / "meta.json").write_bytes(merged.data)
+            assert store.update_session(SID, title="after the merge").title == "after the merge"
