@@ -90,7 +90,11 @@ def _read_record(line: bytes, number: int, side: str) -> tuple[RawMessageRecord,
     return record, body[match.end() :]
 
 
-def _parse_log(data: bytes, side: str) -> _Log:
+#: Lines already read, with what `_read_record` found: the three versions share most lines.
+_Seen = dict[bytes, tuple[RawMessageRecord, bytes]]
+
+
+def _parse_log(data: bytes, side: str, seen: _Seen) -> _Log:
     """A log's units; `_Unsafe` unless every line is a whole record, numbered on from the first one's.
 
     The first is 1, or for a fork the sequence after its branch point (spec §8.9): a fork's
@@ -104,7 +108,10 @@ def _parse_log(data: bytes, side: str) -> _Log:
     first = batch_end = 0
     created = datetime.min
     for number, line in enumerate(data.split(b"\n")[:-1] if data else [], 1):
-        record, rest = _read_record(line, number, side)
+        found = seen.get(line)
+        if found is None:
+            found = seen[line] = _read_record(line, number, side)
+        record, rest = found
         first = first or record.sequence
         if record.sequence != first + number - 1:
             raise _Unsafe(
@@ -254,9 +261,11 @@ def merge_logs(
     versions (`MergeResult.conflict` says why).
     """
     try:
-        logs = _parse_log(base, "the base"), _parse_log(ours, "ours"), _parse_log(theirs, "theirs")
+        seen: _Seen = {}
         merged = _merge_log_units(
-            *logs,
+            _parse_log(base, "the base", seen),
+            _parse_log(ours, "ours", seen),
+            _parse_log(theirs, "theirs", seen),
             _boundaries(ours_snapshots, "ours"),
             _boundaries(theirs_snapshots, "theirs"),
             (ours, theirs),
