@@ -37,6 +37,10 @@ CONFIG: dict[str, str] = {
     # sides hold, never one with conflict markers in it.
     f"merge.{DRIVER}.recursive": "binary",
 }
+DRIVER_HELP = (
+    "merge one session file: git runs this with %O %A %B %P; the result goes into OURS "
+    "(exit 0), or both versions between conflict markers (exit 1)"
+)
 #: Refs that may name the commit being merged in, besides git merge's GITHEAD_<commit>.
 _THEIR_REFS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "REBASE_HEAD")
 
@@ -49,15 +53,21 @@ def register(command: Callable[..., argparse.ArgumentParser]) -> None:
         "let git merge sessions: set up the merge driver, or run it",
         "jsonl-store --root sessions git setup && git merge feature",
     )
-    actions = sub.add_subparsers(dest="git_command", metavar="ACTION", required=True)
-    setup_parser = actions.add_parser(
-        "setup",
-        help="define the merge driver in REPO's config and add the merge lines to the store's .gitattributes",
+    # The actions' parsers are the command's own class, so their messages are escaped too.
+    actions = sub.add_subparsers(dest="git_command", metavar="ACTION", required=True, parser_class=type(sub))
+    about = "define the merge driver in REPO's config and add the merge lines to the store's .gitattributes"
+    setup_parser = actions.add_parser("setup", help=about, description=about)
+    # --root after the action too, as every command takes it (SUPPRESS: an absent one
+    # leaves one given before the action alone).
+    setup_parser.add_argument(
+        "--root", metavar="DIR", default=argparse.SUPPRESS, help=f"the session store (default: ${c.ROOT_ENV})"
     )
     setup_parser.add_argument(
         "repo", metavar="REPO", nargs="?", help="the git repository (default: the one holding the store)"
     )
-    driver = actions.add_parser("merge-driver", help="merge one session file (git runs this)")
+    driver = actions.add_parser(
+        "merge-driver", help="merge one session file (git runs this)", description=DRIVER_HELP
+    )
     for name, shown in (("base", "BASE"), ("ours", "OURS"), ("theirs", "THEIRS")):
         driver.add_argument(name, metavar=shown)
     driver.add_argument("path", metavar="PATH", help="the file's path in the repository (%%P)")
