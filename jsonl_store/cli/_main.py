@@ -220,9 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     # The example is the import command's own epilog (configure sets it, with the defaults).
     _import.configure(command("import", _import.run, _import.HELP, ""))
 
-    _search.register(command)
-    _export.register(command)
-    _git.register(command)
+    for module in (_search, _export, _git):  # commands whose module adds its own parser
+        module.register(command)
     return parser
 
 
