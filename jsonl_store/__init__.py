@@ -25,6 +25,8 @@ from ._errors import (
     UnsupportedValue,
 )
 from ._fs import FileSystem, OsFileSystem
+from ._gitattributes import install_gitattributes
+from ._merge import MergeResult, merge_logs, merge_meta, merge_session_file, merge_usage
 from ._paths import decode_session_id, encode_session_id
 from ._problems import Problem, ProblemKind
 from ._providers import to_anthropic, to_openai_chat, to_openai_responses
@@ -72,6 +74,7 @@ __all__ = [
     "InvalidSessionId",
     "JsonlStoreError",
     "LockTimeout",
+    "MergeResult",
     "Message",
     "MessageTiming",
     "MetadataConflict",
@@ -103,7 +106,12 @@ __all__ = [
     "close_interrupted",
     "decode_session_id",
     "encode_session_id",
+    "install_gitattributes",
     "is_provider_valid",
+    "merge_logs",
+    "merge_meta",
+    "merge_session_file",
+    "merge_usage",
     "provider_safe",
     "provider_violation",
     "register_dialect",

@@ -56,13 +56,23 @@ GITIGNORE_TEXT = (
 # (`ident`), clean/smudge filters such as Git LFS (`filter`) and re-encoding
 # (`working-tree-encoding`); see https://git-scm.com/docs/gitattributes. Unsetting all four
 # for every path inside a session directory keeps the bytes every checksum covers, so a
-# clone holds exactly what the store wrote. Diffs and merges stay textual. The root's own
-# .gitignore and .gitattributes are left to git's usual handling; the store never reads them.
+# clone holds exactly what the store wrote. Diffs stay textual. The root's own .gitignore and
+# .gitattributes are left to git's usual handling; the store never reads them.
+#
+# The raw log, the usage log and meta.json merge with the `jsonl-store` merge driver (spec
+# §17), which `jsonl-store git setup` defines in a repository's config. Where it is not
+# defined, git falls back to its built-in text merge (gitattributes(5), "merge": a string
+# naming an undefined driver), so the lines cost nothing in a repository without it.
+MERGE_DRIVER = "jsonl-store"
 GITATTRIBUTES_TEXT = (
     "# Written by jsonl_store: git must keep session files' bytes exactly as written.\n"
     "# A line-end conversion, an $Id$ expansion, a filter or a re-encoding would change\n"
-    "# what every checksum covers.\n"
+    "# what every checksum covers. `jsonl-store git setup` defines the merge driver that\n"
+    "# keeps both branches' records when two branches appended to one session.\n"
     "/*/** -text -ident -filter -working-tree-encoding\n"
+    f"/*/{LOG_NAME} merge={MERGE_DRIVER}\n"
+    f"/*/{USAGE_NAME} merge={MERGE_DRIVER}\n"
+    f"/*/{META_NAME} merge={MERGE_DRIVER}\n"
 )
 
 MAX_SESSION_ID_LENGTH = 128

@@ -133,9 +133,9 @@ def test_a_store_root_without_gitattributes_gets_one_at_the_next_write(tmp_path:
     repo, _ = _repository(tmp_path, attributes=False)
     root = repo / "sessions"
     SessionStore(root).append(SID, UserMessage(content="one more"))
-    assert (root / GITATTRIBUTES_NAME).read_text().splitlines()[
-        -1
-    ] == "/*/** -text -ident -filter -working-tree-encoding"
+    lines = (root / GITATTRIBUTES_NAME).read_text().splitlines()
+    assert "/*/** -text -ident -filter -working-tree-encoding" in lines
+    assert "/*/messages.jsonl merge=jsonl-store" in lines
     # And git honours it: the log is no text file to convert.
     attributes = git("check-attr", "text", "--", f"sessions/{SID}/messages.jsonl", cwd=repo)
     assert attributes.strip().endswith("text: unset")

@@ -178,9 +178,9 @@ def test_vectors_match_their_generator() -> None:
 
 
 def test_vectors_stay_small() -> None:
-    """All vectors and their generator together stay under 250 KB, so they can be read and diffed."""
+    """All vectors and their generators together stay under 300 KB, so they can be read and diffed."""
     size = sum(path.stat().st_size for path in VECTORS.rglob("*") if path.is_file())
-    assert size < 250_000
+    assert size < 300_000
 
 
 @pytest.mark.parametrize("case", _cases("load"))
