@@ -41,6 +41,9 @@ from ._records import (
     ToolMessage,
     UserMessage,
 )
+from ._redact import BUILTIN_KINDS as REDACTION_KINDS
+from ._redact import Redactor, redact_text
+from ._secrets import SecretFinding
 from ._tool_batches import (
     INTERRUPTED_NOTICE,
     close_interrupted,
@@ -55,6 +58,7 @@ from .store import SessionStore
 
 __all__ = [
     "INTERRUPTED_NOTICE",
+    "REDACTION_KINDS",
     "AnyMessage",
     "AssistantMessage",
     "AsyncSessionStore",
@@ -79,6 +83,8 @@ __all__ = [
     "ProblemKind",
     "RawMessageRecord",
     "ReadOnlySession",
+    "Redactor",
+    "SecretFinding",
     "SequenceConflict",
     "SessionNotFound",
     "SessionStore",
@@ -102,6 +108,7 @@ __all__ = [
     "is_provider_valid",
     "provider_safe",
     "provider_violation",
+    "redact_text",
     "register_dialect",
     "repair_context",
     "to_anthropic",

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from .. import JsonlStoreError
 from . import _commands as c
+from . import _secrets
 from ._safe import encodable, escape
 
 if TYPE_CHECKING:
@@ -114,6 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("rename", c.rename, "set a session's title")
     sub.add_argument("session_id", metavar="ID")
     sub.add_argument("title", metavar="TITLE")
+
+    _secrets.register(command)
     return parser
 
 
