@@ -296,7 +296,8 @@ class Redactor:
         found = self.find(text)
         if not found:
             return text
-        pieces, at = [], 0
+        pieces: list[str] = []
+        at = 0
         for kind, start, end in found:
             pieces += (text[at:start], marker(kind))
             at = end
@@ -409,9 +410,11 @@ def make(setting: object) -> Redactor | None:
         return None
     if isinstance(setting, Redactor):
         return setting
-    if callable(setting) and not isinstance(setting, re.Pattern):
+    if callable(setting):  # a compiled pattern is not callable: it is one of the extra patterns
         return CallableRedactor(setting)
-    return Redactor(setting)  # type: ignore[arg-type]
+    if not isinstance(setting, Iterable):
+        raise InvalidArgument(f"redact must be a bool, a list of patterns or a callable, got {setting!r}")
+    return Redactor(setting)
 
 
 DEFAULT: Final = Redactor()
