@@ -250,7 +250,7 @@ def test_unknown_dialect_name_is_refused_with_the_known_names() -> None:
     """A misspelt name raises InvalidArgument (a ValueError) that lists the registered names."""
     # Other tests (and the README) register dialects of their own: the built-ins are listed
     # among whatever else is registered, sorted.
-    with pytest.raises(InvalidArgument, match="'anthropic', .*'neutral', .*'openai-responses'"):
+    with pytest.raises(InvalidArgument, match=r"'anthropic', .*'neutral', .*'openai-responses'"):
         repair_context([], dialect="openai")
     with pytest.raises(ValueError, match="Dialect"):
         is_provider_valid([], dialect=42)  # type: ignore[arg-type]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from fake_secrets import body
+from helpers import as_class
 
 from jsonl_store import (
     AssistantMessage,
@@ -119,9 +120,8 @@ def test_redaction_off_stores_the_text_unchanged(tmp_path: Path) -> None:
     """``redact=False`` stores exactly what it is given (the test below needs that, and so may a user)."""
     with SessionStore(tmp_path, redact=False) as store:
         _append(store)
-        assert store.load("s").messages == [
-            UserMessage(content=f"my token is {TOKEN}", id=store.load("s").messages[0].id)
-        ]  # type: ignore[union-attr]
+        (stored,) = store.load("s").messages
+        assert as_class(stored) == UserMessage(content=f"my token is {TOKEN}", id=as_class(stored).id)
     assert files_holding(tmp_path, BODY.encode()) == ["s/messages.jsonl", "s/meta.json"]
 
 
@@ -130,7 +130,7 @@ def test_what_append_returns_and_load_reads_is_the_redacted_message(tmp_path: Pa
     with SessionStore(tmp_path) as store:
         sequence = store.append("s", {"role": "user", "content": TOKEN})
         made = store.snapshot("s", CompactedMessage(content=TOKEN), sequence, 0)
-        assert made.compacted_message.content == MARK.decode()  # type: ignore[union-attr]
+        assert as_class(made.compacted_message).content == MARK.decode()
         assert [r.message for r in store.records("s")] == [{"role": "user", "content": MARK.decode()}]
 
 
