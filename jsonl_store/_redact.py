@@ -1,4 +1,4 @@
-"""Secrets found in stored text and replaced by a marker naming their kind (spec §13).
+"""Secrets found in stored text and replaced by a marker naming their kind (spec §17).
 
 A secret becomes ``[REDACTED:<kind>]`` (`marker`), so a transcript stays readable and
 says what was there. The built-in patterns (`BUILTIN_KINDS`) are written here, one per
@@ -23,7 +23,7 @@ from ._errors import InvalidArgument
 
 #: What a kind may be named: it is written into the marker, which readers parse.
 KIND_PATTERN: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-#: The marker as written: `marker` builds it, `MARKER_RE` finds it (spec §13).
+#: The marker as written: `marker` builds it, `MARKER_RE` finds it (spec §17).
 MARKER_RE: Final = re.compile(r"\[REDACTED:([a-z0-9]+(?:-[a-z0-9]+)*)\]")
 #: The kind a user's pattern given without one is reported as.
 CUSTOM_KIND: Final = "custom"

@@ -2,7 +2,7 @@
 
 `scan` reads every file of a session directory (the logs, snapshots, metadata, and the
 sidecars and leftovers a reader never looks at) and reports each secret once, never its
-text. `redact` is the one rewrite this library ever makes of stored bytes (spec §13): each
+text. `redact` is the one rewrite this library ever makes of stored bytes (spec §17): each
 file that holds a secret is written anew without it (new checksums, the snapshots'
 offsets into the new raw log) and renamed over the old one, under the session lock and
 the logs' append locks, so no writer appends to a file being replaced; a leftover
