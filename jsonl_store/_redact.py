@@ -41,11 +41,23 @@ _VALUE = r"""(?!\[REDACTED:)(?![$<{%])(?P<secret>[^\s"'`\\,;]{4,})"""
 _SP = r"[ \t]{0,4}"
 # The header's name in the three spellings in use (not any mix of cases): `_GATES` can
 # then look for it by its 'z'.
-_AUTHORIZATION = "(?:Authorization|authorization|AUTHORIZATION)"
+_AUTHORIZATION = ("Authorization", "authorization", "AUTHORIZATION")
 
-#: kind -> pattern. Where a pattern has a group named ``secret`` only that part is
-#: replaced (the name of a variable stays readable), else the whole match. Order matters
-#: where two kinds can start at one place: the more specific kind comes first.
+
+def _starts(first: str) -> str:
+    """``first``, where a token may start (not inside a longer run of token characters).
+
+    The look-behind comes after the first character, so every alternative of the combined
+    pattern starts with a literal, which CPython's regex engine tests before entering the
+    alternative: a text position is rejected by one comparison per kind.
+    """
+    return f"{first}(?<![A-Za-z0-9_\\-]{first})"
+
+
+#: (kind, pattern), a kind listed once per spelling of its fixed start. Where a pattern has
+#: a group named ``secret`` only that part is replaced (the name of a variable stays
+#: readable), else the whole match. Each starts with a literal character (see `_starts`).
+#: Order matters where two kinds can start at one place: the more specific comes first.
 BUILTIN: Final[tuple[tuple[str, str], ...]] = (
     # A GCP service-account key file's "private_key" field (the key file layout:
     # https://cloud.google.com/iam/docs/keys-create-delete#creating). Seen as text, its
@@ -68,60 +80,76 @@ BUILTIN: Final[tuple[tuple[str, str], ...]] = (
     ),
     # AWS access key ids: "AKIA" (long-term) and "ASIA" (temporary) then 16 upper-case
     # letters and digits (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html#identifiers-unique-ids).
-    ("aws-access-key", r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    ("aws-access-key", r"A(?<![A-Za-z0-9]A)(?:KIA|SIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
     # The secret access key: 40 base64 characters, recognisable only by the name in front
     # (the credentials file and environment variable of
     # https://docs.aws.amazon.com/cli/latest/userguide/cli-configure-files.html).
-    (
-        "aws-secret-key",
-        r"""(?i:aws_secret_access_key)["']?"""
-        + _SP
-        + "[=:]"
-        + _SP
-        + r"""["']?(?P<secret>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])""",
+    *(
+        (
+            "aws-secret-key",
+            name
+            + r"""["']?"""
+            + _SP
+            + "[=:]"
+            + _SP
+            + r"""["']?(?P<secret>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])""",
+        )
+        for name in ("aws_secret_access_key", "AWS_SECRET_ACCESS_KEY")
     ),
     # Azure storage connection strings: "AccountKey=<base64>", Service Bus and Event Hubs
     # "SharedAccessKey=<base64>"
     # (https://learn.microsoft.com/azure/storage/common/storage-configure-connection-string).
-    ("azure-storage-key", r"(?:AccountKey|SharedAccessKey)=(?P<secret>[A-Za-z0-9+/]{20,}={0,2})"),
+    *(
+        ("azure-storage-key", name + r"=(?P<secret>[A-Za-z0-9+/]{20,}={0,2})")
+        for name in ("AccountKey", "SharedAccessKey")
+    ),
     # GitHub: ghp_ (personal), gho_ (OAuth), ghu_ (user-to-server), ghs_ (server-to-server),
     # ghr_ (refresh) with 36 base62 characters, and fine-grained github_pat_ tokens
     # (https://github.blog/2021-04-05-behind-githubs-new-authentication-token-formats/).
-    ("github-token", _B + r"(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,244})" + _E),
+    ("github-token", _starts("g") + r"(?:h[pousr]_[A-Za-z0-9]{36,251}|ithub_pat_[A-Za-z0-9_]{22,244})" + _E),
     # GitLab personal access tokens: "glpat-" then 20 or more characters
     # (https://docs.gitlab.com/ee/security/tokens/#token-prefixes).
-    ("gitlab-token", _B + r"glpat-[A-Za-z0-9_\-]{20,}(?:\.[A-Za-z0-9_\-]+)*" + _E),
+    ("gitlab-token", _starts("g") + r"lpat-[A-Za-z0-9_\-]{20,}(?:\.[A-Za-z0-9_\-]+)*" + _E),
     # Anthropic API keys: "sk-ant-" (https://docs.anthropic.com/en/api/getting-started);
     # before OpenAI's, whose "sk-" they start with.
-    ("anthropic-api-key", _B + r"sk-ant-[A-Za-z0-9_\-]{32,}" + _E),
+    ("anthropic-api-key", _starts("s") + r"k-ant-[A-Za-z0-9_\-]{32,}" + _E),
     # OpenAI: "sk-" and 20 or more letters and digits (the older keys), or "sk-proj-",
     # "sk-svcacct-", "sk-admin-" keys, which also hold "-" and "_"
     # (https://platform.openai.com/docs/api-reference/authentication).
-    ("openai-api-key", _B + r"sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}|[A-Za-z0-9]{20,})" + _E),
+    (
+        "openai-api-key",
+        _starts("s") + r"k-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}|[A-Za-z0-9]{20,})" + _E,
+    ),
     # Google API keys: "AIza" and 35 characters (https://cloud.google.com/docs/authentication/api-keys).
-    ("google-api-key", _B + r"AIza[0-9A-Za-z_\-]{35}" + _E),
+    ("google-api-key", _starts("A") + r"Iza[0-9A-Za-z_\-]{35}" + _E),
     # Slack tokens: xoxb- (bot), xoxp- (user), xoxa-/xoxr- (app, refresh), xoxe- (config),
     # xapp- (app-level) (https://api.slack.com/authentication/token-types), and incoming
     # webhook URLs (https://api.slack.com/messaging/webhooks).
-    ("slack-token", _B + r"(?:xox[abeoprs]-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,})" + _E),
+    ("slack-token", _starts("x") + r"(?:ox[abeoprs]-[A-Za-z0-9\-]{10,}|app-[0-9]-[A-Za-z0-9\-]{10,})" + _E),
     ("slack-webhook", r"https://hooks\.slack\.com/services/(?P<secret>[A-Za-z0-9_/]{20,})"),
     # Stripe secret and restricted keys, live and test (https://docs.stripe.com/keys);
     # publishable keys (pk_) are public by design.
-    ("stripe-key", _B + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}" + _E),
+    *(("stripe-key", _starts(first) + r"k_(?:live|test)_[A-Za-z0-9]{16,}" + _E) for first in "sr"),
     # A JSON Web Token (RFC 7519 §3): three base64url parts; the first two are JSON
     # objects, so they start with "eyJ" ('{"' encoded).
-    ("jwt", _B + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*" + _E),
+    ("jwt", _starts("e") + r"yJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*" + _E),
     # HTTP credentials (RFC 9110 §11.6.2; Bearer RFC 6750 §2.1, Basic RFC 7617), as a
     # header line or a header mapping written out ("Authorization": "Bearer ...").
-    (
-        "bearer-token",
-        _AUTHORIZATION + r"""["']?""" + _SP + ":" + _SP + r"""["']?(?:Bearer|bearer|BEARER)[ \t]+"""
-        r"(?!\[REDACTED:)(?![$<{%])(?P<secret>[A-Za-z0-9\-._~+/]{8,}=*)",
+    *(
+        (
+            "bearer-token",
+            name + r"""["']?""" + _SP + ":" + _SP + r"""["']?(?:Bearer|bearer|BEARER)[ \t]+"""
+            r"(?!\[REDACTED:)(?![$<{%])(?P<secret>[A-Za-z0-9\-._~+/]{8,}=*)",
+        )
+        for name in _AUTHORIZATION
     ),
-    (
-        "basic-auth",
-        _AUTHORIZATION + r"""["']?""" + _SP + ":" + _SP + r"""["']?(?:Basic|basic|BASIC)[ \t]+"""
-        r"(?P<secret>[A-Za-z0-9+/]{8,}={0,2})",
+    *(
+        (
+            "basic-auth",
+            name + r"""["']?""" + _SP + ":" + _SP + r"""["']?(?:Basic|basic|BASIC)[ \t]+"""
+            r"(?P<secret>[A-Za-z0-9+/]{8,}={0,2})",
+        )
+        for name in _AUTHORIZATION
     ),
 )
 
@@ -141,7 +169,7 @@ _ENV_VALUE: Final = re.compile(r"""[ \t]?["']?""" + _VALUE)
 #: How far before '=' a secret-looking name may start.
 _ENV_NAME_LIMIT: Final = 128
 
-BUILTIN_KINDS: Final = (*(kind for kind, _ in BUILTIN), ENV_KIND)
+BUILTIN_KINDS: Final = (*dict.fromkeys(kind for kind, _ in BUILTIN), ENV_KIND)
 
 #: The literal pieces every pattern of `BUILTIN` needs, as text: a string without one is
 #: not searched further. Each alternative starts with a fixed character, so the search
@@ -223,18 +251,15 @@ def _compile(patterns: Iterable[Any]) -> list[tuple[str, re.Pattern[str]]]:
     return compiled
 
 
-def _combined(table: Iterable[tuple[str, str]]) -> tuple[re.Pattern[str], dict[str, tuple[str, str | None]]]:
-    """One pattern of alternatives ``(?P<k0>...)|(?P<k1>...)``; group name -> (kind, secret group)."""
-    parts, groups = [], {}
-    for index, (kind, source) in enumerate(table):
-        secret = f"s{index}" if "(?P<secret>" in source else None
-        named = source.replace("(?P<secret>", f"(?P<{secret}>") if secret is not None else source
-        parts.append(f"(?P<k{index}>{named})")
-        groups[f"k{index}"] = (kind, secret)
-    return re.compile("|".join(parts)), groups
+def _combined(table: Iterable[tuple[str, str]]) -> tuple[re.Pattern[str], list[tuple[str, re.Pattern[str]]]]:
+    """One pattern of every alternative (no groups: each alternative's leading literal is then
+    tested before it is entered), and each (kind, pattern) to tell which one matched."""
+    table = list(table)
+    combined = "|".join(source.replace("(?P<secret>", "(?:") for _, source in table)
+    return re.compile(combined), [(kind, re.compile(source)) for kind, source in table]
 
 
-_BUILTIN_PATTERN, _BUILTIN_GROUPS = _combined(BUILTIN)
+_BUILTIN_PATTERN, _BUILTIN_KIND_PATTERNS = _combined(BUILTIN)
 
 
 def _builtin_find(text: str) -> list[Found]:
@@ -248,13 +273,15 @@ def _builtin_find(text: str) -> list[Found]:
         # The combined pattern is tried only at the few places a match can start from:
         # the leftmost start that matches wins, as in a search.
         for start in range(max(end, at - _LOOKBACK), at + 1):
-            match = _BUILTIN_PATTERN.match(text, start)
-            if match is None:
+            if _BUILTIN_PATTERN.match(text, start) is None:
                 continue
-            group = match.lastgroup
-            assert group is not None  # one alternative matched
-            kind, secret = _BUILTIN_GROUPS[group]
-            found.append(Found(kind, *(match.span(secret) if secret is not None else match.span())))
+            # The alternative that matched is the first kind's pattern matching here.
+            kind, match = next(
+                (kind, m) for kind, pattern in _BUILTIN_KIND_PATTERNS if (m := pattern.match(text, start))
+            )
+            found.append(
+                Found(kind, *(match.span("secret") if "secret" in match.re.groupindex else match.span()))
+            )
             end = match.end()
             break
     at = text.find("=")
