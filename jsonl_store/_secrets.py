@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from . import _atomic, _codec
-from ._errors import LockTimeout
+from ._errors import LockTimeout, UnsafePath
 from ._fs import FileSystem, open_regular
 from ._log import FLAGS_READ
 from ._paths import (
@@ -125,8 +125,8 @@ def _read_all(fs: FileSystem, fd: int) -> bytes:
 def _read(fs: FileSystem, path: str) -> bytes | None:
     try:
         fd = open_regular(fs, path, FLAGS_READ)
-    except (FileNotFoundError, IsADirectoryError):
-        return None
+    except (FileNotFoundError, UnsafePath):
+        return None  # gone, or a symlink or directory: never followed, never read
     try:
         return _read_all(fs, fd)
     finally:
@@ -148,15 +148,26 @@ def scan(fs: FileSystem, session_id: str, directory: str, redactor: Redactor) ->
 # -- the rewrite -----------------------------------------------------------------------
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
 def _redact_line(redactor: Redactor, line: bytes) -> bytes:
     """One line without its secrets: a checksummed line gets a new checksum, any other
-    line (damage, a torn tail) has its text redacted as it is."""
-    body = _codec.unseal(line)
+    line (damage, a torn tail) has its text redacted as it is.
+
+    A ``\r`` before the newline or a BOM in front, which a text conversion adds and
+    readers tolerate (§8.4), stays where it was, outside what the checksum covers.
+    """
+    head = _BOM if line.startswith(_BOM) else b""
+    tail = b"\r" if line.endswith(b"\r") else b""
+    body = _codec.unseal(line[len(head) : len(line) - len(tail)])
     if body is not None:
         value = _decode(body)
         if value is not _NOT_JSON:
             redacted = redactor.redact_value(value)
-            return line if redacted is value else _codec.seal(_encoder.encode(redacted))[:-1]
+            if redacted is value:
+                return line
+            return head + _codec.seal(_encoder.encode(redacted))[:-1] + tail
     text = _text(line)
     redacted_text = redactor.redact(text)
     return line if redacted_text == text else redacted_text.encode("utf-8", "surrogateescape")
@@ -177,7 +188,7 @@ def _rewrite_log(redactor: Redactor, data: bytes) -> _Rewritten:
         new = _redact_line(redactor, line) if line else line
         last = index == len(parts) - 1
         piece = new if last else new + b"\n"
-        body = _codec.unseal(new)
+        body = _codec.unseal(new.removeprefix(_BOM).removesuffix(b"\r"))
         if body is not None:
             try:
                 sequence = _codec.record_position(body)[0]

@@ -24,6 +24,7 @@ from jsonl_store import (
     ToolMessage,
     UserMessage,
 )
+from jsonl_store.testing.damage import add_bom, crlf
 
 #: The random part of the fake token: what must not be in any file.
 BODY = body(36)
@@ -232,3 +233,18 @@ def test_scan_output_is_escaped_for_the_terminal(tmp_path: Path) -> None:
     done = _command(tmp_path, "scan")
     assert done.returncode == 1
     assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+
+
+def test_redact_keeps_a_converted_log_readable(tmp_path: Path) -> None:
+    """A log whose lines git turned into CRLF (and gave a BOM) keeps every record through a redact."""
+    with SessionStore(tmp_path, redact=False) as store:
+        for n in range(3):
+            store.append("s", UserMessage(content=f"{n}: {TOKEN}"))
+    log = tmp_path / "s" / "messages.jsonl"
+    log.write_bytes(add_bom(crlf(log.read_bytes())))
+    with SessionStore(tmp_path) as store:
+        assert len(store.redact_session("s")) == 3
+        assert [as_class(r.message).content for r in store.records("s")] == [
+            f"{n}: [REDACTED:github-token]" for n in range(3)
+        ]
+    assert files_holding(tmp_path, BODY.encode()) == []
