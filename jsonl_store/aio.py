@@ -16,7 +16,7 @@ from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 from ._fs import FileSystem
 from ._problems import Problem
 from ._records import RawMessageRecord
-from .store import Durability, SessionStore
+from .store import Durability, RedactSetting, SessionStore
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -51,9 +51,15 @@ class AsyncSessionStore:
         lock_timeout: float = 30.0,
         on_problem: Callable[[Problem], None] | None = None,
         fs: FileSystem | None = None,
+        redact: RedactSetting = True,
     ) -> None:
         self.sync = SessionStore(
-            root, durability=durability, lock_timeout=lock_timeout, on_problem=on_problem, fs=fs
+            root,
+            durability=durability,
+            lock_timeout=lock_timeout,
+            on_problem=on_problem,
+            fs=fs,
+            redact=redact,
         )
 
     async def __aenter__(self) -> Self:
@@ -80,6 +86,8 @@ class AsyncSessionStore:
     delete_session = _in_thread(SessionStore.delete_session)
     verify = _in_thread(SessionStore.verify)
     repair = _in_thread(SessionStore.repair)
+    scan = _in_thread(SessionStore.scan)
+    redact_session = _in_thread(SessionStore.redact_session)
 
     async def records(self, session_id: str, *, after: int = 0) -> AsyncIterator[RawMessageRecord]:
         """`SessionStore.records` as an async iterator, fetched in batches on a worker thread."""
