@@ -111,3 +111,18 @@ def test_a_preview_never_shows_more_than_a_quarter_of_the_secret() -> None:
     assert mask("ghp_" + "a" * 36) == "ghp_…(40 chars)"
     assert mask("hunter22") == "hu…(8 chars)"
     assert mask("abc") == "…(3 chars)"
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "redacted"), SECRETS, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(SECRETS)]
+)
+def test_the_pre_filter_finds_a_secret_in_a_large_value_after_many_near_misses(
+    kind: str, text: str, redacted: str
+) -> None:
+    """A secret after thousands of '-', '_', '/' and 'z' (the pre-filter's jumps, then its search) is still redacted."""
+    import msgspec
+
+    noise = "a-b_c d/e f-z tip_ " * 400
+    data = msgspec.json.encode({"content": noise + text, "tool_call_id": "x_y-z"})
+    assert len(data) > 4096
+    assert msgspec.json.decode(Redactor().redact_json(data))["content"] == noise + redacted
