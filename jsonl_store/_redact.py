@@ -172,9 +172,9 @@ _ENV_NAME_LIMIT: Final = 128
 BUILTIN_KINDS: Final = (*dict.fromkeys(kind for kind, _ in BUILTIN), ENV_KIND)
 
 #: The literal pieces every pattern of `BUILTIN` needs, as text: a string without one is
-#: not searched further. Each alternative starts with a fixed character, so the search
-#: skips from one candidate character to the next in C (CPython's sre "charset prefix");
-#: the look-behinds check what is just before a common one ('-', '_') only where it occurs.
+#: not searched further, and one with them only from a little before each (`_LOOKBACK`).
+#: The look-behinds check what is just before a common character ('-', '_') only where
+#: it occurs.
 _TEXT_ANCHORS: Final = (
     r"AKIA|ASIA|AIza"
     r"|-(?:----BEGIN|(?<=sk-)|(?<=glpat-)|(?<=xox.-)|(?<=xapp-))"
@@ -186,8 +186,8 @@ _ANCHORS_IN_TEXT: Final = re.compile(_TEXT_ANCHORS)
 #: Every match of `BUILTIN` starts at most this far before the anchor it needs (the
 #: longest way is "AUTHORIZATION": "Bearer, with the spaces `_SP` allows).
 _LOOKBACK: Final = 40
-#: The encoded-JSON pre-filter: (byte, pattern) pairs; a built-in secret in any string of
-#: a JSON value needs, in the value's encoding, one of the bytes followed by a match of
+#: The encoded-JSON pre-filter: (byte, bytes next to it, pattern); a built-in secret in any
+#: string of a JSON value needs, in the value's encoding, one of the bytes and a match of
 #: its pattern at that byte (look-behinds check what comes before it). None of these
 #: pieces is ever escaped in JSON (only '"', '\\' and control characters are), so the
 #: encoding holds them whenever a string does. Finding one byte (``bytes.find``, which is
@@ -216,23 +216,18 @@ _GATES: Final[tuple[tuple[bytes, frozenset[int] | None, re.Pattern[bytes] | None
 )
 #: After this many occurrences of a byte, one search of the rest is cheaper than the jumps.
 _JUMPS: Final = 8
-#: Up to this size one search from the first occurrence costs less than the jumps' calls.
+#: Up to this size one search from a byte's first occurrence costs less than the jumps.
 _SHORT: Final = 2048
 
 
 def _holds(
-    data: bytes, byte: bytes, before: frozenset[int] | None, pattern: re.Pattern[bytes] | None
+    data: bytes, at: int, byte: bytes, before: frozenset[int] | None, pattern: re.Pattern[bytes]
 ) -> bool:
-    """Whether ``pattern`` matches at an occurrence of ``byte`` in ``data`` (None: any occurrence).
+    """Whether ``pattern`` matches at an occurrence of ``byte`` in ``data``, the first at ``at``.
 
     ``before``: the bytes one of the pattern's matches can have just before ``byte`` (or,
     for '-', just after it), looked at first: one index, not a call of the pattern.
     """
-    at = data.find(byte)
-    if at < 0 or pattern is None:
-        return at >= 0
-    if len(data) <= _SHORT:
-        return pattern.search(data, at) is not None
     for _ in range(_JUMPS):
         if (
             before is None
@@ -393,8 +388,15 @@ class Redactor:
     def might_hold(self, data: bytes) -> bool:
         """False only when the JSON ``data`` surely holds no secret (the cheap pre-filter)."""
         if self._builtin:
+            find, short = data.find, len(data) <= _SHORT
             for byte, before, pattern in _GATES:
-                if _holds(data, byte, before, pattern):
+                at = find(byte)  # most bytes are not there: no call beyond this one
+                if at < 0:
+                    continue
+                if pattern is None:
+                    return True
+                # A short value: one search from the first occurrence costs less than jumps.
+                if pattern.search(data, at) is not None if short else _holds(data, at, byte, before, pattern):
                     return True
         if not self._extra:
             return False
