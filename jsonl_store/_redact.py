@@ -9,6 +9,13 @@ Redaction sits on the append path, so the common case (nothing secret) must cost
 `Redactor.redact_json` first looks in the encoded bytes for the literal pieces every
 built-in pattern needs (`_GATES`, a necessary condition, see its comment), and only when
 one is there decodes the value and redacts its strings.
+
+Why not a library: detect-secrets 1.5.0 (https://github.com/Yelp/detect-secrets), the
+well-kept one, took 6.3 ms for one clean 0.5 KB line with its default plugins (its
+entropy plugins also flag random ids and base64 data as secrets), against 5.6 µs for
+`Redactor.find` on the same line, measured on this project's CI machine; it would also
+bring pyyaml and requests into a core that depends on orjson and msgspec only. The
+formats are what we take from it and from each vendor's documentation, cited below.
 """
 
 from __future__ import annotations
