@@ -7,8 +7,8 @@ next sequence is known only there.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from datetime import datetime
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -83,6 +83,13 @@ def check_timing(timing: object) -> None:
             raise InvalidArgument(f"timing.{name} must be {expected.__name__}, got {value!r}")
 
 
+def record_time(value: object) -> datetime:
+    """A caller's ``created_at`` in UTC; a naive datetime (no time zone) would be a guess, so it is refused."""
+    if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidArgument(f"created_at must be a timezone-aware datetime, got {value!r}")
+    return value.astimezone(UTC)
+
+
 def json_object(value: Mapping[str, Any] | None, name: str, redactor: Redactor | None = None) -> Any:
     if value is not None and not isinstance(value, Mapping):
         raise InvalidArgument(f"{name} must be a mapping, got {type(value).__name__}")
@@ -150,7 +157,8 @@ class Batch:
                 f"session {session_id!r} has parent {self.session.parent!r}; a parent never changes (got {parent!r})",
                 session_id=session_id,
             )
-        sequence = sequence_of(last)
+        # A fork's own log starts after its branch point (spec §8.10).
+        sequence = sequence_of(last) if last is not None else self.session.base
         if self.expected is not None and sequence != self.expected:
             raise SequenceConflict(
                 f"session {self.session.session_id!r} ends at sequence {sequence}, not {self.expected}; "
@@ -193,6 +201,9 @@ def encode(
     metadata: Mapping[str, Any] | None,
     tags: Mapping[str, Any] | None,
     expected_last_sequence: int | None = None,
+    created_at: datetime | None = None,
+    clock: Callable[[], datetime] = now,
+    new_id: Callable[[], str] = new_uuid7,
     redactor: Redactor | None = None,
 ) -> Batch | None:
     """Check and encode an append; None when no message is to be stored (all ``persist=False``).
@@ -215,7 +226,7 @@ def encode(
             "tags": json_object(tags, "tags", redactor),
         }
     shared_trailer = _codec.encode_trailer(**common) if common else b""
-    created_at = now()
+    created_at = clock() if created_at is None else record_time(created_at)
     created = _codec.encode_time(created_at)
     bodies: list[tuple[bytes, bytes] | None] = []
     encode_message, record_head, usage_trailer = (
@@ -246,7 +257,7 @@ def encode(
             trailer = shared_trailer + usage_trailer(usage)
         else:
             trailer = shared_trailer
-        bodies.append((record_head(new_uuid7(), created, payload, plain), trailer))
+        bodies.append((record_head(new_id(), created, payload, plain), trailer))
     if len(bodies) == bodies.count(None):
         return None
     if title is not None:

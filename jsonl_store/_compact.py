@@ -7,8 +7,7 @@ import msgspec
 from . import _codec, _snapshots
 from ._checkpoint import is_compacted
 from ._errors import InvalidArgument, SessionNotFound, SnapshotConflict
-from ._handles import Handles, now
-from ._ids import new_uuid7
+from ._handles import Handles
 from ._log import first_line_converted, last_good
 from ._paths import LOG_NAME
 from ._reader import LogReader, sequence_of
@@ -91,8 +90,8 @@ def create(
     version = max([current_version, *present]) + 1
     snapshot = ContextSnapshot(
         version=version,
-        id=new_uuid7(),
-        created_at=now(),
+        id=handles.new_id(),
+        created_at=handles.clock(),
         compacted_through_sequence=compacted_through_sequence,
         boundary_offset=boundary.offset,
         tail_offset=boundary.end,

@@ -206,7 +206,12 @@ class OpenAIResponsesDialect:
         out: list[Any] = []
         for caller, call_id, name in unanswered:
             if (kind := _item_type(caller)) in RESPONSES_OUTPUTS:
-                out.append({"type": RESPONSES_OUTPUTS[kind], "call_id": call_id, "output": notice})
+                item = {"type": RESPONSES_OUTPUTS[kind], "call_id": call_id, "output": notice}
+                if "role" in caller:
+                    # Items stored with a role (as SessionStore needs to append them, e.g. by
+                    # jsonl_store.importers) get one, so resume() can append the notice too.
+                    item["role"] = "tool"
+                out.append(item)
             else:
                 out.append(_notice(caller, call_id, name, notice))
         return out

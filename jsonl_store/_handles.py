@@ -14,6 +14,7 @@ import resource
 import stat
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
@@ -21,10 +22,14 @@ from typing import Any
 from . import _atomic, _dirs, _meta, _session, _snapshots
 from ._checkpoint import CheckpointCache
 from ._errors import LockTimeout, SessionNotFound, UnsafePath, UnsupportedFormat
+from ._forks import DamagedFork
+from ._forks import read as _forks_read
 from ._fs import FileSystem, check_directory, describe_mode, open_regular, register_descriptor_cache
+from ._ids import new_uuid7
 from ._log import FLAGS_READ, LogWriter
 from ._meta import SessionMeta
 from ._paths import (
+    FORK_NAME,
     GITATTRIBUTES_NAME,
     GITATTRIBUTES_TEXT,
     GITIGNORE_NAME,
@@ -70,8 +75,8 @@ class OpenSession:
     """What one store keeps open for one session: its log writers and cached facts."""
 
     __slots__ = (
-        "checkpoint", "directory", "init", "init_metadata", "log", "mutex", "parent", "prepared", "seen",
-        "session_id", "usage",
+        "base", "checkpoint", "directory", "init", "init_metadata", "log", "mutex", "parent", "prepared",
+        "seen", "session_id", "usage",
     )  # fmt: skip
 
     def __init__(self, session_id: str, directory: str) -> None:
@@ -81,6 +86,9 @@ class OpenSession:
         self.usage: LogWriter | None = None
         #: The parent never changes once written, so it can be cached for the checks.
         self.parent: str | None = None
+        #: A fork's branch sequence (its own log starts after it; spec §8.10), else 0.
+        #: ``fork.json`` is written once, before the fork's first record, so it is cached too.
+        self.base = 0
         self.prepared = False
         self.mutex = threading.Lock()
         self.checkpoint: CheckpointCache | None = None
@@ -93,9 +101,9 @@ class OpenSession:
         #: The metadata `create_session` gives a session it makes.
         self.init_metadata: dict[str, Any] = {}
 
-    def initial_meta(self) -> SessionMeta:
+    def initial_meta(self, clock: Callable[[], datetime] = now) -> SessionMeta:
         if self.init is None:
-            return SessionMeta(created_at=now())
+            return SessionMeta(created_at=clock())
         created_at, parent, session_type, agent_name, title = self.init
         return SessionMeta(
             created_at=created_at,
@@ -116,8 +124,21 @@ class Handles:
     """The open sessions of one store, their locks, and the making of what they need on disk."""
 
     def __init__(
-        self, root: str, fs: FileSystem, *, durable: bool, lock_timeout: float, reporter: Reporter
+        self,
+        root: str,
+        fs: FileSystem,
+        *,
+        durable: bool,
+        lock_timeout: float,
+        reporter: Reporter,
+        clock: Callable[[], datetime] = now,
+        new_id: Callable[[], str] = new_uuid7,
     ) -> None:
+        #: Where the times and ids of what this store writes come from (`SessionStore`'s
+        #: ``clock`` and ``ids``): the wall clock and UUIDv7s, or a caller's, for files
+        #: that must come out the same byte for byte.
+        self.clock = clock
+        self.new_id = new_id
         self.root = root
         self.fs = fs
         self.durable = durable
@@ -267,13 +288,22 @@ class Handles:
             self.reporter.report(found.problems[0])  # read twice, reported once
         _meta.check_writable(meta, session.session_id)
         session.parent = meta.parent_session_id
+        try:
+            point = _forks_read(self.fs, session.directory)
+        except DamagedFork as exc:
+            raise UnsupportedFormat(
+                f"session {session.session_id!r}: {FORK_NAME} cannot be read ({exc}); "
+                "appending would number records wrongly",
+                session_id=session.session_id,
+            ) from None
+        session.base = point.sequence if point is not None else 0
         session.prepared = True
 
     def _create_meta(self, session: OpenSession, *, moved_aside: bool) -> SessionMeta:
         """The first metadata file, made under the session lock (a damaged one moved aside first)."""
         if moved_aside:
             _session.move_aside(self.fs, session.directory, META_NAME)
-        meta = session.initial_meta()
+        meta = session.initial_meta(self.clock)
         first = _session.first_record_time(self.fs, session.directory)
         if first is not None:
             # The log is older than this metadata: the session began with it.
@@ -332,12 +362,17 @@ class Handles:
             reporter=self.reporter,
         )
 
-    def delete(self, session_id: str, directory: str) -> bool:
-        """Delete the session's files but ``.lock``, under both its locks; whether it held any."""
+    def delete(self, session_id: str, directory: str, check: Callable[[], None] | None = None) -> bool:
+        """Delete the session's files but ``.lock``, under both its locks; whether it held any.
+
+        ``check`` runs under the session lock first and may raise to refuse the delete.
+        """
         fs = self.fs
         self.forget(session_id)
         existed = False
         with self.lock(session_id):
+            if check is not None:
+                check()
             try:
                 fd: int | None = open_regular(
                     fs, os.path.join(directory, LOG_NAME), FLAGS_READ, session_id=session_id
@@ -362,7 +397,7 @@ class Handles:
                         )  # fmt: skip
                 for name in names:
                     fs.unlink(os.path.join(directory, name))
-                    existed = existed or name in (LOG_NAME, META_NAME)
+                    existed = existed or name in (LOG_NAME, META_NAME, FORK_NAME)
             finally:
                 if fd is not None:
                     fs.close(fd)

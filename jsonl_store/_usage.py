@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -21,7 +22,7 @@ from ._redact import Redactor
 _KNOWN = frozenset(f for f in UsageRecord.__struct_fields__ if f not in ("recorded_at", "extra"))
 
 
-def encode(record: ModelUsage | Mapping[str, Any]) -> bytes:
+def encode(record: ModelUsage | Mapping[str, Any], clock: Callable[[], datetime] = now) -> bytes:
     """The checked line for one usage record: a `ModelUsage`, or a mapping of its keys and more."""
     if isinstance(record, ModelUsage):
         record = msgspec.structs.asdict(record)  # checked below like any mapping
@@ -31,7 +32,7 @@ def encode(record: ModelUsage | Mapping[str, Any]) -> bytes:
     extra = {k: v for k, v in record.items() if k not in _KNOWN}
     _codec.encode_json(extra, "record")
     try:
-        usage = msgspec.convert({"recorded_at": now(), **fields, "extra": extra}, UsageRecord)
+        usage = msgspec.convert({"recorded_at": clock(), **fields, "extra": extra}, UsageRecord)
     except msgspec.ValidationError as exc:
         raise InvalidArgument(f"bad usage record: {exc}") from None
     for name in ModelUsage.__struct_fields__:
@@ -102,7 +103,8 @@ def calls(records: Iterable[RawMessageRecord], logged: Iterable[dict[str, Any]])
     A record's usage counts unless the usage log has a line with the record's
     ``request_id`` (the same call recorded both ways). Each call is a dict of the token
     counts plus ``source`` (``"usage log"`` or ``"record <sequence>"``), ``recorded_at``,
-    ``model`` and ``request_id`` where known, oldest first within each source.
+    ``model`` (a usage line's, or a record's ``metadata["model"]``) and ``request_id``
+    where known, oldest first within each source.
     """
     found: list[dict[str, Any]] = []
     requests: set[str] = set()
@@ -122,10 +124,12 @@ def calls(records: Iterable[RawMessageRecord], logged: Iterable[dict[str, Any]])
         usage = record.usage
         if usage is None or (record.request_id is not None and record.request_id in requests):
             continue
+        # A record names its model in its metadata, as importers and adapters write it.
+        model = record.metadata.get("model")
         found.append({
             "source": f"record {record.sequence}",
             "recorded_at": record.created_at,
-            "model": None,
+            "model": model if isinstance(model, str) else None,
             "request_id": record.request_id,
             **msgspec.structs.asdict(usage),
         })  # fmt: skip

@@ -11,6 +11,7 @@ import asyncio
 import functools
 import os
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
 from ._fs import FileSystem
@@ -51,6 +52,8 @@ class AsyncSessionStore:
         lock_timeout: float = 30.0,
         on_problem: Callable[[Problem], None] | None = None,
         fs: FileSystem | None = None,
+        clock: Callable[[], datetime] | None = None,
+        ids: Callable[[], str] | None = None,
         redact: RedactSetting = True,
     ) -> None:
         self.sync = SessionStore(
@@ -59,6 +62,8 @@ class AsyncSessionStore:
             lock_timeout=lock_timeout,
             on_problem=on_problem,
             fs=fs,
+            clock=clock,
+            ids=ids,
             redact=redact,
         )
 
@@ -79,19 +84,25 @@ class AsyncSessionStore:
     model_calls = _in_thread(SessionStore.model_calls)
     snapshot = _in_thread(SessionStore.snapshot)
     list_sessions = _in_thread(SessionStore.list_sessions)
+    session_ids = _in_thread(SessionStore.session_ids)
     get_session = _in_thread(SessionStore.get_session)
     update_session = _in_thread(SessionStore.update_session)
     record_usage = _in_thread(SessionStore.record_usage)
     usage_totals = _in_thread(SessionStore.usage_totals)
+    fork = _in_thread(SessionStore.fork)
     delete_session = _in_thread(SessionStore.delete_session)
     verify = _in_thread(SessionStore.verify)
     repair = _in_thread(SessionStore.repair)
     scan = _in_thread(SessionStore.scan)
     redact_session = _in_thread(SessionStore.redact_session)
 
-    async def records(self, session_id: str, *, after: int = 0) -> AsyncIterator[RawMessageRecord]:
+    async def records(
+        self, session_id: str, *, after: int = 0, containing: bytes | None = None
+    ) -> AsyncIterator[RawMessageRecord]:
         """`SessionStore.records` as an async iterator, fetched in batches on a worker thread."""
-        iterator = await asyncio.to_thread(lambda: self.sync.records(session_id, after=after))
+        iterator = await asyncio.to_thread(
+            lambda: self.sync.records(session_id, after=after, containing=containing)
+        )
         async for record in _drain(iterator):
             yield record
 

@@ -14,8 +14,14 @@ from .. import SecretFinding
 from . import _commands as c
 from . import _format
 
-#: `build_parser`'s helper that adds one subcommand: name, handler, help -> its parser.
-Register = Callable[[str, c.Command, str], argparse.ArgumentParser]
+#: `build_parser`'s helper that adds one subcommand: name, handler, help, example -> its parser.
+Register = Callable[[str, c.Command, str, str], argparse.ArgumentParser]
+SCAN_EXAMPLE = """jsonl-store scan
+jsonl-store scan chat-1 --json"""
+REDACT_EXAMPLE = "jsonl-store redact chat-1"
+EXIT_CODES = (
+    "exit codes: 0 no secret; 1 secrets found (scan) or redacted (redact); 2 bad input or an unusable store."
+)
 
 
 def _line(finding: SecretFinding) -> str:
@@ -67,9 +73,13 @@ def redact(args: argparse.Namespace) -> int:
 
 def register(command: Register) -> None:
     """Add ``scan`` and ``redact`` to the parser (`_main.build_parser`)."""
-    sub = command("scan", scan, "report secrets stored in one session, or every session (exit 1: found)")
+    sub = command(
+        "scan", scan, "report secrets stored in one session, or every session (exit 1: found)", SCAN_EXAMPLE
+    )
+    sub.epilog = f"{sub.epilog}\n\n{EXIT_CODES}"
     sub.add_argument("session_id", metavar="ID", nargs="?")
     sub.add_argument("--json", action="store_true", help="print the findings as a JSON array")
-    sub = command("redact", redact, "rewrite a session without the secrets scan finds in it")
+    sub = command("redact", redact, "rewrite a session without the secrets scan finds in it", REDACT_EXAMPLE)
+    sub.epilog = f"{sub.epilog}\n\n{EXIT_CODES}"
     sub.add_argument("session_id", metavar="ID")
     sub.add_argument("--json", action="store_true", help="print what was redacted as a JSON array")

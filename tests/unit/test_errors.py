@@ -22,6 +22,7 @@ from jsonl_store import (
     ParentMismatch,
     ReadOnlySession,
     SequenceConflict,
+    SessionHasForks,
     SessionNotFound,
     SessionStore,
     SnapshotConflict,
@@ -55,6 +56,7 @@ ERRORS: list[tuple[type[JsonlStoreError], type[BaseException] | None]] = [
     (UnsupportedFormat, None),
     (ReadOnlySession, PermissionError),
     (SessionNotFound, KeyError),
+    (SessionHasForks, OSError),
 ]
 
 

@@ -95,7 +95,9 @@ def _install(
 ) -> tuple[SessionStore, Path]:
     """Copy the case's session below a fresh root; problems the store reports go to ``reported``."""
     root = tmp_path / name
-    shutil.copytree(case / SESSION, root / SESSION)
+    # The session, and any other session the vector holds beside it (a fork's source).
+    for directory in sorted(p for p in case.iterdir() if p.is_dir()):
+        shutil.copytree(directory, root / directory.name)
     sink = reported if reported is not None else []
     return SessionStore(root, on_problem=sink.append), root / SESSION
 

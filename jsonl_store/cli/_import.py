@@ -1,0 +1,96 @@
+"""``jsonl-store import claude-code|codex|pi [PATH...]``: other tools' transcripts as sessions.
+
+A thin layer over `jsonl_store.importers`: it picks the importer, draws a progress bar
+on a terminal (`_progress`), and prints the `ImportReport`, as text (escaped: file names
+and reasons may hold anything) or as JSON with ``--json``. Exit codes: 0 when every
+file was imported (lines skipped as not understood are normal), 1 when a line was
+damaged or a file could not be imported, 2 for a path that does not exist or an
+unusable store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Iterator
+
+from .. import SessionStore
+from ..importers import FileReport, ImportReport, import_claude_code, import_codex, import_pi
+from . import _commands as c
+from . import _format
+from ._progress import progress
+
+_IMPORTERS: dict[str, Callable[..., ImportReport]] = {
+    "claude-code": import_claude_code,
+    "codex": import_codex,
+    "pi": import_pi,
+}
+
+HELP = "import Claude Code, Codex or pi transcripts as sessions"
+EPILOG = """\
+With no PATH, the tool's own folder: ~/.claude/projects ($CLAUDE_CONFIG_DIR/projects),
+~/.codex/sessions ($CODEX_HOME/sessions) or ~/.pi/agent/sessions ($PI_CODING_AGENT_DIR/sessions).
+Importing again adds only what is new. Exit codes: 0 imported; 1 damaged lines or files
+that could not be imported; 2 no such path, or an unusable store.
+
+example:
+  jsonl-store --root sessions import claude-code ~/.claude/projects/-home-me-project
+"""
+
+
+def configure(sub: argparse.ArgumentParser) -> None:
+    """The ``import`` subcommand's arguments (registered by `_main.build_parser`)."""
+    sub.epilog = EPILOG
+    sub.formatter_class = argparse.RawDescriptionHelpFormatter
+    sub.add_argument("tool", choices=sorted(_IMPORTERS), metavar="TOOL", help="claude-code, codex or pi")
+    sub.add_argument(
+        "paths", nargs="*", metavar="PATH", help="transcript files, or folders to search for *.jsonl"
+    )
+    sub.add_argument("--json", action="store_true", help="print the import report as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    root = c.root_of(args)
+    if os.path.exists(root) and not os.path.isdir(root):
+        raise c.CliError(f"the session store '{root}' is not a directory (use --root DIR)")
+    importer = _IMPORTERS[args.tool]
+    with SessionStore(root, on_problem=c.warn) as store, progress(f"importing {args.tool}", None) as bar:
+
+        def report_progress(done: int, total: int, path: str) -> None:
+            if done:
+                bar.advance()
+            bar.describe(f"importing {os.path.basename(path)} ({min(done + 1, total)}/{total})")
+
+        report = importer(store, args.paths or None, progress=report_progress)
+    if args.json:
+        c.emit_json(report.to_dict())
+    else:
+        c.emit(_lines(report, root))
+    return 0 if report.ok else 1
+
+
+def _file_line(f: FileReport) -> str:
+    if f.problem is not None:
+        return f"{f.path}: not imported: {f.problem}"
+    parts = [f"{f.added} added", f"{f.present} already present", f"{f.skipped} skipped"]
+    if f.damaged_count:
+        parts.append(f"{f.damaged_count} damaged")
+    if f.snapshots:
+        parts.append(_format.plural(f.snapshots, "snapshot"))
+    if f.children:
+        parts.append(_format.plural(len(f.children), "sub-agent session"))
+    return f"{f.path} -> {f.session_id}: {', '.join(parts)}"
+
+
+def _lines(report: ImportReport, root: str) -> Iterator[str]:
+    for f in report.files:
+        yield _file_line(f)
+        for damaged in f.damaged:
+            yield f"  {damaged}"
+        if f.damaged_count > len(f.damaged):
+            yield f"  ... and {f.damaged_count - len(f.damaged)} more damaged lines"
+    files = _format.plural(len(report.files), "file")
+    yield (
+        f"{files} imported into {root}: {report.added} records added, {report.present} already present, "
+        f"{report.skipped} lines skipped, {report.damaged_count} damaged"
+    )

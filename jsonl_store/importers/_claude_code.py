@@ -1,0 +1,265 @@
+"""Claude Code transcripts (``~/.claude/projects/<project>/<session>.jsonl``) as sessions.
+
+Claude Code writes one JSON object per line: ``user`` and ``assistant`` lines whose
+``message`` is an Anthropic Messages message, and many lines that are not messages
+(``summary``, ``file-history-snapshot``, ``attachment``, ``system`` ...). The messages
+are stored as Anthropic-shaped dicts, so the session's dialect is ``"anthropic"``:
+
+- Claude Code writes one line per content block of an assistant message, each repeating
+  the message's ``usage``. Consecutive lines of one ``message.id`` become one record with
+  all the blocks, and its usage counts once: the last line's (the most complete while
+  streaming), never again for the same message id or ``requestId``.
+- Usage in this library's terms: ``input_tokens`` is every input token, cached or not
+  (Anthropic's ``input_tokens`` + ``cache_creation_input_tokens`` +
+  ``cache_read_input_tokens``), so ``cache_hit_rate`` is the share served from the cache.
+- A tool result is a ``tool_result`` block in a user message, paired with its call by
+  ``tool_use_id``; a rejected call is such a block with ``is_error`` (stored as it is),
+  and a call left without a result (the user interrupted, the process died) is the open
+  batch tool-batch repair closes.
+- ``compact_boundary`` lines and ``isCompactSummary`` user messages become a snapshot.
+- Sub-agents: lines with ``isSidechain`` in a session's own file go to a child session
+  per chain (a chain starts at a sidechain line with no ``parentUuid``); a file of its
+  own (``agent-<id>.jsonl`` beside the session, or ``<session>/subagents/agent-<id>.jsonl``
+  with its ``.meta.json``) is the child session of the ``sessionId`` its lines name.
+
+Session ids: ``claude-code-<sessionId>``, a sub-agent file's ``claude-code-<sessionId>-agent-<agentId>``,
+an inline chain's ``claude-code-<sessionId>-sidechain-<uuid of its first line>``, each id
+part through `encode_session_id` (a UUID stays as it is).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import ModelUsage, encode_session_id
+from . import _source
+from ._engine import Collector, Compaction, Entry, Parsed, Target, session_id_for
+
+PREFIX = "claude-code-"
+#: Line types that carry a title for the session, and the key holding it.
+_TITLES = {"custom-title": "customTitle", "ai-title": "aiTitle", "summary": "summary"}
+#: How many line uuids (for inline sidechain chains) and message ids (counted usage) the state keeps.
+_REMEMBERED = 256
+
+
+def default_location() -> str:
+    """``$CLAUDE_CONFIG_DIR/projects``, else ``~/.claude/projects``."""
+    base = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    return os.path.join(base, "projects")
+
+
+def _count(usage: dict[str, Any], key: str) -> int:
+    value = usage.get(key, 0)
+    return value if type(value) is int and value >= 0 else 0
+
+
+def usage_of(message: dict[str, Any]) -> ModelUsage | None:
+    """The usage of one Anthropic message, or None when it reports none (or only zeros)."""
+    usage = message.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    fresh, output = _count(usage, "input_tokens"), _count(usage, "output_tokens")
+    write, read = _count(usage, "cache_creation_input_tokens"), _count(usage, "cache_read_input_tokens")
+    if not (fresh or output or write or read):
+        return None
+    return ModelUsage(
+        input_tokens=fresh + write + read,
+        output_tokens=output,
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+    )
+
+
+def _text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return ""
+
+
+@dataclass
+class _Group:
+    """The lines of one assistant message, waiting for the line that ends it."""
+
+    session_id: str
+    key: object
+    line: int
+    end: int
+    blocks: list[Any]
+    last: dict[str, Any]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def _remember(mapping: dict[str, Any], key: str, value: Any) -> None:
+    mapping.pop(key, None)
+    mapping[key] = value
+    while len(mapping) > _REMEMBERED:
+        del mapping[next(iter(mapping))]
+
+
+class ClaudeCode:
+    """The Claude Code format (see the module's docstring)."""
+
+    tool = "claude-code"
+    dialect = "anthropic"
+
+    def identify(self, path: str, head: list[dict[str, Any]]) -> Target | None:
+        session = next((d["sessionId"] for d in head if isinstance(d.get("sessionId"), str)), None)
+        name = os.path.basename(path)
+        if session is None:
+            stem = name.removesuffix(".jsonl")
+            if not head or stem.startswith("agent-"):
+                return None
+            session = stem
+        agent = next(
+            (d["agentId"] for d in head if d.get("isSidechain") and isinstance(d.get("agentId"), str)), None
+        )
+        if agent is None and name.startswith("agent-"):
+            agent = name.removesuffix(".jsonl").removeprefix("agent-")
+        if agent is None:
+            return Target(session_id_for(PREFIX, session))
+        side = _source.read_side_file(path.removesuffix(".jsonl") + ".meta.json") or {}
+        description, agent_type = side.get("description"), side.get("agentType")
+        return Target(
+            session_id_for(PREFIX, session) + "-agent-" + encode_session_id(agent),
+            parent=session_id_for(PREFIX, session),
+            title=description if isinstance(description, str) else None,
+            agent_name=agent_type if isinstance(agent_type, str) else "sub-agent",
+        )
+
+    def parse(self, path: str, lines: Iterator[Parsed], out: Collector) -> None:
+        _Parse(out).run(lines)
+
+
+class _Parse:
+    """One pass over a file's lines (the format's state lives in ``out.state`` between imports)."""
+
+    def __init__(self, out: Collector) -> None:
+        self.out = out
+        self.agent_file = out.main.parent is not None
+        self.group: _Group | None = None
+        self.boundary: tuple[_source.SourceLine, dict[str, Any]] | None = None  # waiting for its summary
+        self.title_rank = 0
+        self.chains: dict[str, str] = dict(out.state.get("chains") or {})
+        self.counted: dict[str, bool] = dict.fromkeys(out.state.get("counted") or (), True)
+
+    def run(self, lines: Iterator[Parsed]) -> None:
+        for line, d in lines:
+            self.line(line, d)
+        self.flush()
+        self.close_boundary(None)
+        self.out.state["chains"] = self.chains
+        self.out.state["counted"] = list(self.counted)
+
+    def line(self, line: _source.SourceLine, d: dict[str, Any]) -> None:
+        kind = d.get("type")
+        message = d.get("message")
+        if kind in ("user", "assistant") and isinstance(message, dict):
+            self.message(line, d, message, kind)
+        elif kind == "system" and d.get("subtype") == "compact_boundary":
+            self.flush()
+            self.close_boundary(None)
+            self.boundary = (line, d)
+        elif kind in _TITLES and isinstance(d.get(_TITLES[kind]), str):
+            self.title(kind, d[_TITLES[kind]])
+        else:
+            self.out.skip(f"system:{d.get('subtype')}" if kind == "system" else kind)
+
+    def message(
+        self, line: _source.SourceLine, d: dict[str, Any], message: dict[str, Any], kind: str
+    ) -> None:
+        if d.get("isCompactSummary"):
+            self.flush()
+            self.close_boundary((line, _text(message.get("content"))))
+            return
+        content = message.get("content")
+        if not isinstance(content, (str, list)):
+            self.out.skip(f"{kind}:no-content")
+            return
+        self.close_boundary(None)
+        session_id = self.route(d)
+        metadata = {k: d[k] for k in ("timestamp", "uuid") if isinstance(d.get(k), str)}
+        if kind == "user":
+            self.flush()
+            self.out.add(
+                Entry(
+                    session_id, {"role": "user", "content": content}, line.number, line.end, metadata=metadata
+                )
+            )
+            return
+        key = message.get("id") if isinstance(message.get("id"), str) else d.get("requestId")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        group = self.group
+        if group is not None and group.session_id == session_id and key is not None and group.key == key:
+            group.blocks.extend(blocks)
+            group.end, group.last = line.end, d
+            return
+        self.flush()
+        for name in ("id", "model"):
+            if isinstance(message.get(name), str):
+                metadata["message_id" if name == "id" else name] = message[name]
+        self.group = _Group(session_id, key, line.number, line.end, list(blocks), d, metadata)
+
+    def flush(self) -> None:
+        group, self.group = self.group, None
+        if group is None:
+            return
+        last = group.last
+        usage = usage_of(last["message"])
+        if usage is not None and isinstance(group.key, str):
+            if group.key in self.counted:
+                usage = None  # this call's usage is in a record already
+            else:
+                _remember(self.counted, group.key, True)
+        request_id = last.get("requestId") if isinstance(last.get("requestId"), str) else None
+        message = {"role": "assistant", "content": group.blocks}
+        self.out.add(
+            Entry(group.session_id, message, group.line, group.end, usage, request_id, group.metadata)
+        )
+
+    def close_boundary(self, summary: tuple[_source.SourceLine, str] | None) -> None:
+        """Store the waiting compaction: with ``summary`` (its line and text), or with the boundary's own text."""
+        boundary, self.boundary = self.boundary, None
+        if boundary is None and summary is None:
+            return
+        if summary is not None:
+            line, text = summary
+            first, end = (boundary[0].number if boundary else line.number), line.end
+        else:
+            assert boundary is not None
+            content = boundary[1].get("content")
+            text = content if isinstance(content, str) and content else "Conversation compacted"
+            first, end = boundary[0].number, boundary[0].end
+        data = boundary[1] if boundary else {}
+        metadata = {k: data[k] for k in ("timestamp", "uuid") if isinstance(data.get(k), str)}
+        self.out.add(
+            Compaction(self.out.main.session_id, text or "Conversation compacted", first, end, metadata)
+        )
+
+    def title(self, kind: str, text: str) -> None:
+        """Keep the best title seen: a user's ``custom-title``, else an ``ai-title``, else the first ``summary``."""
+        rank = {"custom-title": 3, "ai-title": 2, "summary": 1}[kind]
+        if rank > self.title_rank:
+            self.out.main.title, self.title_rank = text, rank
+
+    def route(self, d: dict[str, Any]) -> str:
+        """The session a message line goes to: the file's own, or an inline sidechain's child."""
+        main = self.out.main.session_id
+        if self.agent_file or not d.get("isSidechain"):
+            return main
+        uuid, parent = d.get("uuid"), d.get("parentUuid")
+        session_id = self.chains.get(parent) if isinstance(parent, str) else None
+        if session_id is None and parent is not None and self.chains:
+            session_id = self.out.state.get("last_chain")
+        if session_id is None:
+            root = uuid if isinstance(uuid, str) else f"line-{len(self.chains)}"
+            session_id = main + "-sidechain-" + encode_session_id(root)
+        self.out.target(Target(session_id, parent=main, agent_name="sidechain"))
+        if isinstance(uuid, str):
+            _remember(self.chains, uuid, session_id)
+        self.out.state["last_chain"] = session_id
+        return session_id

@@ -1,0 +1,171 @@
+"""Codex rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``) as sessions.
+
+Each line is an envelope ``{"timestamp", "type", "payload"}``. The ``response_item``
+payloads are OpenAI Responses API items and are stored as they are, so the session's
+dialect is ``"openai-responses"``: a ``function_call`` / ``custom_tool_call`` item is
+paired with its ``*_output`` item by ``call_id``. The store needs a ``role`` on every
+message: items that have none get ``"assistant"`` (what the model made: calls,
+reasoning) or ``"tool"`` (``*_output`` items); a ``developer`` message is stored with
+role ``"system"`` and ``"codex_role": "developer"``.
+
+- Usage: Codex writes ``token_count`` events with the session's cumulative
+  ``total_token_usage`` (often twice per call). Each increase of the total is one model
+  call, stored as the difference (``last_token_usage`` when there is no total to subtract
+  from) on a hidden assistant record (``include_in_messages=False``) with the model of the
+  latest ``turn_context``. ``input_tokens`` include the cached ones, as in OpenAI's usage.
+- ``compacted`` lines become a snapshot (their ``message`` is the summary).
+- ``turn_aborted`` is stored as a hidden system record: the calls it left without an output
+  are the open batch tool-batch repair closes.
+- ``event_msg`` lines that repeat a response item (``user_message``, ``agent_message``,
+  ``agent_reasoning``) and other events are skipped and counted.
+
+Session id: ``codex-<id>`` from the first ``session_meta`` (else the file name), through
+`encode_session_id`; a ``parent_thread_id`` there makes it the child of ``codex-<parent>``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from .. import ModelUsage
+from ._engine import Collector, Compaction, Entry, Parsed, Target, session_id_for
+
+PREFIX = "codex-"
+_FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
+#: Response items that are no part of a conversation (a git snapshot Codex takes for undo).
+_NOT_MESSAGES = frozenset({"ghost_snapshot"})
+
+
+def default_location() -> str:
+    """``$CODEX_HOME/sessions``, else ``~/.codex/sessions``."""
+    base = os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
+    return os.path.join(base, "sessions")
+
+
+def _counts(value: object) -> dict[str, int] | None:
+    if not isinstance(value, dict):
+        return None
+    return {k: v if type(v := value.get(k, 0)) is int and v >= 0 else 0 for k in _FIELDS}
+
+
+def usage_of(counts: dict[str, int]) -> ModelUsage:
+    return ModelUsage(
+        input_tokens=counts["input_tokens"],
+        output_tokens=counts["output_tokens"],
+        cache_read_tokens=counts["cached_input_tokens"],
+        reasoning_tokens=counts["reasoning_output_tokens"],
+    )
+
+
+def call_counts(
+    info: object, previous: dict[str, int] | None
+) -> tuple[dict[str, int] | None, dict[str, int] | None]:
+    """``(this call's counts or None, the new cumulative total)`` for one ``token_count``'s ``info``."""
+    if not isinstance(info, dict):
+        return None, previous
+    total, last = _counts(info.get("total_token_usage")), _counts(info.get("last_token_usage"))
+    if total is None:
+        return last if last and any(last.values()) else None, previous
+    if total == previous or not any(total.values()):
+        return None, total  # the same total again: no new call
+    if previous is None or any(total[k] < previous[k] for k in _FIELDS):
+        # No earlier total (or the counter restarted): this call is the last one reported.
+        return (last if last is not None else total), total
+    return {k: total[k] - previous[k] for k in _FIELDS}, total
+
+
+def _role(item: dict[str, Any]) -> dict[str, Any]:
+    kind = item.get("type")
+    role = item.get("role")
+    if kind == "message" and role in ("user", "assistant", "system"):
+        return item
+    if kind == "message":
+        return {**item, "role": "system", "codex_role": role}
+    if isinstance(kind, str) and kind.endswith("_output"):
+        return {**item, "role": "tool"}
+    return {**item, "role": "assistant"}
+
+
+class Codex:
+    """The Codex rollout format (see the module's docstring)."""
+
+    tool = "codex"
+    dialect = "openai-responses"
+
+    def identify(self, path: str, head: list[dict[str, Any]]) -> Target | None:
+        for d in head:
+            payload = d.get("payload")
+            if (
+                d.get("type") == "session_meta"
+                and isinstance(payload, dict)
+                and isinstance(payload.get("id"), str)
+            ):
+                parent = payload.get("parent_thread_id")
+                return Target(
+                    session_id_for(PREFIX, payload["id"]),
+                    parent=session_id_for(PREFIX, parent) if isinstance(parent, str) else None,
+                    agent_name="codex",
+                )
+        if not any(d.get("type") in ("response_item", "event_msg", "turn_context") for d in head):
+            return None
+        return Target(
+            session_id_for(PREFIX, os.path.basename(path).removesuffix(".jsonl")), agent_name="codex"
+        )
+
+    def parse(self, path: str, lines: Iterator[Parsed], out: Collector) -> None:
+        state = out.state
+        seen_meta = bool(state.get("seen_meta"))
+        for line, d in lines:
+            kind, payload = d.get("type"), d.get("payload")
+            metadata = {"timestamp": d["timestamp"]} if isinstance(d.get("timestamp"), str) else {}
+            if not isinstance(payload, dict):
+                out.skip(f"{kind}:no-payload")
+            elif kind == "session_meta" and not seen_meta:
+                seen_meta = True
+            elif kind == "turn_context" and isinstance(payload.get("model"), str):
+                state["model"] = payload["model"]
+            elif kind == "response_item" and payload.get("type") not in _NOT_MESSAGES:
+                out.add(Entry(out.main.session_id, _role(payload), line.number, line.end, metadata=metadata))
+            elif kind == "compacted":
+                summary = payload.get("message")
+                text = summary if isinstance(summary, str) and summary else "Conversation compacted"
+                out.add(Compaction(out.main.session_id, text, line.number, line.end, metadata))
+            elif kind == "event_msg":
+                self.event(line, payload, metadata, out)
+            else:
+                out.skip(f"{kind}:{payload.get('type')}" if kind == "response_item" else kind)
+        state["seen_meta"] = seen_meta
+
+    def event(self, line: Any, payload: dict[str, Any], metadata: dict[str, Any], out: Collector) -> None:
+        kind = payload.get("type")
+        if kind == "token_count":
+            counts, out.state["total"] = call_counts(payload.get("info"), out.state.get("total"))
+            if counts is None:
+                out.skip("event_msg:token_count")
+                return
+            if isinstance(out.state.get("model"), str):
+                metadata["model"] = out.state["model"]
+            message = {
+                "role": "assistant",
+                "content": "",
+                "codex_event": "token_count",
+                "include_in_messages": False,
+            }
+            out.add(
+                Entry(
+                    out.main.session_id, message, line.number, line.end, usage_of(counts), metadata=metadata
+                )
+            )
+        elif kind == "turn_aborted":
+            reason = payload.get("reason")
+            message = {
+                "role": "system",
+                "content": f"turn aborted: {reason if isinstance(reason, str) else 'unknown reason'}",
+                "codex_event": "turn_aborted",
+                "include_in_messages": False,
+            }
+            out.add(Entry(out.main.session_id, message, line.number, line.end, metadata=metadata))
+        else:
+            out.skip(f"event_msg:{kind}")

@@ -1,0 +1,427 @@
+"""The one way every importer writes: a format's parser turns lines into entries, this stores them.
+
+A *format* (Claude Code, Codex, pi) reads its own lines and says what they mean: an
+`Entry` (one message for one session), a `Compaction` (a summary that replaces what came
+before), or nothing (the line is counted as skipped). The engine owns the rest, the same
+for all three:
+
+- **When.** A source line's ``timestamp`` is the record's ``created_at`` (`SessionStore.append`'s
+  ``created_at``); one that does not parse stays in the record's metadata as it was.
+- **Where it got to.** Every imported record's metadata holds ``source_line`` and
+  ``source_end`` (the byte offset after its last source line), written in the same
+  append as the record, so the raw log itself says how far each session got, also after
+  a crash between two appends. The main session's metadata holds ``import``: the offset
+  and line to read on from and the parser's state (cumulative token counts, open
+  sub-agent chains), written after the records. A later import reads on from there and
+  stores only entries that end past what each session already holds, so importing a
+  file twice changes nothing and a file that grew adds only its new part.
+- **Conditional appends.** Each record is appended with ``expected_last_sequence`` (spec
+  §9.10): if another writer appended to the session meanwhile, the file's import stops
+  with a problem instead of interleaving.
+- **Compactions.** A hidden marker record (``include_in_messages=False``), then
+  `SessionStore.snapshot` through it with the summary as the compacted message, as
+  `checkpoint` does for a rewrite. The marker's metadata keeps the summary, so a crash
+  between the two (the marker last in the log, no snapshot through it) is finished by the
+  next import.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import Any, Protocol
+
+from .. import (
+    CompactedMessage,
+    InvalidArgument,
+    InvalidMessage,
+    JsonlStoreError,
+    ModelUsage,
+    SequenceConflict,
+    SessionStore,
+    StorageError,
+    UnsupportedValue,
+    encode_session_id,
+)
+from . import _source
+from ._report import MAX_LISTED_DAMAGE, DamagedLine, FileReport, ImportReport
+
+#: How many lines `Format.identify` may look at to find the transcript's own id.
+HEAD_LINES = 64
+#: The longest title a session may have (`update_session`'s limit).
+_MAX_TITLE = 200
+
+
+@dataclass
+class Target:
+    """A session one source file feeds: the file's own, or a sub-agent's."""
+
+    session_id: str
+    parent: str | None = None
+    title: str | None = None
+    agent_name: str | None = None
+
+
+@dataclass
+class Entry:
+    """One message for one session, from source lines ``line`` .. the line ending at ``end``."""
+
+    session_id: str
+    message: dict[str, Any]
+    line: int
+    end: int
+    usage: ModelUsage | None = None
+    request_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Compaction:
+    """A compaction summary: the session's context up to here is replaced by ``summary``."""
+
+    session_id: str
+    summary: str
+    line: int
+    end: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+Event = Entry | Compaction
+Parsed = tuple[_source.SourceLine, dict[str, Any]]
+
+
+class Collector:
+    """What a format's parser reports for one file: targets, events, skipped lines, its state."""
+
+    def __init__(self, main: Target, state: Mapping[str, Any]) -> None:
+        self.main = main
+        self.targets: dict[str, Target] = {main.session_id: main}
+        self.events: list[Event] = []
+        self.skipped: Counter[str] = Counter()
+        self.state: dict[str, Any] = dict(state)
+
+    def target(self, target: Target) -> str:
+        self.targets.setdefault(target.session_id, target)
+        return target.session_id
+
+    def add(self, event: Event) -> None:
+        self.events.append(event)
+
+    def skip(self, kind: object) -> None:
+        self.skipped[str(kind)[:80]] += 1
+
+
+class Format(Protocol):
+    """One tool's transcript format."""
+
+    tool: str
+    dialect: str
+
+    def identify(self, path: str, head: list[dict[str, Any]]) -> Target | None:
+        """The session the file at ``path`` feeds, from its first lines (None: not this format)."""
+        ...
+
+    def parse(self, path: str, lines: Iterator[Parsed], out: Collector) -> None:
+        """Report every line's meaning to ``out`` (``out.state`` is the state the last import left)."""
+        ...
+
+
+def session_id_for(prefix: str, source_id: str) -> str:
+    """``prefix`` + `encode_session_id` of the source's id (a UUID is its own encoding).
+
+    Raises `InvalidSessionId` when that is longer than a session id may be.
+    """
+    return prefix + encode_session_id(source_id)
+
+
+def source_time(value: object) -> datetime | None:
+    """A source's ISO 8601 timestamp as an aware datetime (UTC when it names no zone), or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def clean_title(value: object) -> str | None:
+    """A title the store accepts (1 to 200 characters, no NUL or lone surrogate), or None."""
+    if not isinstance(value, str):
+        return None
+    text = " ".join(value.replace("\x00", " ").split())
+    text = text.encode("utf-8", "replace").decode("utf-8")[:_MAX_TITLE]
+    return text or None
+
+
+# ---------------------------------------------------------------------------------------
+# Reading one file
+# ---------------------------------------------------------------------------------------
+
+
+class _FileRun:
+    """One file being imported: its lines, the damage met, and how far it was read."""
+
+    def __init__(self, path: str, fd: int, size: int) -> None:
+        self.path = path
+        self.fd = fd
+        self.size = size
+        self.damaged: list[DamagedLine] = []
+        self.damaged_count = 0
+        self.offset = 0
+        self.next_line = 1
+
+    def head(self) -> list[dict[str, Any]]:
+        found = []
+        for line in _source.lines(self.fd, 0, 1, self.size):
+            value, _ = line.parse()
+            if value is not None:
+                found.append(value)
+            if line.number >= HEAD_LINES:
+                break
+        return found
+
+    def parsed(self, offset: int, number: int) -> Iterator[Parsed]:
+        """The JSON objects from ``offset`` on; damaged lines are reported, not given."""
+        self.offset, self.next_line = offset, number
+        for line in _source.lines(self.fd, offset, number, self.size):
+            value, why = line.parse()
+            if value is None and not line.terminated:
+                return  # a write in progress: read it next time, once it is whole
+            self.offset, self.next_line = line.end, line.number + 1
+            if value is None:
+                if line.data is not None and not line.data.strip():
+                    continue  # an empty line: nothing there, nothing damaged
+                self.damage(line.number, why or "damaged")
+                continue
+            yield line, value
+
+    def damage(self, line: int, reason: str) -> None:
+        self.damaged_count += 1
+        if len(self.damaged) < MAX_LISTED_DAMAGE:
+            self.damaged.append(DamagedLine(self.path, line, reason))
+
+
+# ---------------------------------------------------------------------------------------
+# Writing one file's events
+# ---------------------------------------------------------------------------------------
+
+
+class _Writer:
+    """Stores the events of one target session, each once."""
+
+    def __init__(self, store: SessionStore, session_id: str, run: _FileRun) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.run = run
+        self.added = 0
+        self.present = 0
+        self.snapshots = 0
+        tail = store.tail(session_id, 1)
+        self.last = tail[0].sequence if tail else 0
+        self.done = 0
+        if tail:
+            metadata = tail[0].metadata
+            done = metadata.get("source_end")
+            if type(done) is not int:
+                raise InvalidArgument(
+                    f"session {session_id!r} was written to after its import (its last record was not "
+                    "imported): not importing into it",
+                    session_id=session_id,
+                )
+            self.done = done
+            self._finish_compaction(tail[0].sequence, metadata)
+
+    def _finish_compaction(self, sequence: int, metadata: Mapping[str, Any]) -> None:
+        """Make the snapshot a crash kept from being made after its marker record."""
+        summary = metadata.get("compaction_summary")
+        if not isinstance(summary, str):
+            return
+        view = self.store.load(self.session_id)
+        if view.snapshot is None or view.snapshot.compacted_through_sequence < sequence:
+            self._snapshot(summary, sequence, view.snapshot.version if view.snapshot else 0)
+
+    def _snapshot(self, summary: str, through: int, version: int) -> None:
+        self.store.snapshot(self.session_id, CompactedMessage(content=summary), through, version)
+        self.snapshots += 1
+
+    def write(self, event: Event) -> None:
+        if event.end <= self.done:
+            self.present += 1
+            return
+        if isinstance(event, Entry):
+            self._append(event.message, event, event.metadata, event.usage, event.request_id)
+            return
+        marker = {
+            "role": "system",
+            "content": "compaction: the context before this point was replaced by a summary",
+            "include_in_messages": False,
+        }
+        metadata = {**event.metadata, "compaction_summary": event.summary}
+        if self._append(marker, event, metadata, None, None):
+            view = self.store.load(self.session_id)
+            self._snapshot(event.summary, self.last, view.snapshot.version if view.snapshot else 0)
+
+    def _append(
+        self,
+        message: dict[str, Any],
+        event: Event,
+        metadata: Mapping[str, Any],
+        usage: ModelUsage | None,
+        request_id: str | None,
+    ) -> bool:
+        fields = {**metadata, "source_line": event.line, "source_end": event.end}
+        created_at = source_time(fields.get("timestamp"))
+        if created_at is not None:
+            del fields["timestamp"]  # it is the record's created_at
+        try:
+            sequence = self.store.append(
+                self.session_id,
+                message,
+                usage=usage,
+                request_id=request_id,
+                metadata=fields,
+                expected_last_sequence=self.last,
+                created_at=created_at,
+            )
+        except (InvalidMessage, UnsupportedValue, InvalidArgument) as exc:
+            self.run.damage(event.line, f"cannot be stored: {exc}")
+            return False
+        self.last = sequence
+        self.done = event.end
+        self.added += 1
+        return True
+
+
+def _create(store: SessionStore, fmt: Format, target: Target, path: str) -> None:
+    summary = store.get_session(target.session_id)
+    if summary is not None:
+        title = clean_title(target.title)
+        if summary.title is None and title is not None:
+            # The title line came after the session was made (a file that grew): a runtime
+            # title, so a user's rename is never undone.
+            store.update_session(target.session_id, title=title, origin="runtime")
+        return
+    store.create_session(
+        target.session_id,
+        title=clean_title(target.title),
+        agent_name=clean_title(target.agent_name),
+        parent_session_id=target.parent,
+        metadata={
+            "dialect": fmt.dialect,
+            "imported_from": {"tool": fmt.tool, "file": os.path.basename(path)},
+        },
+    )
+
+
+def _saved_position(
+    store: SessionStore, fmt: Format, session_id: str, size: int
+) -> tuple[int, int, dict[str, Any]]:
+    """Where the last import of this session's file stopped: ``(offset, next line, state)``."""
+    summary = store.get_session(session_id)
+    saved = summary.metadata.get("import") if summary is not None else None
+    if not isinstance(saved, dict) or saved.get("tool") != fmt.tool:
+        return 0, 1, {}
+    offset, line, state = saved.get("offset"), saved.get("line"), saved.get("state")
+    if (
+        type(offset) is not int
+        or type(line) is not int
+        or not isinstance(state, dict)
+        or not 0 <= offset <= size
+    ):
+        # A file shorter than what was imported was replaced: read it all again (the
+        # records' own positions still keep what is stored from being stored twice).
+        return 0, 1, {}
+    return offset, line, state
+
+
+def import_file(store: SessionStore, fmt: Format, path: str) -> FileReport:
+    """Import one transcript file; every problem goes into the report, none is raised."""
+    try:
+        fd = _source.open_source(path)
+    except _source.NotRegular:
+        return FileReport(path, None, problem="not a regular file (a FIFO, a device or a directory)")
+    except OSError as exc:
+        return FileReport(path, None, problem=f"cannot open it: {exc.strerror or exc}")
+    try:
+        return _import_open(store, fmt, path, fd)
+    except StorageError:
+        raise  # the store failed (a full disk, a read-only store): no other file would fare better
+    except OSError as exc:
+        return FileReport(path, None, problem=f"cannot read it: {exc.strerror or exc}")
+    finally:
+        os.close(fd)
+
+
+def _import_open(store: SessionStore, fmt: Format, path: str, fd: int) -> FileReport:
+    run = _FileRun(path, fd, _source.size_of(fd))
+    try:
+        main = fmt.identify(path, run.head())
+    except JsonlStoreError as exc:  # an id too long for a session id
+        return FileReport(path, None, problem=str(exc))
+    if main is None:
+        return FileReport(path, None, problem=f"no {fmt.tool} transcript in its first {HEAD_LINES} lines")
+    try:
+        offset, number, state = _saved_position(store, fmt, main.session_id, run.size)
+        out = Collector(main, state)
+        fmt.parse(path, run.parsed(offset, number), out)
+        writers = _write(store, fmt, path, out, run)
+    except StorageError:
+        raise
+    except SequenceConflict as exc:
+        problem = f"another writer appended to the session while importing ({exc}); import again to go on"
+        return FileReport(path, main.session_id, problem=problem, damaged=tuple(run.damaged),
+                          damaged_count=run.damaged_count)  # fmt: skip
+    except JsonlStoreError as exc:  # a session written to after its import, an id too long
+        return FileReport(path, main.session_id, problem=str(exc), damaged=tuple(run.damaged),
+                          damaged_count=run.damaged_count)  # fmt: skip
+    saved = {"tool": fmt.tool, "offset": run.offset, "line": run.next_line, "state": out.state}
+    summary = store.get_session(main.session_id)
+    if summary is not None and summary.metadata.get("import") != saved:
+        store.update_session(main.session_id, metadata={"import": saved}, origin="runtime")
+    return FileReport(
+        path,
+        main.session_id,
+        added=sum(w.added for w in writers),
+        present=sum(w.present for w in writers),
+        skipped=sum(out.skipped.values()),
+        skipped_types=MappingProxyType(dict(sorted(out.skipped.items()))),
+        damaged=tuple(run.damaged),
+        damaged_count=run.damaged_count,
+        snapshots=sum(w.snapshots for w in writers),
+        children=tuple(sid for sid in out.targets if sid != main.session_id),
+    )
+
+
+def _write(store: SessionStore, fmt: Format, path: str, out: Collector, run: _FileRun) -> list[_Writer]:
+    used = {event.session_id for event in out.events} | {out.main.session_id}
+    writers: dict[str, _Writer] = {}
+    for session_id, target in out.targets.items():
+        if session_id in used:
+            _create(store, fmt, target, path)
+            writers[session_id] = _Writer(store, session_id, run)
+    for event in out.events:
+        writers[event.session_id].write(event)
+    return list(writers.values())
+
+
+def import_paths(
+    store: SessionStore,
+    fmt: Format,
+    paths: list[str],
+    progress: Callable[[int, int, str], None] | None = None,
+) -> ImportReport:
+    """Import every transcript ``paths`` name (files, or folders searched for ``*.jsonl``)."""
+    files, problems = _source.find(paths)
+    reports = [FileReport(path, None, problem=problem) for path, problem in problems]
+    for index, path in enumerate(files):
+        if progress is not None:
+            progress(index, len(files), path)
+        reports.append(import_file(store, fmt, path))
+    if progress is not None and files:
+        progress(len(files), len(files), files[-1])
+    return ImportReport(fmt.tool, tuple(reports))

@@ -1,0 +1,309 @@
+"""The importers on real transcripts (tests/importers/data, MIT, see its README): what they store matches the source.
+
+Every expected figure here is computed by the test from the source file with a few lines
+of plain ``json`` parsing, not by the importer's code: tool calls and results paired by
+id, token usage counted once per model call, sub-agent links and compactions.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import as_class, read_tree
+
+from jsonl_store import CompactedMessage, SessionStore, is_provider_valid, repair_context
+from jsonl_store.importers import import_claude_code, import_codex, import_pi
+
+DATA = Path(__file__).parent / "data"
+CC = DATA / "claude-code"
+CODEX = DATA / "codex"
+PI = DATA / "pi"
+#: The sub-agent files (their own sessions, children of another file's): tested with their layout.
+AGENT_FILES = {"cc-2.0.55-agent-c8d9b115.jsonl", "cc-2.1.114-subagent-a36efb2a1231c41e2.jsonl"}
+CC_FILES = sorted(p.name for p in CC.glob("*.jsonl") if p.name not in AGENT_FILES)
+
+
+def source(path: Path) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a transcript file, in order."""
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            yield json.loads(line)
+
+
+def blocks(content: Any, kind: str) -> list[dict[str, Any]]:
+    return (
+        [b for b in content if isinstance(b, dict) and b.get("type") == kind]
+        if isinstance(content, list)
+        else []
+    )
+
+
+def stored_blocks(store: SessionStore, session_id: str, kind: str) -> list[dict[str, Any]]:
+    found = []
+    for record in store.records(session_id):
+        message = record.message
+        assert isinstance(message, dict)
+        found.extend(blocks(message.get("content"), kind))
+    return found
+
+
+def claude_usage(lines: list[dict[str, Any]]) -> int:
+    """Input plus output tokens, each assistant message counted once (its last line's usage)."""
+    last: dict[str, dict[str, int]] = {}
+    for d in lines:
+        message = d.get("message")
+        if (
+            d.get("type") == "assistant"
+            and isinstance(message, dict)
+            and isinstance(message.get("usage"), dict)
+        ):
+            last[message.get("id") or d.get("requestId") or d["uuid"]] = message["usage"]
+    keys = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    return sum(u.get(k, 0) for u in last.values() for k in keys)
+
+
+@pytest.mark.parametrize("name", CC_FILES)
+def test_claude_code_calls_and_results_pair_by_id_as_in_the_source(tmp_path: Path, name: str) -> None:
+    """Every tool_use and tool_result block of a Claude Code file is stored once, in its session or a sidechain's."""
+    store = SessionStore(tmp_path / "s", durability="none")
+    report = import_claude_code(store, CC / name)
+    assert report.ok and len(report.files) == 1
+    lines = list(source(CC / name))
+    sessions = [report.files[0].session_id, *report.files[0].children]
+    for kind, key in (("tool_use", "id"), ("tool_result", "tool_use_id")):
+        expected = sorted(
+            str(b.get(key)) for d in lines for b in blocks((d.get("message") or {}).get("content"), kind)
+        )
+        got = sorted(str(b.get(key)) for sid in sessions for b in stored_blocks(store, str(sid), kind))
+        assert got == expected
+
+
+@pytest.mark.parametrize("name", CC_FILES)
+def test_claude_code_usage_counts_each_message_once(tmp_path: Path, name: str) -> None:
+    """usage_totals over a file's sessions equals the source's usage summed once per message id."""
+    store = SessionStore(tmp_path / "s", durability="none")
+    report = import_claude_code(store, CC / name)
+    sessions = [report.files[0].session_id, *report.files[0].children]
+    total = sum(store.usage_totals(str(sid)).total_tokens for sid in sessions)
+    assert total == claude_usage(list(source(CC / name)))
+    assert total > 0 or "SYNTHETIC" in name
+
+
+def test_inline_sidechains_become_one_child_session_per_chain(tmp_path: Path) -> None:
+    """Each chain of isSidechain lines (starting at a line without parentUuid) is a child of the session."""
+    name = "cc-1.0.108-inline-sidechain-task.jsonl"
+    lines = list(source(CC / name))
+    roots = [d["uuid"] for d in lines if d.get("isSidechain") and d.get("parentUuid") is None]
+    store = SessionStore(tmp_path / "s", durability="none")
+    report = import_claude_code(store, CC / name)
+    main = report.files[0].session_id
+    assert main == f"claude-code-{lines[0]['sessionId']}"
+    assert sorted(report.files[0].children) == sorted(f"{main}-sidechain-{uuid}" for uuid in roots)
+    assert {s.session_id for s in store.list_sessions(parent_session_id=main)} == set(
+        report.files[0].children
+    )
+    # No sidechain message reached the main session: its users and distinct assistant ids are the main lines'.
+    main_lines = [d for d in lines if not d.get("isSidechain")]
+    expected = len({d["message"]["id"] for d in main_lines if d["type"] == "assistant"})
+    expected += sum(1 for d in main_lines if d["type"] == "user")
+    assert store.get_session(main).message_count == expected  # type: ignore[union-attr]
+
+
+def _claude_layout(tmp_path: Path) -> Path:
+    """The two sub-agent layouts as Claude Code writes them, from the data files."""
+    projects = tmp_path / "projects"
+    old = projects / "-src-deep-manifest"
+    old.mkdir(parents=True)
+    shutil.copy(CC / "cc-2.0.55-main-with-agent.jsonl", old / "a7da6a22-facc-4fcd-8bab-f83c87862004.jsonl")
+    shutil.copy(CC / "cc-2.0.55-agent-c8d9b115.jsonl", old / "agent-c8d9b115.jsonl")
+    new = projects / "-experiments-worktrees"
+    agents = new / "ef958aa1-0e93-49f0-bb71-150f63befcd1" / "subagents"
+    agents.mkdir(parents=True)
+    shutil.copy(
+        CC / "cc-2.1.114-main-with-subagents.jsonl", new / "ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"
+    )
+    shutil.copy(CC / "cc-2.1.114-subagent-a36efb2a1231c41e2.jsonl", agents / "agent-a36efb2a1231c41e2.jsonl")
+    shutil.copy(
+        CC / "cc-2.1.114-subagent-a36efb2a1231c41e2.meta.json", agents / "agent-a36efb2a1231c41e2.meta.json"
+    )
+    return projects
+
+
+def test_sub_agent_files_become_child_sessions_of_their_session_id(tmp_path: Path) -> None:
+    """agent-<id>.jsonl and <session>/subagents/agent-<id>.jsonl are children of the sessionId their lines name."""
+    projects = _claude_layout(tmp_path)
+    store = SessionStore(tmp_path / "s", durability="none")
+    report = import_claude_code(store, projects)
+    assert report.ok and len(report.files) == 4
+    meta = json.loads((CC / "cc-2.1.114-subagent-a36efb2a1231c41e2.meta.json").read_text())
+    for agent_file, agent_id in (("cc-2.0.55-agent-c8d9b115.jsonl", "c8d9b115"),
+                                 ("cc-2.1.114-subagent-a36efb2a1231c41e2.jsonl", "a36efb2a1231c41e2")):  # fmt: skip
+        first = next(source(CC / agent_file))
+        assert first["agentId"] == agent_id
+        parent = f"claude-code-{first['sessionId']}"
+        child = store.get_session(f"{parent}-agent-{agent_id}")
+        assert child is not None and child.parent_session_id == parent
+        assert store.get_session(parent) is not None
+    child = store.get_session("claude-code-ef958aa1-0e93-49f0-bb71-150f63befcd1-agent-a36efb2a1231c41e2")
+    assert child is not None and child.title == meta["description"] and child.agent_name == meta["agentType"]
+
+
+def test_compact_boundaries_become_snapshots(tmp_path: Path) -> None:
+    """Each compact_boundary of the synthetic file is one snapshot; the first one's summary is its isCompactSummary text."""
+    path = CC / "SYNTHETIC-cc-schema-drift-composite-with-compaction.jsonl"
+    lines = list(source(path))
+    boundaries = [
+        i for i, d in enumerate(lines) if d.get("type") == "system" and d.get("subtype") == "compact_boundary"
+    ]
+    summary = next(d["message"]["content"] for d in lines[boundaries[0] :] if d.get("isCompactSummary"))
+    store = SessionStore(tmp_path / "s", durability="none")
+    report = import_claude_code(store, path)
+    main = str(report.files[0].session_id)
+    view = store.load(main)
+    assert view.snapshot is not None and view.snapshot.version == len(boundaries) == report.files[0].snapshots
+    first = store.load(main)  # the first snapshot's file holds the first summary
+    assert first.snapshot is not None
+    snapshots = sorted((Path(store.root) / main).glob("snapshot-*.json"))
+    assert len(snapshots) == len(boundaries) and summary in snapshots[0].read_text(encoding="utf-8")
+
+
+def test_rejected_calls_stay_error_results(tmp_path: Path) -> None:
+    """A call the user rejected is stored as the is_error tool_result Claude Code wrote."""
+    name = "cc-1.0.17-interrupted-tool-use.jsonl"
+    expected = [b["tool_use_id"] for d in source(CC / name)
+                for b in blocks((d.get("message") or {}).get("content"), "tool_result") if b.get("is_error")]  # fmt: skip
+    store = SessionStore(tmp_path / "s", durability="none")
+    sid = str(import_claude_code(store, CC / name).files[0].session_id)
+    assert (
+        expected
+        and [b["tool_use_id"] for b in stored_blocks(store, sid, "tool_result") if b.get("is_error")]
+        == expected
+    )
+    assert is_provider_valid(store.load(sid).context, dialect="anthropic")
+
+
+def test_a_dangling_call_is_the_open_batch_resume_closes(tmp_path: Path) -> None:
+    """The last Bash call without a result is left open; resume(dialect="anthropic") answers it with an error result."""
+    name = "cc-1.0.17-dangling-tool-use.jsonl"
+    lines = list(source(CC / name))
+    used = [b["id"] for d in lines for b in blocks((d.get("message") or {}).get("content"), "tool_use")]
+    answered = {
+        b["tool_use_id"]
+        for d in lines
+        for b in blocks((d.get("message") or {}).get("content"), "tool_result")
+    }
+    open_calls = [c for c in used if c not in answered]
+    assert len(open_calls) == 1
+    store = SessionStore(tmp_path / "s", durability="none")
+    sid = str(import_claude_code(store, CC / name).files[0].session_id)
+    assert store.get_session(sid).metadata["dialect"] == "anthropic"  # type: ignore[union-attr]
+    view = store.load(sid)
+    assert not is_provider_valid(view.context, dialect="anthropic")
+    assert is_provider_valid(repair_context(view.context, dialect="anthropic"), dialect="anthropic")
+    resumed = store.resume(sid, dialect="anthropic")
+    assert is_provider_valid(resumed.context, dialect="anthropic")
+    closing = resumed.context[-1]
+    assert isinstance(closing, dict)
+    assert [(b["tool_use_id"], b["is_error"]) for b in blocks(closing["content"], "tool_result")] == [
+        (open_calls[0], True)
+    ]
+
+
+def test_codex_usage_is_the_last_cumulative_total(tmp_path: Path) -> None:
+    """Codex's repeated cumulative token_count events sum to the file's last total_token_usage."""
+    name = "codex-0.58.0-rollout-shell-calls-truncated.jsonl"
+    totals = [d["payload"]["info"]["total_token_usage"] for d in source(CODEX / name)
+              if d["type"] == "event_msg" and d["payload"]["type"] == "token_count" and d["payload"]["info"]]  # fmt: skip
+    store = SessionStore(tmp_path / "s", durability="none")
+    sid = str(import_codex(store, CODEX / name).files[0].session_id)
+    usage = store.usage_totals(sid)
+    last = totals[-1]
+    assert usage.input_tokens == last["input_tokens"] and usage.output_tokens == last["output_tokens"]
+    assert usage.cache_read_tokens == last["cached_input_tokens"]
+    assert usage.reasoning_tokens == last["reasoning_output_tokens"]
+    distinct = len({json.dumps(t, sort_keys=True) for t in totals})
+    assert len(store.model_calls(sid)) == distinct
+
+
+def test_codex_function_calls_pair_with_their_outputs(tmp_path: Path) -> None:
+    """The 39 shell calls of the 0.58 rollout are stored with their outputs, valid in the openai-responses dialect."""
+    name = "codex-0.58.0-rollout-shell-calls-truncated.jsonl"
+    items = [d["payload"] for d in source(CODEX / name) if d["type"] == "response_item"]
+    calls = [i["call_id"] for i in items if i["type"] == "function_call"]
+    outputs = [i["call_id"] for i in items if i["type"] == "function_call_output"]
+    store = SessionStore(tmp_path / "s", durability="none")
+    sid = str(import_codex(store, CODEX / name).files[0].session_id)
+    stored = [r.message for r in store.records(sid) if isinstance(r.message, dict)]
+    assert [m["call_id"] for m in stored if m.get("type") == "function_call"] == calls
+    assert [m["call_id"] for m in stored if m.get("type") == "function_call_output"] == outputs
+    assert store.get_session(sid).metadata["dialect"] == "openai-responses"  # type: ignore[union-attr]
+    assert is_provider_valid(store.load(sid).context, dialect="openai-responses")
+
+
+def test_codex_compacted_lines_become_snapshots(tmp_path: Path) -> None:
+    """Each ``compacted`` line of the synthetic rollout is one snapshot, the last one holding the last summary."""
+    path = CODEX / "SYNTHETIC-codex-schema-drift-composite.jsonl"
+    compacted = [d["payload"]["message"] for d in source(path) if d["type"] == "compacted"]
+    store = SessionStore(tmp_path / "s", durability="none")
+    report = import_codex(store, path)
+    view = store.load(str(report.files[0].session_id))
+    assert view.snapshot is not None and view.snapshot.version == len(compacted)
+    first = as_class(view.messages[0])
+    assert isinstance(first, CompactedMessage) and first.content == (
+        compacted[-1] or "Conversation compacted"
+    )
+
+
+def test_pi_session_keeps_title_model_and_usage(tmp_path: Path) -> None:
+    """pi's session_info name is the title; each assistant message's usage counts once."""
+    path = PI / "pi-v3-redacted-minimal.jsonl"
+    lines = list(source(path))
+    header = lines[0]
+    usage = [
+        d["message"]["usage"] for d in lines if d["type"] == "message" and d["message"]["role"] == "assistant"
+    ]
+    store = SessionStore(tmp_path / "s", durability="none")
+    report = import_pi(store, path)
+    summary = store.get_session(f"pi-{header['id']}")
+    assert summary is not None and report.files[0].session_id == summary.session_id
+    assert summary.title == next(d["name"] for d in lines if d["type"] == "session_info")
+    total = store.usage_totals(summary.session_id)
+    assert total.total_tokens == sum(
+        u["input"] + u["cacheRead"] + u["cacheWrite"] + u["output"] for u in usage
+    )
+    models = [r.metadata.get("model") for r in store.records(summary.session_id) if r.usage is not None]
+    assert models == [
+        d["message"]["model"] for d in lines if d["type"] == "message" and d["message"]["role"] == "assistant"
+    ]
+
+
+@pytest.mark.parametrize("tool", ["claude-code", "codex", "pi"])
+def test_importing_a_folder_twice_changes_no_byte(tmp_path: Path, tool: str) -> None:
+    """A second import of the same transcripts writes nothing: every store file keeps its bytes."""
+    importer = {"claude-code": import_claude_code, "codex": import_codex, "pi": import_pi}[tool]
+    store = SessionStore(tmp_path / "s", durability="none")
+    first = importer(store, DATA / tool)
+    before = read_tree(tmp_path / "s")
+    second = importer(store, DATA / tool)
+    assert first.added > 0 and second.added == 0 and second.ok
+    assert read_tree(tmp_path / "s") == before
+
+
+@pytest.mark.parametrize(("importer", "path"), [(import_claude_code, CC / "cc-1.0.17-interrupted-tool-use.jsonl"),
+                                                 (import_codex, CODEX / "codex-0.135.0-exec-redacted-minimal.jsonl"),
+                                                 (import_pi, PI / "pi-v3-redacted-minimal.jsonl")])  # fmt: skip
+def test_records_keep_the_sources_timestamps(tmp_path: Path, importer: Any, path: Path) -> None:
+    """Each record's created_at is one of the source's timestamps, and the first is the first message line's."""
+    lines = list(source(path))
+    stamps = {datetime.fromisoformat(d["timestamp"]) for d in lines if isinstance(d.get("timestamp"), str)}
+    store = SessionStore(tmp_path / "s", durability="none")
+    sid = str(importer(store, path).files[0].session_id)
+    records = list(store.records(sid))
+    assert records and all(r.created_at in stamps for r in records)
+    assert records[0].created_at == min(r.created_at for r in records)
