@@ -45,6 +45,9 @@ from ._records import (
     ToolMessage,
     UserMessage,
 )
+from ._redact import BUILTIN_KINDS as REDACTION_KINDS
+from ._redact import Redactor, redact_text
+from ._secrets import SecretFinding
 from ._tool_batches import (
     INTERRUPTED_NOTICE,
     close_interrupted,
@@ -59,6 +62,7 @@ from .store import SessionStore
 
 __all__ = [
     "INTERRUPTED_NOTICE",
+    "REDACTION_KINDS",
     "AnyMessage",
     "AssistantMessage",
     "AsyncSessionStore",
@@ -85,6 +89,8 @@ __all__ = [
     "ProblemKind",
     "RawMessageRecord",
     "ReadOnlySession",
+    "Redactor",
+    "SecretFinding",
     "SequenceConflict",
     "SessionHasForks",
     "SessionNotFound",
@@ -114,6 +120,7 @@ __all__ = [
     "merge_usage",
     "provider_safe",
     "provider_violation",
+    "redact_text",
     "register_dialect",
     "repair_context",
     "to_anthropic",

@@ -21,6 +21,7 @@ from ._log import Line
 from ._paths import validate_session_id
 from ._reader import sequence_of
 from ._records import AssistantMessage, Message, MessageTiming, ModelUsage
+from ._redact import Redactor
 
 
 def is_assistant(message: Message) -> bool:
@@ -89,12 +90,13 @@ def record_time(value: object) -> datetime:
     return value.astimezone(UTC)
 
 
-def json_object(value: Mapping[str, Any] | None, name: str) -> Any:
+def json_object(value: Mapping[str, Any] | None, name: str, redactor: Redactor | None = None) -> Any:
     if value is not None and not isinstance(value, Mapping):
         raise InvalidArgument(f"{name} must be a mapping, got {type(value).__name__}")
     if not value:
         return None  # left out of the line, read back as {}
-    return msgspec.Raw(_codec.encode_json(dict(value), name))
+    data = _codec.encode_json(dict(value), name)
+    return msgspec.Raw(redactor.redact_json(data) if redactor is not None else data)
 
 
 def check_session_options(
@@ -110,6 +112,17 @@ def check_session_options(
             raise InvalidArgument(f"session {session_id!r} cannot be its own parent")
     if type(session_type) is not int:
         raise InvalidArgument(f"session_type must be an int, got {session_type!r}")
+
+
+def _unchanged(data: bytes) -> bytes:
+    return data
+
+
+def redact_labels(redactor: Redactor | None, *labels: str | None) -> tuple[str | None, ...]:
+    """``labels`` (a title, an agent name) redacted; None stays None."""
+    if redactor is None:
+        return labels
+    return tuple(redactor.redact(label) if label is not None else None for label in labels)
 
 
 class Batch:
@@ -191,8 +204,13 @@ def encode(
     created_at: datetime | None = None,
     clock: Callable[[], datetime] = now,
     new_id: Callable[[], str] = new_uuid7,
+    redactor: Redactor | None = None,
 ) -> Batch | None:
-    """Check and encode an append; None when no message is to be stored (all ``persist=False``)."""
+    """Check and encode an append; None when no message is to be stored (all ``persist=False``).
+
+    With a ``redactor``, every stored string (messages, metadata, tags, the request id,
+    the first append's title and agent name) is redacted here, before any file is touched.
+    """
     check_session_options(session.session_id, request_id, parent_session_id, session_type)
     if expected_last_sequence is not None and (
         type(expected_last_sequence) is not int or expected_last_sequence < 0
@@ -203,9 +221,9 @@ def encode(
     common: dict[str, Any] = {}
     if request_id is not None or metadata is not None or tags is not None:
         common = {
-            "request_id": request_id,
-            "metadata": json_object(metadata, "metadata"),
-            "tags": json_object(tags, "tags"),
+            "request_id": redact_labels(redactor, request_id)[0],
+            "metadata": json_object(metadata, "metadata", redactor),
+            "tags": json_object(tags, "tags", redactor),
         }
     shared_trailer = _codec.encode_trailer(**common) if common else b""
     created_at = clock() if created_at is None else record_time(created_at)
@@ -216,11 +234,13 @@ def encode(
         _codec.record_head,
         _codec.usage_trailer,
     )
+    redact_json = redactor.redact_json if redactor is not None else _unchanged
     for index, message in enumerate(messages):
         payload, plain = encode_message(message)
         if not (message.get("persist", True) is not False if isinstance(message, dict) else message.persist):
             bodies.append(None)
             continue
+        payload = redact_json(payload)
         usage = usages[index]
         timing = timings[index]
         if usage is not None:
@@ -244,5 +264,6 @@ def encode(
         _meta.check_title(title)
     if agent_name is not None:
         _meta.check_agent_name(agent_name)
+    title, agent_name = redact_labels(redactor, title, agent_name)
     session.init = (created_at, parent_session_id, session_type, agent_name, title)
     return Batch(session, bodies, parent_session_id, expected_last_sequence)

@@ -138,6 +138,11 @@ def encode_message(message: object) -> tuple[bytes, bool]:
     )
 
 
+def decode_message(payload: bytes, plain: bool) -> Any:
+    """A message back from the bytes `encode_message` made: a dict when ``plain``, else its class."""
+    return _any_decoder.decode(payload) if plain else _message_decoder.decode(payload)
+
+
 def encode_json(value: object, where: str = "$") -> bytes:
     """Encode a metadata or tags value with the same round-trip promise as messages."""
     data = _encode_value(value, where)

@@ -12,6 +12,7 @@ from ._log import first_line_converted, last_good
 from ._paths import LOG_NAME
 from ._reader import LogReader, sequence_of
 from ._records import ContextSnapshot, Message
+from ._redact import Redactor
 
 
 def check_arguments(
@@ -40,10 +41,17 @@ def create(
     compacted_message: Message,
     compacted_through_sequence: int,
     expected_version: int,
+    redactor: Redactor | None = None,
 ) -> ContextSnapshot:
     """Create snapshot ``expected_version + 1``; the caller has checked the arguments and holds the lock."""
     fs = handles.fs
     payload, plain = _codec.encode_message(compacted_message)
+    if redactor is not None:
+        redacted = redactor.redact_json(payload)
+        if redacted is not payload:
+            # The caller gets back what is stored, as a later `load` would give it.
+            payload = redacted
+            compacted_message = _codec.decode_message(payload, plain)
     _restore_if_converted(handles, session_id, directory)
     with LogReader(fs, session_id, directory, handles.reporter) as log:
         if log.fd is None:

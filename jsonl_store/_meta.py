@@ -18,6 +18,7 @@ from . import _atomic, _codec
 from ._errors import InvalidArgument, MetadataConflict, ReadOnlySession, UnsupportedFormat
 from ._fs import FileSystem
 from ._paths import META_NAME
+from ._redact import Redactor
 
 #: Format version this library writes, and the oldest reader version that can read it.
 FORMAT_VERSION: Final = 1
@@ -261,6 +262,15 @@ class Update:
         return cls(
             title, pinned, merged, _removed_keys(remove_metadata), expected_version, origin, agent_name
         )
+
+    def redact(self, redactor: Redactor) -> None:
+        """Redact the strings this update would store (title, agent name, metadata)."""
+        if isinstance(self.title, str):
+            self.title = redactor.redact(self.title)
+        if isinstance(self.agent_name, str):
+            self.agent_name = redactor.redact(self.agent_name)
+        if isinstance(self.metadata, dict):
+            self.metadata = redactor.redact_value(self.metadata)
 
     def apply(self, meta: SessionMeta, session_id: str) -> bool:
         """Merge into ``meta`` in place (`merge`); whether anything changed."""

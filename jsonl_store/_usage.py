@@ -17,6 +17,7 @@ from ._log import FLAGS_READ, Line, scan
 from ._paths import USAGE_NAME
 from ._problems import SKIPPED, Problem, Reporter
 from ._records import ModelUsage, RawMessageRecord, UsageRecord
+from ._redact import Redactor
 
 _KNOWN = frozenset(f for f in UsageRecord.__struct_fields__ if f not in ("recorded_at", "extra"))
 
@@ -41,6 +42,14 @@ def encode(record: ModelUsage | Mapping[str, Any], clock: Callable[[], datetime]
         if getattr(usage, name) is not None:
             _codec.check_label(getattr(usage, name), name)
     return _codec.encode_usage(usage)
+
+
+def redact(line: bytes, redactor: Redactor) -> bytes:
+    """An encoded usage line with its strings (model, request id, extra keys) redacted."""
+    body = _codec.unseal(line[:-1])
+    assert body is not None  # made by `encode` just now
+    redacted = redactor.redact_json(body)
+    return line if redacted is body else _codec.seal(redacted)
 
 
 def builder(line: bytes) -> Any:

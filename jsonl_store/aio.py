@@ -17,7 +17,7 @@ from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 from ._fs import FileSystem
 from ._problems import Problem
 from ._records import RawMessageRecord
-from .store import Durability, SessionStore
+from .store import Durability, RedactSetting, SessionStore
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -54,6 +54,7 @@ class AsyncSessionStore:
         fs: FileSystem | None = None,
         clock: Callable[[], datetime] | None = None,
         ids: Callable[[], str] | None = None,
+        redact: RedactSetting = True,
     ) -> None:
         self.sync = SessionStore(
             root,
@@ -63,6 +64,7 @@ class AsyncSessionStore:
             fs=fs,
             clock=clock,
             ids=ids,
+            redact=redact,
         )
 
     async def __aenter__(self) -> Self:
@@ -91,6 +93,8 @@ class AsyncSessionStore:
     delete_session = _in_thread(SessionStore.delete_session)
     verify = _in_thread(SessionStore.verify)
     repair = _in_thread(SessionStore.repair)
+    scan = _in_thread(SessionStore.scan)
+    redact_session = _in_thread(SessionStore.redact_session)
 
     async def records(
         self, session_id: str, *, after: int = 0, containing: bytes | None = None

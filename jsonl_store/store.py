@@ -29,7 +29,9 @@ from . import (
     _forks,
     _meta,
     _recovery,
+    _redact,
     _resume,
+    _secrets,
     _session,
     _sources,
     _usage,
@@ -61,6 +63,10 @@ from ._tool_batches import INTERRUPTED_NOTICE
 from ._view import SessionSummary, SessionView
 
 Durability = Literal["fsync", "none"]
+#: ``SessionStore(redact=...)``: True (the built-in patterns), False, a list of extra
+#: patterns (a regular expression, or a ``(kind, regular expression)`` pair), a
+#: `Redactor`, or a function from a stored string to the string to store.
+RedactSetting = bool | Sequence[Any] | _redact.Redactor | Callable[[str], str]
 
 logger = logging.getLogger("jsonl_store")
 
@@ -125,6 +131,7 @@ class SessionStore:
         fs: FileSystem | None = None,
         clock: Callable[[], datetime] | None = None,
         ids: Callable[[], str] | None = None,
+        redact: RedactSetting = True,
     ) -> None:
         if durability not in ("fsync", "none"):
             raise InvalidArgument(f"durability must be 'fsync' or 'none', got {durability!r}")
@@ -133,6 +140,8 @@ class SessionStore:
         if on_problem is not None and not callable(on_problem):
             raise InvalidArgument(f"on_problem must be callable, got {on_problem!r}")
         self.root = _checked_root(root)
+        #: What every stored string passes through before it reaches a file (None: nothing).
+        self._redactor = _redact.make(redact)
         self.durability: Durability = durability
         self.lock_timeout = float(lock_timeout)
         self._durable = durability == "fsync"
@@ -170,6 +179,11 @@ class SessionStore:
 
     def __repr__(self) -> str:
         return f"SessionStore({self.root!r}, durability={self.durability!r})"
+
+    @property
+    def redactor(self) -> _redact.Redactor | None:
+        """What this store redacts stored strings with (``redact=``), or None."""
+        return self._redactor
 
     # -- where damage goes ----------------------------------------------------------------
 
@@ -379,7 +393,9 @@ class SessionStore:
         handles = self._handles
         session = handles.session(session_id)
         # Everything that can fail on bad input is checked before any file is touched.
-        batch = _append.encode(session, messages, **options, clock=handles.clock, new_id=handles.new_id)
+        batch = _append.encode(
+            session, messages, **options, clock=handles.clock, new_id=handles.new_id, redactor=self._redactor
+        )
         if batch is None:
             return [0] * len(messages)  # nothing to persist
         writer = handles.writer(session)
@@ -647,6 +663,11 @@ class SessionStore:
             raise InvalidArgument(f"metadata must be a mapping, got {type(metadata).__name__}")
         initial = dict(metadata or {})
         _codec.encode_json(initial, "metadata")
+        redactor = self._redactor
+        if redactor is not None:
+            initial = redactor.redact_value(initial)
+            title = redactor.redact(title) if title is not None else None
+            agent_name = redactor.redact(agent_name) if agent_name is not None else None
         session = handles.session(session_id)
         session.init = (self._handles.clock(), parent_session_id, session_type, agent_name, title)
         session.init_metadata = initial
@@ -699,6 +720,7 @@ class SessionStore:
                 compacted_message,
                 compacted_through_sequence,
                 expected_version,
+                self._redactor,
             )
 
     def _require_writable(self, session_id: str, directory: str) -> SessionMeta | None:
@@ -738,6 +760,8 @@ class SessionStore:
             title=title, pinned=pinned, metadata=metadata, remove_metadata=remove_metadata,
             expected_version=expected_version, origin=origin, agent_name=agent_name,
         )  # fmt: skip
+        if self._redactor is not None:
+            update.redact(self._redactor)
         missing = SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
         if not self._handles.check_dir(session_id, directory):
             raise missing
@@ -767,7 +791,10 @@ class SessionStore:
         ``model``, ``request_id`` and any further JSON keys (kept under ``extra``).
         """
         session = self._handles.session(session_id)
-        build = _usage.builder(_usage.encode(record, self._handles.clock))
+        line = _usage.encode(record, self._handles.clock)
+        if self._redactor is not None:
+            line = _usage.redact(line, self._redactor)
+        build = _usage.builder(line)
         # If the session has to be made (anew) for this record, it starts with defaults,
         # not with what an earlier append of this store would have given it.
         session.init = None
@@ -998,6 +1025,47 @@ class SessionStore:
         with self._handles.lock(session_id):
             return self._check(session_id, directory, fix=True)
 
+    # -- secrets ------------------------------------------------------------------------
+
+    @_storage_errors
+    def scan(self, session_id: str | None = None) -> list[_secrets.SecretFinding]:
+        """Every secret stored in one session (or all), in every file of its directory.
+
+        Uses this store's redactor (the built-in patterns when the store was made with
+        ``redact=False``). Changes nothing; a finding names the file, line, sequence, JSON
+        path and kind of a secret, and a masked preview, never the secret itself.
+        """
+        redactor = self._redactor or _redact.DEFAULT
+        names = self._session_names() if session_id is None else [session_id]
+        found: list[_secrets.SecretFinding] = []
+        for name in names:
+            directory = self._handles.directory(name)
+            if self._handles.check_dir(name, directory):
+                found.extend(_secrets.scan(self._fs, name, directory, redactor))
+        return found
+
+    @_storage_errors
+    def redact_session(self, session_id: str) -> list[_secrets.SecretFinding]:
+        """Rewrite a stored session without the secrets `scan` finds in it; return what was redacted.
+
+        The one rewrite of stored bytes this library makes: each file holding a secret is
+        written anew (new checksums; snapshots get their boundary's offsets in the new raw
+        log) and renamed over the old one, under the session lock and the append locks;
+        sidecars of cut tails and damaged files are redacted too, leftover temporary files
+        deleted. Meant to run offline (no agent using the session): a reader in the middle
+        of a `load` may see the old log with a new snapshot, which it then skips. Running
+        it again finds nothing. Raises `SessionNotFound` for a session that does not exist.
+        """
+        redactor = self._redactor or _redact.DEFAULT
+        directory = self._handles.directory(session_id)
+        if not self._handles.check_dir(session_id, directory):
+            raise SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
+        self._handles.forget(session_id)
+        with self._handles.lock(session_id):
+            found = _secrets.redact(self._fs, session_id, directory, redactor, lock_timeout=self.lock_timeout)
+        self._handles.forget(session_id)  # what it cached of the old files is stale now
+        return found
+
 
 def _checked_root(root: str | os.PathLike[str]) -> str:
     """``root`` as a str path, or `InvalidArgument` for what every os call would refuse later."""
@@ -1036,4 +1104,4 @@ def _after_fork_in_child() -> None:
 # are the business of `_log` and `_lock`, which have fork hooks of their own.
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
-__all__ = ["UNUSABLE_KINDS", "Durability", "SessionStore"]
+__all__ = ["UNUSABLE_KINDS", "Durability", "RedactSetting", "SessionStore"]

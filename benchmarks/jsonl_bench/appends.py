@@ -46,6 +46,12 @@ def run(ctx: Context) -> None:
                 f"buffered appends, {what}",
                 _buffered(ctx, kind, suffix, what, cons["NORMAL"], stores.get("none"), stack),
             )
+            if not missing:
+                _run_race(
+                    ctx,
+                    f"append with redaction vs without, {what}",
+                    _redaction(ctx, kind, suffix, what, stack),
+                )
         _run_race(ctx, "group commit", _group(ctx, stores.get("fsync"), stack))
         _run_race(ctx, "metadata update", _metadata(ctx, stores.get("fsync")))
         if not missing:
@@ -182,6 +188,56 @@ def _buffered(
                     per=GROUP,
                 )
             )
+    return contenders
+
+
+def _redaction(
+    ctx: Context, kind: str, suffix: str, what: str, stack: contextlib.ExitStack
+) -> list[Contender]:
+    """Appends with redaction (the default) raced against appends without it.
+
+    durability="none", so what redaction costs is not hidden behind an fsync; the third
+    row is the slow path, a message that holds a secret in every append.
+    """
+    ops, d = ctx.sizes.fast_ops, ctx.scratch("appends-redact")
+    total = _total(ctx, ops)
+    plain = stack.enter_context(jsonl.open_store(os.path.join(d, "plain"), "none", redact=False))
+    redacting = stack.enter_context(jsonl.open_store(os.path.join(d, "redacting"), "none"))
+    base = f"jsonl.append.none.unredacted{suffix}"
+    contenders = [
+        Contender(
+            Row(base, "jsonl_store", f'append, durability="none", redact=False, {what}', [], op="append"),
+            jsonl.appender(plain, f"plain{suffix}", kind, total),
+            ops,
+        ),
+        Contender(
+            Row(
+                f"jsonl.append.none.redacted{suffix}",
+                "jsonl_store",
+                f'append, durability="none", redact=True (no secret), {what}',
+                [],
+                floor=base,
+                op="append",
+            ),
+            jsonl.appender(redacting, f"redacting{suffix}", kind, total),
+            ops,
+        ),
+    ]
+    if kind == workload.ASSISTANT:
+        contenders.append(
+            Contender(
+                Row(
+                    "jsonl.append.none.secret",
+                    "jsonl_store",
+                    f'append, durability="none", redact=True, a secret in each, {what}',
+                    [],
+                    floor=base,
+                    op="append",
+                ),
+                jsonl.secret_appender(redacting, "secret", kind, total),
+                ops,
+            )
+        )
     return contenders
 
 

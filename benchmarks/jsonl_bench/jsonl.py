@@ -40,10 +40,16 @@ def missing() -> str | None:
     return None
 
 
-def open_store(root: str, durability: str) -> Any:
+def open_store(root: str, durability: str, *, redact: bool = True) -> Any:
     from jsonl_store import SessionStore
 
     assert durability in ("fsync", "none"), durability
+    if not redact:
+        # A store from before redaction has no such argument: it never redacts anyway.
+        try:
+            return SessionStore(root, durability=durability, redact=False)  # type: ignore[arg-type]
+        except TypeError:
+            pass
     return SessionStore(root, durability=durability)  # type: ignore[arg-type]
 
 
@@ -80,6 +86,25 @@ def appender(store: Any, session_id: str, kind: str, total: int) -> Block:
     def block(n: int) -> None:
         for _ in range(n):
             append_one(store, session_id, next(items))
+
+    return block
+
+
+def secret_appender(store: Any, session_id: str, kind: str, total: int) -> Block:
+    """Per op: one ``append`` of a workload message whose text ends with a (fake) AWS key id,
+    so redaction takes its slow path: decode, search every string, re-encode."""
+    import msgspec
+
+    key = "AKIA" + "QZ7XW3VT9RK2MP5L"
+    items = [
+        (msgspec.structs.replace(m, content=f"{m.content} {key}"), usage)
+        for m, usage in workload.store_messages(kind, 0, total)
+    ]
+    iterator = iter(items)
+
+    def block(n: int) -> None:
+        for _ in range(n):
+            append_one(store, session_id, next(iterator))
 
     return block
 

@@ -529,6 +529,39 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     return {"messages.jsonl": log.data()}, clean(log, messages=context(log, 1, 5, 6))
 
 
+@vector("valid", "redaction-markers")
+def _() -> tuple[dict[str, bytes], dict[str, Any]]:
+    """Markers a redacting writer left (§18), and secrets an older writer stored as given.
+
+    Readers give both back as stored; `scan` finds only the secrets, `redact` replaces
+    them by markers (new checksums, the same sequences and ids) and then finds nothing.
+    The fake secrets are the documentation's own examples (AWS's AKIAIOSFODNN7EXAMPLE).
+    """
+    log = Log()
+    log.add(UserMessage(id=message_id(1), content="Deploy with key [REDACTED:aws-access-key]."))
+    log.add(AssistantMessage(id=message_id(2), content="Using AKIAIOSFODNN7EXAMPLE now."))
+    log.add(
+        UserMessage(id=message_id(3), content="My .env holds DB_PASSWORD=correct-horse-battery\n"),
+        tags={"note": "[REDACTED:github-token]"},
+    )
+    expected = clean(log)
+    expected["scan"] = [
+        {"file": "messages.jsonl", "line": 2, "sequence": 2, "where": "$.message.content",
+         "kind": "aws-access-key", "preview": "AKIA…(20 chars)"},
+        {"file": "messages.jsonl", "line": 3, "sequence": 3, "where": "$.message.content",
+         "kind": "env-secret", "preview": "corr…(21 chars)"},
+    ]  # fmt: skip
+    expected["redact"] = {
+        "messages": [
+            "Deploy with key [REDACTED:aws-access-key].",
+            "Using [REDACTED:aws-access-key] now.",
+            "My .env holds DB_PASSWORD=[REDACTED:env-secret]\n",
+        ],
+        "ids": [record_id(1), record_id(2), record_id(3)],
+    }
+    return {"messages.jsonl": log.data()}, expected
+
+
 @vector("valid", "usage-log")
 def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     """The token-usage log: one checksummed line per model call; zero counts are omitted."""

@@ -30,6 +30,9 @@ copied to ``<tmp>/root/session`` and opened with a fresh `SessionStore`. Keys of
   store appends), then ``checkpoint(list)`` must return ``appended`` and leave
   ``snapshot_version`` and the session context ``messages``; a step may carry its own
   ``xfail`` reason.
+- ``scan``: the secrets `scan` reports (each finding without its session id), in order;
+  ``redact``: the ``messages`` (contents) and record ``ids`` of the records after
+  `redact_session`, which must then verify clean and scan clean (spec §18).
 - ``xfail``: aspect -> reason, for a known gap between the code and the spec (strict).
   Aspects: ``records``, ``verify``, ``repair``, ``actions``, ``append``,
   ``append_after_repair``, ``append_summary``, ``snapshot``, ``summary``.
@@ -181,6 +184,28 @@ def test_vectors_stay_small() -> None:
     """All vectors and their generators together stay under 300 KB, so they can be read and diffed."""
     size = sum(path.stat().st_size for path in VECTORS.rglob("*") if path.is_file())
     assert size < 300_000
+
+
+@pytest.mark.parametrize("case", _cases("scan"))
+def test_scan_finds_the_stored_secrets_and_no_marker(case: Path, tmp_path: Path) -> None:
+    """scan() reports each stored secret (file, line, sequence, path, kind, preview); a marker is none."""
+    store, directory = _install(case, tmp_path)
+    before = _files(directory)
+    found = [{k: v for k, v in f._asdict().items() if k != "session_id"} for f in store.scan(SESSION)]
+    assert found == _expected(case)["scan"]
+    assert _files(directory) == before
+
+
+@pytest.mark.parametrize("case", _cases("redact"))
+def test_redact_replaces_the_secrets_by_markers_and_keeps_every_record(case: Path, tmp_path: Path) -> None:
+    """redact_session() leaves markers where the secrets were, the same records, valid checksums."""
+    expected = _expected(case)
+    store, _ = _install(case, tmp_path)
+    assert len(store.redact_session(SESSION)) == len(expected["scan"])
+    records = list(store.records(SESSION))
+    assert [r.message.content for r in records] == expected["redact"]["messages"]  # type: ignore[union-attr]
+    assert [r.id for r in records] == expected["redact"]["ids"]
+    assert store.verify(SESSION) == [] and store.scan(SESSION) == []
 
 
 @pytest.mark.parametrize("case", _cases("load"))

@@ -1,0 +1,319 @@
+"""Secrets already stored: found in every file of a session, and redacted by a rewrite.
+
+`scan` reads every file of a session directory (the logs, snapshots, metadata, and the
+sidecars and leftovers a reader never looks at) and reports each secret once, never its
+text. `redact` is the one rewrite this library ever makes of stored bytes (spec §18): each
+file that holds a secret is written anew without it (new checksums, the snapshots'
+offsets into the new raw log) and renamed over the old one, under the session lock and
+the logs' append locks, so no writer appends to a file being replaced; a leftover
+temporary file is deleted. The old bytes live on only in blocks the file system has freed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+import msgspec
+
+from . import _atomic, _codec
+from ._errors import LockTimeout, UnsafePath
+from ._fs import FileSystem, open_regular
+from ._log import FLAGS_READ
+from ._paths import (
+    CUT_INFIX,
+    DAMAGED_SUFFIX,
+    LOCK_NAME,
+    LOG_NAME,
+    META_NAME,
+    TMP_SUFFIX,
+    USAGE_NAME,
+    snapshot_name,
+    snapshot_versions,
+)
+from ._redact import Redactor, mask, strings
+
+_decoder = msgspec.json.Decoder()
+_encoder = msgspec.json.Encoder()
+
+
+class SecretFinding(NamedTuple):
+    """One secret stored in a session, described without its text.
+
+    ``file`` is the file's name in the session directory, ``line`` its line (1-based; 0
+    for a file read whole), ``sequence`` the record's sequence (raw log and snapshot
+    boundary lines; None elsewhere), ``where`` the JSON path of the string
+    (``$.message.content``; ``raw`` for a line that is not JSON), ``kind`` the pattern's
+    kind and ``preview`` a masked hint: at most 4 leading characters and the length.
+    """
+
+    session_id: str
+    file: str
+    line: int
+    sequence: int | None
+    where: str
+    kind: str
+    preview: str
+
+
+def _decode(data: bytes) -> Any:
+    try:
+        return _decoder.decode(data)
+    except _codec.DECODE_ERRORS:
+        return _NOT_JSON
+
+
+_NOT_JSON: Any = object()
+
+
+def _text(data: bytes) -> str:
+    # surrogateescape: any byte comes back as it was when the text is encoded again.
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _findings_in(
+    redactor: Redactor, session_id: str, name: str, line: int, value: Any, raw: bytes
+) -> Iterator[SecretFinding]:
+    if value is _NOT_JSON:
+        text = _text(raw)
+        for kind, start, end in redactor.find(text):
+            yield SecretFinding(session_id, name, line, None, "raw", kind, mask(text[start:end]))
+        return
+    sequence = value.get("sequence") if isinstance(value, dict) else None
+    if not isinstance(sequence, int) or isinstance(sequence, bool):
+        sequence = value.get("compacted_through_sequence") if isinstance(value, dict) else None
+        sequence = sequence if isinstance(sequence, int) and not isinstance(sequence, bool) else None
+    for where, text in strings(value):
+        for kind, start, end in redactor.find(text):
+            yield SecretFinding(session_id, name, line, sequence, where, kind, mask(text[start:end]))
+
+
+def _pieces(name: str, data: bytes) -> Iterator[tuple[int, Any, bytes]]:
+    """A file's JSON values with their line: ``meta.json`` is one value (line 0), any other
+    file one per line (a line that is not JSON comes as `_NOT_JSON`)."""
+    if name == META_NAME:
+        yield 0, _decode(data), data
+        return
+    for number, line in enumerate(data.split(b"\n"), 1):
+        if line:
+            yield number, _decode(line), line
+
+
+def _files(fs: FileSystem, directory: str) -> list[str]:
+    try:
+        return sorted(name for name in fs.listdir(directory) if name != LOCK_NAME)
+    except FileNotFoundError:
+        return []
+
+
+def _read_all(fs: FileSystem, fd: int) -> bytes:
+    """Every byte of an open file (no cap: a damaged file larger than readers take is scanned too)."""
+    size = fs.fstat(fd).st_size
+    chunks, read = [], 0
+    while read < size:
+        chunk = fs.pread(fd, min(size - read, 1 << 24), read)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        read += len(chunk)
+    return b"".join(chunks)
+
+
+def _read(fs: FileSystem, path: str) -> bytes | None:
+    try:
+        fd = open_regular(fs, path, FLAGS_READ)
+    except (FileNotFoundError, UnsafePath):
+        return None  # gone, or a symlink or directory: never followed, never read
+    try:
+        return _read_all(fs, fd)
+    finally:
+        fs.close(fd)
+
+
+def scan(fs: FileSystem, session_id: str, directory: str, redactor: Redactor) -> list[SecretFinding]:
+    """Every secret in every file of one session directory, file by file, line by line."""
+    found: list[SecretFinding] = []
+    for name in _files(fs, directory):
+        data = _read(fs, os.path.join(directory, name))
+        if data is None:
+            continue
+        for line, value, raw in _pieces(name, data):
+            found.extend(_findings_in(redactor, session_id, name, line, value, raw))
+    return found
+
+
+# -- the rewrite -----------------------------------------------------------------------
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def _redact_line(redactor: Redactor, line: bytes) -> bytes:
+    """One line without its secrets: a checksummed line gets a new checksum, any other
+    line (damage, a torn tail) has its text redacted as it is.
+
+    A ``\r`` before the newline or a BOM in front, which a text conversion adds and
+    readers tolerate (§8.4), stays where it was, outside what the checksum covers.
+    """
+    head = _BOM if line.startswith(_BOM) else b""
+    tail = b"\r" if line.endswith(b"\r") else b""
+    body = _codec.unseal(line[len(head) : len(line) - len(tail)])
+    if body is not None:
+        value = _decode(body)
+        if value is not _NOT_JSON:
+            redacted = redactor.redact_value(value)
+            if redacted is value:
+                return line
+            return head + _codec.seal(_encoder.encode(redacted))[:-1] + tail
+    text = _text(line)
+    redacted_text = redactor.redact(text)
+    return line if redacted_text == text else redacted_text.encode("utf-8", "surrogateescape")
+
+
+class _Rewritten(NamedTuple):
+    data: bytes
+    #: sequence -> (offset, end) of its line in the new raw log.
+    lines: dict[int, tuple[int, int]]
+
+
+def _rewrite_log(redactor: Redactor, data: bytes) -> _Rewritten:
+    out: list[bytes] = []
+    lines: dict[int, tuple[int, int]] = {}
+    offset = 0
+    parts = data.split(b"\n")
+    for index, line in enumerate(parts):
+        new = _redact_line(redactor, line) if line else line
+        last = index == len(parts) - 1
+        piece = new if last else new + b"\n"
+        body = _codec.unseal(new.removeprefix(_BOM).removesuffix(b"\r"))
+        if body is not None:
+            try:
+                sequence = _codec.record_position(body)[0]
+            except _codec.DECODE_ERRORS:
+                sequence = 0
+            if sequence and sequence not in lines:
+                lines[sequence] = (offset, offset + len(piece))
+        out.append(piece)
+        offset += len(piece)
+    return _Rewritten(b"".join(out), lines)
+
+
+def _snapshot_anew(redactor: Redactor, data: bytes, log: _Rewritten | None) -> bytes:
+    """A snapshot file without secrets, its offsets those of its boundary in the new log."""
+    body = _codec.unseal(data.rstrip(b"\n"))
+    value = _decode(body) if body is not None else _NOT_JSON
+    if not isinstance(value, dict):
+        return _redact_raw(redactor, data)  # a damaged snapshot: redacted as text
+    redacted = redactor.redact_value(value)
+    redacted = dict(redacted) if redacted is value else redacted
+    where = log.lines.get(redacted.get("compacted_through_sequence", -1)) if log is not None else None
+    if where is not None:
+        redacted["boundary_offset"], redacted["tail_offset"] = where
+    return _codec.seal(_encoder.encode(redacted))
+
+
+def _redact_raw(redactor: Redactor, data: bytes) -> bytes:
+    text = _text(data)
+    return redactor.redact(text).encode("utf-8", "surrogateescape")
+
+
+def _meta_anew(redactor: Redactor, data: bytes) -> bytes:
+    value = _decode(data)
+    if value is _NOT_JSON:
+        return _redact_raw(redactor, data)
+    redacted = redactor.redact_value(value)
+    if redacted is value:
+        return data
+    return msgspec.json.format(_encoder.encode(redacted), indent=2) + b"\n"
+
+
+def _flock(fs: FileSystem, fd: int, timeout: float, path: str, session_id: str) -> None:
+    """An append lock (``flock`` on the log itself, as writers take it), waited for up to ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fs.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise LockTimeout(
+                    f"could not lock {path} within {timeout} s", session_id=session_id, path=path
+                ) from None
+            time.sleep(0.002)
+
+
+def _replace(fs: FileSystem, directory: str, name: str, data: bytes) -> None:
+    # Always durable: a rewrite that the next power loss undoes would bring the secret back.
+    _atomic.replace(fs, directory, name, data, durable=True)
+
+
+def _rewrite_under_lock(
+    fs: FileSystem,
+    directory: str,
+    name: str,
+    rewrite: Callable[[bytes], bytes],
+    lock: tuple[float, str] | None,
+) -> bytes | None:
+    """Rewrite one file (holding its append lock when ``lock`` says so); the old bytes, or None."""
+    path = os.path.join(directory, name)
+    try:
+        fd = open_regular(fs, path, FLAGS_READ)
+    except FileNotFoundError:
+        return None
+    try:
+        if lock is not None:
+            _flock(fs, fd, lock[0], path, lock[1])
+        data = _read_all(fs, fd)
+        new = rewrite(data)
+        if new != data:
+            # Renamed over the old file while its lock is held: a writer waiting for that
+            # lock finds the file unlinked and opens the new one (as after a delete).
+            _replace(fs, directory, name, new)
+        return data
+    finally:
+        fs.close(fd)
+
+
+def redact(
+    fs: FileSystem, session_id: str, directory: str, redactor: Redactor, *, lock_timeout: float
+) -> list[SecretFinding]:
+    """Rewrite every file of the session that holds a secret; the caller holds the session lock.
+
+    Returns what was redacted (`scan` before the rewrite); running it again finds nothing.
+    """
+    found = scan(fs, session_id, directory, redactor)
+    names = _files(fs, directory)
+    log: list[_Rewritten] = []
+
+    def log_anew(data: bytes) -> bytes:
+        log.append(_rewrite_log(redactor, data))
+        return log[0].data
+
+    _rewrite_under_lock(fs, directory, LOG_NAME, log_anew, (lock_timeout, session_id))
+    rewritten = log[0] if log else None
+    _rewrite_under_lock(fs, directory, USAGE_NAME, lambda data: _rewrite_log(redactor, data).data,
+                        (lock_timeout, session_id))  # fmt: skip
+    for version in snapshot_versions(names):
+        _rewrite_under_lock(
+            fs,
+            directory,
+            snapshot_name(version),
+            lambda data: _snapshot_anew(redactor, data, rewritten),
+            None,
+        )
+    _rewrite_under_lock(fs, directory, META_NAME, lambda data: _meta_anew(redactor, data), None)
+    for name in names:
+        path = os.path.join(directory, name)
+        if name.endswith(TMP_SUFFIX):
+            # Only writers holding the locks held now make these: any here is a leftover
+            # of one that died, a copy of what it was writing.
+            try:
+                fs.unlink(path)
+            except FileNotFoundError:
+                pass
+        elif CUT_INFIX in name or name.endswith(DAMAGED_SUFFIX):
+            _rewrite_under_lock(fs, directory, name, lambda data: _redact_raw(redactor, data), None)
+    return found

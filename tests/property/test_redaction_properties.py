@@ -1,0 +1,74 @@
+"""Redaction as properties: a secret anywhere in text goes, the rest stays; redacting twice changes nothing."""
+
+from __future__ import annotations
+
+import msgspec
+from fake_secrets import SECRETS
+from helpers import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jsonl_store import Redactor, redact_text
+from jsonl_store._redact import marker
+
+# Text that can hold no secret of any built-in kind: no upper case (AKIA, AIza, eyJ,
+# Bearer), no '-', '_' or '=' (sk-, ghp_, KEY=value), but letters of other scripts.
+_PLAIN = st.text(
+    alphabet=st.sampled_from("abcdefghijklmnopqrstuvwxyz0123456789 .,:;!?()\n\téß中"), max_size=80
+)
+_TOKEN = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+
+@st.composite
+def fake_secret(draw: st.DrawFn) -> tuple[str, str]:
+    """A fake secret of a prefixed format with a random body: (kind, secret)."""
+    kind, make = draw(
+        st.sampled_from(
+            [
+                ("github-token", lambda b: "ghp_" + b[:36]),
+                ("openai-api-key", lambda b: "sk-" + b[:48]),
+                ("anthropic-api-key", lambda b: "sk-ant-api03-" + b),
+                ("google-api-key", lambda b: "AIza" + b[:35]),
+                ("stripe-key", lambda b: "sk_live_" + b[:24]),
+                ("gitlab-token", lambda b: "glpat-" + b[:20]),
+                ("slack-token", lambda b: "xoxb-" + b[:30]),
+                ("aws-access-key", lambda b: "AKIA" + b.upper()[:16]),
+            ]
+        )
+    )
+    random_body = draw(st.text(alphabet=st.sampled_from(_TOKEN), min_size=48, max_size=60))
+    return kind, make(random_body)
+
+
+@settings(max_examples=examples(200))
+@given(fake_secret(), _PLAIN, _PLAIN)
+def test_a_secret_anywhere_in_text_is_redacted_and_nothing_else_changes(
+    secret: tuple[str, str], before: str, after: str
+) -> None:
+    """Random text, a space, a fake secret, a space, random text: only the secret is replaced."""
+    kind, token = secret
+    assert redact_text(f"{before} {token} {after}") == f"{before} {marker(kind)} {after}"
+
+
+@settings(max_examples=examples(200))
+@given(
+    st.lists(st.one_of(st.text(max_size=40), st.sampled_from([text for _, text, _ in SECRETS])), max_size=6)
+)
+def test_redacting_twice_changes_nothing_and_leaves_nothing_to_find(pieces: list[str]) -> None:
+    """Any text (random pieces and corpus secrets joined): redaction is idempotent and leaves no finding."""
+    text = " ".join(pieces)
+    once = redact_text(text)
+    assert redact_text(once) == once
+    assert Redactor().find(once) == []
+
+
+@settings(max_examples=examples(200))
+@given(
+    st.lists(st.one_of(st.text(max_size=30), st.sampled_from([text for _, text, _ in SECRETS])), max_size=5)
+)
+def test_json_redaction_is_string_redaction(pieces: list[str]) -> None:
+    """`redact_json` of a JSON value is the encoding of the value with each string redacted (pre-filter included)."""
+    value = {"content": " ".join(pieces), "parts": pieces, "n": 1.5}
+    data = msgspec.json.encode(value)
+    expected = {"content": redact_text(value["content"]), "parts": [redact_text(p) for p in pieces], "n": 1.5}  # type: ignore[arg-type]
+    assert msgspec.json.decode(Redactor().redact_json(data)) == expected

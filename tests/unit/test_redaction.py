@@ -1,0 +1,128 @@
+"""Redaction of text: every built-in kind is found and replaced by its marker, near-misses stay."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fake_secrets import NEAR_MISSES, SECRETS
+
+from jsonl_store import REDACTION_KINDS, InvalidArgument, Redactor, SessionStore, redact_text
+from jsonl_store._redact import MARKER_RE, mask
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "redacted"), SECRETS, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(SECRETS)]
+)
+def test_each_fake_secret_becomes_the_marker_of_its_kind(kind: str, text: str, redacted: str) -> None:
+    """A fake secret of each format is replaced by ``[REDACTED:<kind>]``; the text around it stays."""
+    assert redact_text(text) == redacted
+    assert [found.kind for found in Redactor().find(text)] == [kind]
+
+
+def test_the_corpus_covers_every_built_in_kind() -> None:
+    """Every built-in kind has at least one fake secret in the corpus."""
+    assert {kind for kind, _, _ in SECRETS} == set(REDACTION_KINDS)
+
+
+@pytest.mark.parametrize("text", NEAR_MISSES)
+def test_near_misses_are_left_as_they_are(text: str) -> None:
+    """Hashes, UUIDs, base64 images, 'sk-' in words and harmless KEY=value lines are no secrets."""
+    assert redact_text(text) == text
+    assert Redactor().find(text) == []
+
+
+@pytest.mark.parametrize(("kind", "text", "redacted"), SECRETS[:8])
+def test_the_pre_filter_lets_every_secret_through(kind: str, text: str, redacted: str) -> None:
+    """The cheap search of encoded bytes says 'maybe' for every JSON value holding a secret."""
+    import msgspec
+
+    assert Redactor().might_hold(msgspec.json.encode({"content": text}))
+    assert Redactor().redact_json(msgspec.json.encode({"content": text})) == msgspec.json.encode(
+        {"content": redacted}
+    )
+
+
+def test_clean_json_comes_back_as_the_same_object() -> None:
+    """Nothing to redact: `redact_json` returns its argument itself (no copy, no re-encoding)."""
+    data = b'{"role":"user","content":"What is 6 * 7?"}'
+    assert Redactor().redact_json(data) is data
+
+
+def test_a_value_in_a_mapping_key_is_redacted_too() -> None:
+    """Keys are stored text as well: a secret used as a key is replaced."""
+    token = "ghp_" + "x1" * 18
+    assert Redactor().redact_value({token: [token, 1]}) == {
+        "[REDACTED:github-token]": ["[REDACTED:github-token]", 1]
+    }
+
+
+def test_extra_patterns_with_and_without_a_kind() -> None:
+    """Extra patterns add kinds: a bare pattern is 'custom', a pair names its kind, 'secret' limits the span."""
+    redactor = Redactor([r"ACME-\d{6}", ("employee-id", re.compile(r"emp=(?P<secret>\d+)"))])
+    assert redactor.redact("ACME-123456 emp=42 ok") == "[REDACTED:custom] emp=[REDACTED:employee-id] ok"
+    assert redactor.redact("AKIA" + "Z" * 16) == "[REDACTED:aws-access-key]"  # built-ins stay
+    assert Redactor([r"ACME-\d{6}"], builtin=False).redact("AKIA" + "Z" * 16) == "AKIA" + "Z" * 16
+
+
+def test_extra_patterns_see_strings_with_escapes() -> None:
+    """A pattern spanning a newline matches the string even though JSON writes the newline escaped."""
+    redactor = Redactor([r"line one\nline two"], builtin=False)
+    assert redactor.redact_json(b'{"c":"line one\\nline two"}') == b'{"c":"[REDACTED:custom]"}'
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [[("Bad Kind", "x")], [("ok", "(")], [""], "not a list", [b"bytes"], 42],
+    ids=["bad-kind", "bad-regex", "matches-empty", "str", "bytes", "int"],
+)
+def test_bad_redact_settings_are_refused(tmp_path: object, setting: object) -> None:
+    """A bad ``redact=`` raises `InvalidArgument` (a ValueError) when the store is made."""
+    with pytest.raises(InvalidArgument):
+        SessionStore(str(tmp_path), redact=setting)  # type: ignore[arg-type]
+
+
+def test_a_callable_sees_every_stored_string(tmp_path: object) -> None:
+    """``redact=callable`` replaces the built-ins: each stored string is what the function returns."""
+    store = SessionStore(str(tmp_path), redact=lambda text: text.replace("blue", "[REDACTED:colour]"))
+    store.append("s", {"role": "user", "content": "blue sky", "x": ["blue"]}, title="blue")
+    assert store.load("s").messages == [
+        {"role": "user", "content": "[REDACTED:colour] sky", "x": ["[REDACTED:colour]"]}
+    ]
+    assert store.load("s").title == "[REDACTED:colour]"
+
+
+def test_a_callable_that_returns_no_str_is_an_error(tmp_path: object) -> None:
+    """A redact function returning something other than a str raises `InvalidArgument`; nothing is written."""
+    store = SessionStore(str(tmp_path), redact=lambda text: None)  # type: ignore[arg-type,return-value]
+    with pytest.raises(InvalidArgument):
+        store.append("s", {"role": "user", "content": "x"})
+    assert store.list_sessions() == []
+
+
+def test_markers_are_what_the_spec_says() -> None:
+    """A marker is ``[REDACTED:`` + a lower-case kind + ``]``; every built-in kind fits the grammar."""
+    for kind in REDACTION_KINDS:
+        assert MARKER_RE.fullmatch(f"[REDACTED:{kind}]")
+
+
+def test_a_preview_never_shows_more_than_a_quarter_of_the_secret() -> None:
+    """The masked preview shows at most 4 characters and never more than a quarter of the secret."""
+    assert mask("ghp_" + "a" * 36) == "ghp_…(40 chars)"
+    assert mask("hunter22") == "hu…(8 chars)"
+    assert mask("abc") == "…(3 chars)"
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "redacted"), SECRETS, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(SECRETS)]
+)
+def test_the_pre_filter_finds_a_secret_in_a_large_value_after_many_near_misses(
+    kind: str, text: str, redacted: str
+) -> None:
+    """A secret after thousands of '-', '_', '/' and 'z' (the pre-filter's jumps, then its search) is still redacted."""
+    import msgspec
+
+    noise = "a-b_c d/e f-z tip_ " * 400
+    data = msgspec.json.encode({"content": noise + text, "tool_call_id": "x_y-z"})
+    assert len(data) > 4096
+    assert msgspec.json.decode(Redactor().redact_json(data))["content"] == noise + redacted
