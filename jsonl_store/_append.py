@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from . import _codec, _meta
+from . import _blobs, _codec, _meta
 from ._errors import InvalidArgument, ParentMismatch, SequenceConflict
 from ._handles import OpenSession, now
 from ._ids import new_uuid7
@@ -115,7 +115,7 @@ def check_session_options(
 class Batch:
     """The encoded records of one append, waiting for their sequences."""
 
-    __slots__ = ("bodies", "expected", "parent", "sequences", "session", "stored")
+    __slots__ = ("blobs", "bodies", "expected", "parent", "sequences", "session", "store_blobs", "stored")
 
     def __init__(
         self,
@@ -123,8 +123,13 @@ class Batch:
         bodies: list[tuple[bytes, bytes] | None],
         parent: str | None,
         expected: int | None = None,
+        blobs: dict[str, bytes] | None = None,
+        store_blobs: Callable[[str, dict[str, bytes]], None] | None = None,
     ) -> None:
         self.session = session
+        #: The large strings the records name, by SHA-256, and what writes them (spec §9.13).
+        self.blobs = blobs
+        self.store_blobs = store_blobs
         #: The last sequence the caller expects the log to hold (spec §9.1, conditional appends).
         self.expected = expected
         #: Per message: the line without sequence and checksum, or None (``persist=False``).
@@ -169,6 +174,11 @@ class Batch:
             sequences.append(sequence)
             line, body = record_line(sequence, batch_end, *pieces)
             parts.append(line)
+        if self.blobs and self.store_blobs is not None:
+            # Under the append lock, right before the write: no record is ever durable
+            # before its blobs, and repair, which takes this lock to delete orphan blobs,
+            # never sees a blob whose record is still to come (spec §9.13).
+            self.store_blobs(self.session.directory, self.blobs)
         data = b"".join(parts) if len(parts) > 1 else parts[0]
         return data, Line(len(data) - len(parts[-1]), None, body, len(data), sequence)
 
@@ -190,6 +200,9 @@ def encode(
     created_at: datetime | None = None,
     clock: Callable[[], datetime] = now,
     new_id: Callable[[], str] = new_uuid7,
+    blob_threshold: int = _blobs.DEFAULT_THRESHOLD,
+    max_record_bytes: int = _blobs.DEFAULT_MAX_RECORD_BYTES,
+    store_blobs: Callable[[str, dict[str, bytes]], None] | None = None,
 ) -> Batch | None:
     """Check and encode an append; None when no message is to be stored (all ``persist=False``)."""
     check_session_options(session.session_id, request_id, parent_session_id, session_type)
@@ -210,6 +223,7 @@ def encode(
     created_at = clock() if created_at is None else record_time(created_at)
     created = _codec.encode_time(created_at)
     bodies: list[tuple[bytes, bytes] | None] = []
+    blobs: dict[str, bytes] = {}
     encode_message, record_head, usage_trailer = (
         _codec.encode_message,
         _codec.record_head,
@@ -220,6 +234,11 @@ def encode(
         if not (message.get("persist", True) is not False if isinstance(message, dict) else message.persist):
             bodies.append(None)
             continue
+        if b'"$blob":' in payload:  # `_blobs.LOOKALIKE_BYTES`, inline: every append pays it
+            _blobs.refuse_lookalike(payload)
+        if len(payload) > blob_threshold:
+            # Only a message this long can hold a string over the threshold (spec §5.1).
+            payload = _blobs.spill(payload, blob_threshold, blobs)
         usage = usages[index]
         timing = timings[index]
         if usage is not None:
@@ -236,7 +255,10 @@ def encode(
             trailer = shared_trailer + usage_trailer(usage)
         else:
             trailer = shared_trailer
-        bodies.append((record_head(new_id(), created, payload, plain), trailer))
+        head = record_head(new_id(), created, payload, plain)
+        if len(head) + len(trailer) > max_record_bytes - _blobs.NUMBERS_ROOM:
+            _blobs.check_size(head, trailer, max_record_bytes)
+        bodies.append((head, trailer))
     if len(bodies) == bodies.count(None):
         return None
     if title is not None:
@@ -244,4 +266,4 @@ def encode(
     if agent_name is not None:
         _meta.check_agent_name(agent_name)
     session.init = (created_at, parent_session_id, session_type, agent_name, title)
-    return Batch(session, bodies, parent_session_id, expected_last_sequence)
+    return Batch(session, bodies, parent_session_id, expected_last_sequence, blobs, store_blobs)

@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
-from . import _atomic, _dirs, _meta, _session, _snapshots
+from . import _atomic, _blobs, _dirs, _meta, _session, _snapshots
 from ._checkpoint import CheckpointCache
 from ._errors import LockTimeout, SessionNotFound, UnsafePath, UnsupportedFormat
 from ._fs import FileSystem, check_directory, describe_mode, open_regular, register_descriptor_cache
@@ -27,6 +27,7 @@ from ._ids import new_uuid7
 from ._log import FLAGS_READ, LogWriter
 from ._meta import SessionMeta
 from ._paths import (
+    BLOBS_DIR,
     GITATTRIBUTES_NAME,
     GITATTRIBUTES_TEXT,
     GITIGNORE_NAME,
@@ -365,19 +366,32 @@ class Handles:
                     # the file gone (st_nlink == 0) and starts a new session.
                     fs.flock(fd, fcntl.LOCK_EX)
                 names = [name for name in fs.listdir(directory) if name != LOCK_NAME]
+                blobs: list[str] | None = None
                 for name in names:
                     # Only regular files are deleted: anything else is not the store's, and a
                     # person must look at it (a delete never removes half a session either).
                     path = os.path.join(directory, name)
                     mode = fs.lstat(path).st_mode
+                    if name == BLOBS_DIR and stat.S_ISDIR(mode):
+                        blobs = _blobs.deletable(fs, path, session_id)  # the one directory inside
+                        continue
                     if not stat.S_ISREG(mode):
                         raise UnsafePath(
                             f"{name} is {describe_mode(mode)}, not a regular file; nothing was deleted",
                             filename=path, session_id=session_id, path=path,
                         )  # fmt: skip
                 for name in names:
+                    if name == BLOBS_DIR and blobs is not None:
+                        continue
                     fs.unlink(os.path.join(directory, name))
                     existed = existed or name in (LOG_NAME, META_NAME)
+                if blobs is not None:
+                    # After the log: a delete cut short leaves orphan blobs (harmless), never
+                    # a record whose blob is gone.
+                    folder = os.path.join(directory, BLOBS_DIR)
+                    for name in blobs:
+                        fs.unlink(os.path.join(folder, name))
+                    fs.rmdir(folder)
             finally:
                 if fd is not None:
                     fs.close(fd)

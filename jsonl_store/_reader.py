@@ -14,7 +14,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Self
 
-from . import _codec, _snapshots
+from . import _blobs, _codec, _snapshots
 from ._fs import FileSystem, open_regular
 from ._log import FLAGS_READ, Line, backward, last_good, scan
 from ._paths import LOG_NAME
@@ -118,10 +118,13 @@ class LogReader:
         fs, fd, path, session_id, reporter = self.fs, self.fd, self.path, self.session_id, self.reporter
         previous = after
         expected_gap_free = start == 0 or after > 0
-        decode = _codec.decode_record
+        decode, blob_key, directory = _codec.decode_record, _blobs.KEY_BYTES, self.directory
         for line in scan(fs, fd, path, start, end, reporter, first_line=1 if start == 0 else None):
             try:
-                record = decode(line.body, session_id)
+                body = line.body
+                if blob_key in body:  # large strings to put back from blob files (§8.8)
+                    body = _blobs.restore(fs, directory, body, reporter)
+                record = decode(body, session_id)
             except _codec.DECODE_ERRORS as exc:
                 reporter.report(
                     Problem(path, "bad-record", f"checksum holds but record does not fit: {exc}", SKIPPED,
@@ -162,7 +165,10 @@ class LogReader:
         decode, path = _codec.decode_record, self.path
         for line in backward(self.fs, self.fd, end):
             try:
-                record = decode(line.body, self.session_id)
+                body = line.body
+                if _blobs.KEY_BYTES in body:  # as in `records`
+                    body = _blobs.restore(self.fs, self.directory, body, self.reporter)
+                record = decode(body, self.session_id)
             except _codec.DECODE_ERRORS as exc:
                 self.reporter.report(
                     Problem(

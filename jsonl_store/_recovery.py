@@ -9,12 +9,13 @@ bytes stay where they are for a person to inspect.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import os
 import stat
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from . import _atomic, _lines, _meta, _session, _snapshots
+from . import _atomic, _blobs, _lines, _meta, _session, _snapshots
 from ._errors import UnrecognizedRecords, UnsafePath, UnsupportedFormat
 from ._fs import FileSystem, check_directory, describe_mode, open_regular
 from ._lines import BOM
@@ -31,6 +32,7 @@ from ._log import (
 )
 from ._meta import SessionMeta
 from ._paths import (
+    BLOBS_DIR,
     LOCK_NAME,
     LOG_NAME,
     META_NAME,
@@ -79,14 +81,18 @@ def unsafe_paths(fs: FileSystem, session_id: str, directory: str) -> list[Proble
     problems: list[Problem] = []
     for name in names:
         known = name in (LOG_NAME, USAGE_NAME, META_NAME, LOCK_NAME) or parse_snapshot_name(name) is not None
-        if not known and not name.endswith(TMP_SUFFIX):  # repair deletes temporary files
+        if not known and not name.endswith(TMP_SUFFIX) and name != BLOBS_DIR:  # repair deletes temporary files
             continue
         path = os.path.join(directory, name)
         try:
             mode = fs.lstat(path).st_mode
         except FileNotFoundError:
             continue
-        if not stat.S_ISREG(mode):
+        if name == BLOBS_DIR:
+            if not stat.S_ISDIR(mode):  # blob files are read below it, so it is never followed
+                reason = f"{name} is {describe_mode(mode)}, not a directory"
+                problems.append(Problem(path, "unsafe-path", reason, LEAVE_UNSAFE))
+        elif not stat.S_ISREG(mode):
             reason = f"{name} is {describe_mode(mode)}, not a regular file"
             problems.append(Problem(path, "unsafe-path", reason, LEAVE_UNSAFE))
     return problems
@@ -137,6 +143,7 @@ def _check_session(
             if name == LOG_NAME:
                 log_converted = any(p.kind == "text-conversion" for p in found_in_log)
             check.problems.extend(found_in_log)
+    check.problems.extend(_check_blobs(fs, session_id, directory, fix=fix))
     with LogReader(fs, session_id, directory) as log:
         for version in _snapshots.versions(fs, directory):
             check.snapshot(log, version, held=version in held, log_converted=log_converted)
@@ -262,6 +269,7 @@ def _check_log(
         problems = [
             dataclasses.replace(p, action=RESTORE if p.kind == "text-conversion" else LEFT_FOR_READERS)
             for p in found.problems
+            if p.kind != "bad-blob"  # once per blob file by `_check_blobs`, not once per record
         ]
         good_end, _ = last_good(fs, fd, size, 0, accept)
         if converted and not fix:
@@ -304,6 +312,30 @@ def _check_log(
             )
         )
     return problems
+
+
+def _check_blobs(fs: FileSystem, session_id: str, directory: str, *, fix: bool) -> list[Problem]:
+    """The blob files' problems (spec §12): each referenced one read back, each unreferenced one an orphan.
+
+    To repair, the log's append lock is held throughout: a writer stores a record's blobs
+    under it, right before the record (§9.13), so no blob seen here is waiting for its record.
+    """
+    names = _blobs.listing(fs, directory)
+    with LogReader(fs, session_id, directory) as log:
+        if log.fd is None:
+            referenced: dict[str, int] = {}
+        else:
+            if fix:
+                fs.flock(log.fd, fcntl.LOCK_EX)
+                names = _blobs.listing(fs, directory)  # again, under the lock
+            referenced = {}
+            end, _ = log.last_good()
+            for line in scan(fs, log.fd, log.path, 0, end, DISCARD):
+                for digest, size in _blobs.references(line.body):
+                    referenced.setdefault(digest, size)
+        if names is None and not referenced:
+            return []
+        return _blobs.check(fs, directory, names or [], referenced, fix=fix)
 
 
 def _restore_and_cut(

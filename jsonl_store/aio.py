@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
+from ._blobs import DEFAULT_MAX_RECORD_BYTES, DEFAULT_THRESHOLD
 from ._fs import FileSystem
 from ._problems import Problem
 from ._records import RawMessageRecord
@@ -54,6 +55,8 @@ class AsyncSessionStore:
         fs: FileSystem | None = None,
         clock: Callable[[], datetime] | None = None,
         ids: Callable[[], str] | None = None,
+        blob_threshold: int = DEFAULT_THRESHOLD,
+        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
     ) -> None:
         self.sync = SessionStore(
             root,
@@ -63,6 +66,8 @@ class AsyncSessionStore:
             fs=fs,
             clock=clock,
             ids=ids,
+            blob_threshold=blob_threshold,
+            max_record_bytes=max_record_bytes,
         )
 
     async def __aenter__(self) -> Self:

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
 
 from . import (
+    _blobs,
     _append,
     _checkpoint,
     _codec,
@@ -122,6 +123,8 @@ class SessionStore:
         fs: FileSystem | None = None,
         clock: Callable[[], datetime] | None = None,
         ids: Callable[[], str] | None = None,
+        blob_threshold: int = _blobs.DEFAULT_THRESHOLD,
+        max_record_bytes: int = _blobs.DEFAULT_MAX_RECORD_BYTES,
     ) -> None:
         if durability not in ("fsync", "none"):
             raise InvalidArgument(f"durability must be 'fsync' or 'none', got {durability!r}")
@@ -129,6 +132,9 @@ class SessionStore:
             raise InvalidArgument(f"lock_timeout must be a positive number of seconds, got {lock_timeout!r}")
         if on_problem is not None and not callable(on_problem):
             raise InvalidArgument(f"on_problem must be callable, got {on_problem!r}")
+        #: Strings over ``blob_threshold`` UTF-8 bytes go to blob files; a record line is
+        #: at most ``max_record_bytes`` (spec §5.1).
+        self.blob_threshold, self.max_record_bytes = _blobs.check_options(blob_threshold, max_record_bytes)
         self.root = _checked_root(root)
         self.durability: Durability = durability
         self.lock_timeout = float(lock_timeout)
@@ -301,7 +307,11 @@ class SessionStore:
         handles = self._handles
         session = handles.session(session_id)
         # Everything that can fail on bad input is checked before any file is touched.
-        batch = _append.encode(session, messages, **options, clock=handles.clock, new_id=handles.new_id)
+        batch = _append.encode(
+            session, messages, **options, clock=handles.clock, new_id=handles.new_id,
+            blob_threshold=self.blob_threshold, max_record_bytes=self.max_record_bytes,
+            store_blobs=self._store_blobs,
+        )  # fmt: skip
         if batch is None:
             return [0] * len(messages)  # nothing to persist
         writer = handles.writer(session)
@@ -315,6 +325,9 @@ class SessionStore:
             writer = handles.writer(session)
             writer.append(batch.build)
         return batch.sequences
+
+    def _store_blobs(self, directory: str, blobs: dict[str, bytes]) -> None:
+        _blobs.store(self._fs, directory, blobs, durable=self._durable)
 
     # -- reading ------------------------------------------------------------------------
 
