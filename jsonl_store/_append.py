@@ -200,9 +200,7 @@ def encode(
     created_at: datetime | None = None,
     clock: Callable[[], datetime] = now,
     new_id: Callable[[], str] = new_uuid7,
-    blob_threshold: int = _blobs.DEFAULT_THRESHOLD,
-    max_record_bytes: int = _blobs.DEFAULT_MAX_RECORD_BYTES,
-    store_blobs: Callable[[str, dict[str, bytes]], None] | None = None,
+    sizes: _blobs.Sizes = _blobs.DEFAULT_SIZES,
 ) -> Batch | None:
     """Check and encode an append; None when no message is to be stored (all ``persist=False``)."""
     check_session_options(session.session_id, request_id, parent_session_id, session_type)
@@ -224,6 +222,7 @@ def encode(
     created = _codec.encode_time(created_at)
     bodies: list[tuple[bytes, bytes] | None] = []
     blobs: dict[str, bytes] = {}
+    blob_threshold, record_limit = sizes.threshold, sizes.max_record_bytes - _blobs.NUMBERS_ROOM
     encode_message, record_head, usage_trailer = (
         _codec.encode_message,
         _codec.record_head,
@@ -234,10 +233,11 @@ def encode(
         if not (message.get("persist", True) is not False if isinstance(message, dict) else message.persist):
             bodies.append(None)
             continue
-        if b'"$blob":' in payload:  # `_blobs.LOOKALIKE_BYTES`, inline: every append pays it
+        # Every append pays these two checks: a memchr for "$" (rarely found), and a length
+        # comparison, since only a message this long can hold a string over the threshold.
+        if b"$" in payload:
             _blobs.refuse_lookalike(payload)
         if len(payload) > blob_threshold:
-            # Only a message this long can hold a string over the threshold (spec §5.1).
             payload = _blobs.spill(payload, blob_threshold, blobs)
         usage = usages[index]
         timing = timings[index]
@@ -256,8 +256,8 @@ def encode(
         else:
             trailer = shared_trailer
         head = record_head(new_id(), created, payload, plain)
-        if len(head) + len(trailer) > max_record_bytes - _blobs.NUMBERS_ROOM:
-            _blobs.check_size(head, trailer, max_record_bytes)
+        if len(head) + len(trailer) > record_limit:
+            _blobs.check_size(head, trailer, sizes.max_record_bytes)
         bodies.append((head, trailer))
     if len(bodies) == bodies.count(None):
         return None
@@ -266,4 +266,4 @@ def encode(
     if agent_name is not None:
         _meta.check_agent_name(agent_name)
     session.init = (created_at, parent_session_id, session_type, agent_name, title)
-    return Batch(session, bodies, parent_session_id, expected_last_sequence, blobs, store_blobs)
+    return Batch(session, bodies, parent_session_id, expected_last_sequence, blobs, sizes.store)

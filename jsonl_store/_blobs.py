@@ -52,13 +52,27 @@ _decoder = msgspec.json.Decoder()
 _KEEP: Final = object()
 
 
-def check_options(threshold: object, max_record_bytes: object) -> tuple[int, int]:
-    """The store's two size options, checked (`InvalidArgument` otherwise)."""
-    for name, value in (("blob_threshold", threshold), ("max_record_bytes", max_record_bytes)):
-        if type(value) is not int or value < 1:
-            raise InvalidArgument(f"{name} must be a positive int, got {value!r}")
-    assert isinstance(threshold, int) and isinstance(max_record_bytes, int)
-    return threshold, max_record_bytes
+class Sizes:
+    """A store's two size options and what writes its blobs: one argument for `_append.encode`."""
+
+    __slots__ = ("max_record_bytes", "store", "threshold")
+
+    def __init__(
+        self,
+        threshold: object,
+        max_record_bytes: object,
+        store: Callable[[str, dict[str, bytes]], None] | None = None,
+    ) -> None:
+        for name, value in (("blob_threshold", threshold), ("max_record_bytes", max_record_bytes)):
+            if type(value) is not int or value < 1:
+                raise InvalidArgument(f"{name} must be a positive int, got {value!r}")
+        assert isinstance(threshold, int) and isinstance(max_record_bytes, int)
+        self.threshold = threshold
+        self.max_record_bytes = max_record_bytes
+        self.store = store
+
+
+DEFAULT_SIZES: Final = Sizes(DEFAULT_THRESHOLD, DEFAULT_MAX_RECORD_BYTES)
 
 
 def marker(digest: str, size: int) -> dict[str, Any]:
@@ -97,7 +111,10 @@ def _walk(root: dict[str, Any] | list[Any], fix: Callable[[Any], Any]) -> None:
 
 
 def refuse_lookalike(payload: bytes) -> None:
-    """A message may not hold an object with the key ``$blob``: a reader would take it for a marker."""
+    """A message may not hold an object with the key ``$blob``: a reader would take it for a marker.
+
+    Called only for a payload holding a ``$`` (the append path looks for that byte alone).
+    """
     if LOOKALIKE_BYTES in payload:
         raise InvalidMessage(
             f'a message must not hold an object with the key "{MARKER_KEY}": it is reserved for '

@@ -134,12 +134,14 @@ class SessionStore:
             raise InvalidArgument(f"on_problem must be callable, got {on_problem!r}")
         #: Strings over ``blob_threshold`` UTF-8 bytes go to blob files; a record line is
         #: at most ``max_record_bytes`` (spec §5.1).
-        self.blob_threshold, self.max_record_bytes = _blobs.check_options(blob_threshold, max_record_bytes)
+        self._sizes = _blobs.Sizes(blob_threshold, max_record_bytes)
+        self.blob_threshold, self.max_record_bytes = self._sizes.threshold, self._sizes.max_record_bytes
         self.root = _checked_root(root)
         self.durability: Durability = durability
         self.lock_timeout = float(lock_timeout)
         self._durable = durability == "fsync"
         self._fs: FileSystem = fs if fs is not None else OS_FS
+        self._sizes.store = functools.partial(_blobs.store, self._fs, durable=self._durable)
         # A file system passed in gets a listing cache of its own (`SHARED_LISTINGS`
         # holds only for the real one).
         self._listings = SHARED_LISTINGS if fs is None else Listings()
@@ -308,10 +310,8 @@ class SessionStore:
         session = handles.session(session_id)
         # Everything that can fail on bad input is checked before any file is touched.
         batch = _append.encode(
-            session, messages, **options, clock=handles.clock, new_id=handles.new_id,
-            blob_threshold=self.blob_threshold, max_record_bytes=self.max_record_bytes,
-            store_blobs=self._store_blobs,
-        )  # fmt: skip
+            session, messages, **options, clock=handles.clock, new_id=handles.new_id, sizes=self._sizes
+        )
         if batch is None:
             return [0] * len(messages)  # nothing to persist
         writer = handles.writer(session)
@@ -325,9 +325,6 @@ class SessionStore:
             writer = handles.writer(session)
             writer.append(batch.build)
         return batch.sequences
-
-    def _store_blobs(self, directory: str, blobs: dict[str, bytes]) -> None:
-        _blobs.store(self._fs, directory, blobs, durable=self._durable)
 
     # -- reading ------------------------------------------------------------------------
 
