@@ -221,8 +221,8 @@ def encode(
     created_at = clock() if created_at is None else record_time(created_at)
     created = _codec.encode_time(created_at)
     bodies: list[tuple[bytes, bytes] | None] = []
-    blobs: dict[str, bytes] = {}
-    blob_threshold, record_limit = sizes.threshold, sizes.max_record_bytes - _blobs.NUMBERS_ROOM
+    blobs: dict[str, bytes] | None = None
+    blob_threshold, record_room = sizes.threshold, sizes.record_room
     encode_message, record_head, usage_trailer = (
         _codec.encode_message,
         _codec.record_head,
@@ -235,9 +235,14 @@ def encode(
             continue
         # Every append pays these two checks: a memchr for "$" (rarely found), and a length
         # comparison, since only a message this long can hold a string over the threshold.
-        if b"$" in payload:
+        # 36 is ord("$"): `int in bytes` is a bare memchr, while `b"$" in bytes` first
+        # tries its argument as an int and builds (then drops) a TypeError, and `find`
+        # parses its arguments; both cost more than the search.
+        if 36 in payload:
             _blobs.refuse_lookalike(payload)
         if len(payload) > blob_threshold:
+            if blobs is None:
+                blobs = {}
             payload = _blobs.spill(payload, blob_threshold, blobs)
         usage = usages[index]
         timing = timings[index]
@@ -256,7 +261,7 @@ def encode(
         else:
             trailer = shared_trailer
         head = record_head(new_id(), created, payload, plain)
-        if len(head) + len(trailer) > record_limit:
+        if len(head) + len(trailer) > record_room:
             _blobs.check_size(head, trailer, sizes.max_record_bytes)
         bodies.append((head, trailer))
     if len(bodies) == bodies.count(None):

@@ -55,7 +55,7 @@ _KEEP: Final = object()
 class Sizes:
     """A store's two size options and what writes its blobs: one argument for `_append.encode`."""
 
-    __slots__ = ("max_record_bytes", "store", "threshold")
+    __slots__ = ("max_record_bytes", "record_room", "store", "threshold")
 
     def __init__(
         self,
@@ -69,6 +69,8 @@ class Sizes:
         assert isinstance(threshold, int) and isinstance(max_record_bytes, int)
         self.threshold = threshold
         self.max_record_bytes = max_record_bytes
+        #: How long a record may be before the numbers a writer adds under the lock.
+        self.record_room = max_record_bytes - NUMBERS_ROOM
         self.store = store
 
 

@@ -122,7 +122,9 @@ class LogReader:
         for line in scan(fs, fd, path, start, end, reporter, first_line=1 if start == 0 else None):
             try:
                 body = line.body
-                if b"$" in body and blob_key in body:  # large strings to put back from blob files (§8.8)
+                # Large strings to put back from blob files (§8, rule 10); 36 is ord("$"), a
+                # bare memchr (see `_append.encode`).
+                if 36 in body and blob_key in body:
                     body = _blobs.restore(fs, directory, body, reporter)
                 record = decode(body, session_id)
             except _codec.DECODE_ERRORS as exc:
@@ -166,7 +168,7 @@ class LogReader:
         for line in backward(self.fs, self.fd, end):
             try:
                 body = line.body
-                if b"$" in body and _blobs.KEY_BYTES in body:  # as in `records`
+                if 36 in body and _blobs.KEY_BYTES in body:  # as in `records`
                     body = _blobs.restore(self.fs, self.directory, body, self.reporter)
                 record = decode(body, self.session_id)
             except _codec.DECODE_ERRORS as exc:
