@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from . import _blobs, _codec, _meta
+from . import _blob_writes, _codec, _meta
 from ._errors import InvalidArgument, ParentMismatch, SequenceConflict
 from ._handles import OpenSession, now
 from ._ids import new_uuid7
@@ -59,9 +59,11 @@ def usages_for(messages: Sequence[Message], usage: object) -> list[ModelUsage | 
     return per_message(usage, ModelUsage, count, "usage")
 
 
-def check_usage(usage: object) -> None:
+def check_usage(usage: object, message: Message) -> None:
     # Structs do not check types on construction; a string here would write a record
     # that no reader can decode, so the counts are checked before anything is written.
+    if not is_assistant(message):
+        raise InvalidArgument("usage belongs only to assistant messages")
     if not isinstance(usage, ModelUsage):
         raise InvalidArgument(f"usage must be a ModelUsage, got {type(usage).__name__}")
     for name in usage.__struct_fields__:
@@ -200,7 +202,7 @@ def encode(
     created_at: datetime | None = None,
     clock: Callable[[], datetime] = now,
     new_id: Callable[[], str] = new_uuid7,
-    sizes: _blobs.Sizes = _blobs.DEFAULT_SIZES,
+    sizes: _blob_writes.Sizes = _blob_writes.DEFAULT_SIZES,
 ) -> Batch | None:
     """Check and encode an append; None when no message is to be stored (all ``persist=False``)."""
     check_session_options(session.session_id, request_id, parent_session_id, session_type)
@@ -233,23 +235,17 @@ def encode(
         if not (message.get("persist", True) is not False if isinstance(message, dict) else message.persist):
             bodies.append(None)
             continue
-        # Every append pays these two checks: a memchr for "$" (rarely found), and a length
-        # comparison, since only a message this long can hold a string over the threshold.
-        # 36 is ord("$"): `int in bytes` is a bare memchr, while `b"$" in bytes` first
-        # tries its argument as an int and builds (then drops) a TypeError, and `find`
-        # parses its arguments; both cost more than the search.
-        if 36 in payload:
-            _blobs.refuse_lookalike(payload)
-        if len(payload) > blob_threshold:
-            if blobs is None:
-                blobs = {}
-            payload = _blobs.spill(payload, blob_threshold, blobs)
+        # Every append pays these two checks (spec §5.1): a memchr for "$" (rarely found),
+        # and a length comparison, since only a message this long can hold a string over
+        # the threshold. 36 is ord("$"): `int in bytes` is a bare memchr, while `b"$" in
+        # bytes` first tries its argument as an int and builds (then drops) a TypeError,
+        # and `find` parses its arguments; both cost more than the search.
+        if 36 in payload or len(payload) > blob_threshold:
+            payload, blobs = _blob_writes.prepare(payload, blob_threshold, blobs)
         usage = usages[index]
         timing = timings[index]
         if usage is not None:
-            check_usage(usage)
-            if not is_assistant(message):
-                raise InvalidArgument("usage belongs only to assistant messages")
+            check_usage(usage, message)
         if timing is not None:
             check_timing(timing)
             usage_fields = msgspec.structs.asdict(usage) if usage is not None else {}
@@ -262,13 +258,12 @@ def encode(
             trailer = shared_trailer
         head = record_head(new_id(), created, payload, plain)
         if len(head) + len(trailer) > record_room:
-            _blobs.check_size(head, trailer, sizes.max_record_bytes)
+            _blob_writes.check_size(head, trailer, sizes.max_record_bytes)
         bodies.append((head, trailer))
     if len(bodies) == bodies.count(None):
         return None
-    if title is not None:
+    if title is not None or agent_name is not None:
         _meta.check_title(title)
-    if agent_name is not None:
         _meta.check_agent_name(agent_name)
     session.init = (created_at, parent_session_id, session_type, agent_name, title)
     return Batch(session, bodies, parent_session_id, expected_last_sequence, blobs, sizes.store)

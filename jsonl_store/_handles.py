@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
-from . import _atomic, _blobs, _dirs, _meta, _session, _snapshots
+from . import _atomic, _blob_writes, _dirs, _meta, _session, _snapshots
 from ._checkpoint import CheckpointCache
 from ._errors import LockTimeout, SessionNotFound, UnsafePath, UnsupportedFormat
 from ._fs import FileSystem, check_directory, describe_mode, open_regular, register_descriptor_cache
@@ -373,7 +373,7 @@ class Handles:
                     path = os.path.join(directory, name)
                     mode = fs.lstat(path).st_mode
                     if name == BLOBS_DIR and stat.S_ISDIR(mode):
-                        blobs = _blobs.deletable(fs, path, session_id)  # the one directory inside
+                        blobs = _blob_writes.deletable(fs, path, session_id)  # the one directory inside
                         continue
                     if not stat.S_ISREG(mode):
                         raise UnsafePath(

@@ -15,7 +15,7 @@ import stat
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from . import _atomic, _blobs, _lines, _meta, _session, _snapshots
+from . import _atomic, _blob_writes, _blobs, _lines, _meta, _session, _snapshots
 from ._errors import UnrecognizedRecords, UnsafePath, UnsupportedFormat
 from ._fs import FileSystem, check_directory, describe_mode, open_regular
 from ._lines import BOM
@@ -81,7 +81,9 @@ def unsafe_paths(fs: FileSystem, session_id: str, directory: str) -> list[Proble
     problems: list[Problem] = []
     for name in names:
         known = name in (LOG_NAME, USAGE_NAME, META_NAME, LOCK_NAME) or parse_snapshot_name(name) is not None
-        if not known and not name.endswith(TMP_SUFFIX) and name != BLOBS_DIR:  # repair deletes temporary files
+        if (
+            not known and not name.endswith(TMP_SUFFIX) and name != BLOBS_DIR
+        ):  # repair deletes temporary files
             continue
         path = os.path.join(directory, name)
         try:
@@ -335,7 +337,7 @@ def _check_blobs(fs: FileSystem, session_id: str, directory: str, *, fix: bool) 
                     referenced.setdefault(digest, size)
         if names is None and not referenced:
             return []
-        return _blobs.check(fs, directory, names or [], referenced, fix=fix)
+        return _blob_writes.check(fs, directory, names or [], referenced, fix=fix)
 
 
 def _restore_and_cut(

@@ -20,8 +20,9 @@ from datetime import datetime
 from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
 
 from . import (
-    _blobs,
     _append,
+    _blob_writes,
+    _blobs,
     _checkpoint,
     _codec,
     _compact,
@@ -134,14 +135,14 @@ class SessionStore:
             raise InvalidArgument(f"on_problem must be callable, got {on_problem!r}")
         #: Strings over ``blob_threshold`` UTF-8 bytes go to blob files; a record line is
         #: at most ``max_record_bytes`` (spec §5.1).
-        self._sizes = _blobs.Sizes(blob_threshold, max_record_bytes)
+        self._sizes = _blob_writes.Sizes(blob_threshold, max_record_bytes)
         self.blob_threshold, self.max_record_bytes = self._sizes.threshold, self._sizes.max_record_bytes
         self.root = _checked_root(root)
         self.durability: Durability = durability
         self.lock_timeout = float(lock_timeout)
         self._durable = durability == "fsync"
         self._fs: FileSystem = fs if fs is not None else OS_FS
-        self._sizes.store = functools.partial(_blobs.store, self._fs, durable=self._durable)
+        self._sizes.store = functools.partial(_blob_writes.store, self._fs, durable=self._durable)
         # A file system passed in gets a listing cache of its own (`SHARED_LISTINGS`
         # holds only for the real one).
         self._listings = SHARED_LISTINGS if fs is None else Listings()

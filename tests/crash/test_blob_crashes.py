@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from jsonl_store import SessionStore, ToolMessage, UserMessage
+from typing import Any
+
+from helpers import as_class
+
+from jsonl_store import Message, SessionStore, ToolMessage, UserMessage
 from jsonl_store.testing import SimulatedFileSystem, crash_states
 
 ROOT = "/store"
 BIG = "output line\n" * 20  # 240 bytes: over the threshold below
 OTHER = "é" * 200
+
+
+def _text(message: Message) -> Any:
+    """The content of a message read back as its class."""
+    return as_class(message).content
 
 
 def _workload(store: SessionStore, fs: SimulatedFileSystem) -> list[tuple[int, str]]:
@@ -45,7 +54,7 @@ def test_every_crash_point_leaves_no_record_or_a_record_whose_blob_is_complete()
         store = SessionStore(ROOT, fs=state.filesystem())
         view = store.load("s")
         assert not [p for p in view.problems if p.kind == "bad-blob"], state.description
-        contents = [m.content for m in view.context]
+        contents = [_text(m) for m in view.context]
         assert contents == [content for _, content in acknowledged[: len(contents)]], state.description
         # An append acknowledged before the crash is never lost (durability="fsync").
         assert len(contents) >= sum(1 for at, _ in acknowledged if at <= state.prefix), state.description
@@ -54,15 +63,17 @@ def test_every_crash_point_leaves_no_record_or_a_record_whose_blob_is_complete()
         assert kinds <= {"orphan-blob", "leftover-temp", "torn-tail"}, (state.description, kinds)
         store.repair("s")
         assert store.verify("s") == [], state.description
-        assert [m.content for m in store.load("s").context] == contents
+        assert [_text(m) for m in store.load("s").context] == contents
     assert states > 50
 
 
 def test_a_process_crash_after_the_blob_and_before_the_record_leaves_an_orphan() -> None:
     """Killed right after the blobs directory's fsync: the record is not there, its blob is an orphan."""
     fs, start, _ = _run()
-    synced = [e.index for e in fs.trace[start:] if e.op == "fsync_dir" and e.detail.strip("'").endswith("/blobs")]
+    synced = [
+        e.index for e in fs.trace[start:] if e.op == "fsync_dir" and e.detail.strip("'").endswith("/blobs")
+    ]
     state = next(s for s in crash_states(fs, prefixes={synced[0] + 1}, power=False))
     store = SessionStore(ROOT, fs=state.filesystem())
-    assert [m.content for m in store.load("s").context] == ["small"]
+    assert [_text(m) for m in store.load("s").context] == ["small"]
     assert [p.kind for p in store.verify("s")] == ["orphan-blob"]

@@ -32,7 +32,9 @@ _messages = st.fixed_dictionaries(
 
 @settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(batches=st.lists(st.lists(_messages, min_size=1, max_size=3), min_size=1, max_size=4))
-def test_messages_round_trip_through_append_load_records_and_tail(batches: list[list[dict[str, Any]]]) -> None:
+def test_messages_round_trip_through_append_load_records_and_tail(
+    batches: list[list[dict[str, Any]]],
+) -> None:
     """append/append_many then load().context, records() and tail() give every message back equal."""
     with tempfile.TemporaryDirectory() as root:
         store = SessionStore(root, blob_threshold=THRESHOLD, durability="none")
