@@ -171,29 +171,40 @@ def _restore(fs: FileSystem, directory: str, body: bytes, reporter: Reporter) ->
     return _encoder.encode(tree)
 
 
-def references(body: bytes) -> list[tuple[str, int]]:
-    """The blobs a record line's message names (digest, size), for verify and repair."""
+def references(body: bytes) -> tuple[list[tuple[str, int]], int]:
+    """The blobs a record line's message names (digest, size), and how many markers are malformed.
+
+    For verify and repair: what no record names is an orphan, so a record nested too
+    deeply for this stack is decoded in a deeper one rather than taken to name nothing.
+    """
     if KEY_BYTES not in body:
-        return []
+        return [], 0
     try:
-        tree = _decoder.decode(body)
+        try:
+            tree = _decoder.decode(body)
+        except RecursionError:
+            tree = _codec._in_deep_stack(_decoder.decode, body)
     except _codec.DECODE_ERRORS:
-        return []
+        return [], 0  # not a record readers give back: it names nothing
     message = tree.get("message") if type(tree) is dict else None
     if type(message) is not dict:
-        return []
+        return [], 0
     found: list[tuple[str, int]] = []
+    malformed = 0
 
     def fix(value: Any) -> Any:
+        nonlocal malformed
         if type(value) is dict and MARKER_KEY in value:
             parsed = parse_marker(value)
-            if parsed is not None:
+            if parsed is None:
+                malformed += 1
+            else:
                 found.append(parsed)
             return value  # not descended into: a marker holds no marker
         return KEEP
 
     walk(message, fix)
-    return found
+    return found, malformed
 
 
 def listing(fs: FileSystem, directory: str) -> list[str] | None:

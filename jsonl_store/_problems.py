@@ -64,6 +64,7 @@ LEAVE_UNRECOGNIZED: Final = (
     "none: restore the file's bytes as written, or move it aside; writers never cut these lines"
 )
 NEEDS_NEWER: Final = "none: needs a newer jsonl_store"
+SHOWN_AS_PLACEHOLDER: Final = "none: readers show a placeholder"
 PUT_BLOB_BACK: Final = "none: put the blob file back (from git or a copy); readers show a placeholder"
 CHECK_SYSTEM: Final = "none: check permissions and the file system"
 

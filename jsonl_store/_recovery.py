@@ -53,6 +53,7 @@ from ._problems import (
     NEEDS_NEWER,
     REANCHOR,
     RESTORE,
+    SHOWN_AS_PLACEHOLDER,
     Problem,
     Reporter,
     cut_into,
@@ -323,6 +324,7 @@ def _check_blobs(fs: FileSystem, session_id: str, directory: str, *, fix: bool) 
     under it, right before the record (§9.13), so no blob seen here is waiting for its record.
     """
     names = _blobs.listing(fs, directory)
+    problems: list[Problem] = []
     with LogReader(fs, session_id, directory) as log:
         if log.fd is None:
             referenced: dict[str, int] = {}
@@ -332,12 +334,18 @@ def _check_blobs(fs: FileSystem, session_id: str, directory: str, *, fix: bool) 
                 names = _blobs.listing(fs, directory)  # again, under the lock
             referenced = {}
             end, _ = log.last_good()
-            for line in scan(fs, log.fd, log.path, 0, end, DISCARD):
-                for digest, size in _blobs.references(line.body):
+            for line in scan(fs, log.fd, log.path, 0, end, DISCARD, first_line=1):
+                found, malformed = _blobs.references(line.body)
+                for digest, size in found:
                     referenced.setdefault(digest, size)
+                if malformed:
+                    reason = f"{malformed} malformed blob marker(s) in the record"
+                    problems.append(
+                        Problem(log.path, "bad-blob", reason, SHOWN_AS_PLACEHOLDER, line.offset, line.number)
+                    )
         if names is None and not referenced:
-            return []
-        return _blob_writes.check(fs, directory, names or [], referenced, fix=fix)
+            return problems
+        return problems + _blob_writes.check(fs, directory, names or [], referenced, fix=fix)
 
 
 def _restore_and_cut(

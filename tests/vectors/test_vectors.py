@@ -98,7 +98,12 @@ def _install(
 
 
 def _files(directory: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.name != LOCK_NAME}
+    """Every file below the session directory (``blobs/<hex>`` too) by relative path, the lock file aside."""
+    return {
+        p.relative_to(directory).as_posix(): p.read_bytes()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and p.name != LOCK_NAME
+    }
 
 
 def _problems(problems: list[Problem], *, action: bool = False) -> list[dict[str, Any]]:
@@ -176,9 +181,9 @@ def test_vectors_match_their_generator() -> None:
 
 
 def test_vectors_stay_small() -> None:
-    """All vectors and their generator together stay under 250 KB, so they can be read and diffed."""
+    """All vectors and their generator together stay under 260 KB, so they can be read and diffed."""
     size = sum(path.stat().st_size for path in VECTORS.rglob("*") if path.is_file())
-    assert size < 250_000
+    assert size < 260_000  # 250 KB before the five blob vectors (spec §5.1) of about 15 KB
 
 
 @pytest.mark.parametrize("case", _cases("load"))
