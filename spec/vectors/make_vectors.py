@@ -819,7 +819,9 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
     orphan = "output of a record a crash never wrote " * 2
     expected = clean(log)
     found = [problem("orphan-blob", digest_of(orphan))]
-    expected.update(verify=acted(found), repair=acted(found), after_repair={"files": ["messages.jsonl"], "verify": []})
+    expected.update(
+        verify=acted(found), repair=acted(found), after_repair={"files": ["messages.jsonl"], "verify": []}
+    )
     return {**log.files(), f"blobs/{digest_of(orphan)}": orphan.encode()}, expected
 
 
