@@ -373,3 +373,34 @@ def test_delete_session_refuses_a_symlink_inside_blobs_and_deletes_nothing(tmp_p
     with pytest.raises(UnsafePath):
         store.delete_session("s")
     assert log_path(tmp_path, "s").exists()
+
+
+def test_record_too_large_pickles_with_its_size_and_limit(tmp_path: Path) -> None:
+    """The error keeps .size and .limit across a pickle round trip (multiprocessing)."""
+    import pickle
+
+    store = _store(tmp_path, max_record_bytes=500)
+    with pytest.raises(RecordTooLarge) as raised:
+        store.append("s", {"role": "user", "content": ["w" * 90] * 10})
+    back = pickle.loads(pickle.dumps(raised.value))
+    assert (type(back), back.size, back.limit, str(back)) == (
+        RecordTooLarge,
+        raised.value.size,
+        500,
+        str(raised.value),
+    )
+
+
+def test_the_async_store_takes_the_size_options(tmp_path: Path) -> None:
+    """AsyncSessionStore(blob_threshold=..., max_record_bytes=...) configures the store it wraps."""
+    import asyncio
+
+    from jsonl_store.aio import AsyncSessionStore
+
+    async def run() -> str:
+        store = AsyncSessionStore(tmp_path, blob_threshold=THRESHOLD, max_record_bytes=5000)
+        await store.append("s", UserMessage(content="a" * 300))
+        return str(_text((await store.load("s")).context[0]))
+
+    assert asyncio.run(run()) == "a" * 300
+    assert _blobs(tmp_path) == [_digest("a" * 300)]
