@@ -129,7 +129,7 @@ class Batch:
         store_blobs: Callable[[str, dict[str, bytes]], None] | None = None,
     ) -> None:
         self.session = session
-        #: The large strings the records name, by SHA-256, and what writes them (spec §9.13).
+        #: The large strings the records name, by SHA-256, and what writes them (spec §9.14).
         self.blobs = blobs
         self.store_blobs = store_blobs
         #: The last sequence the caller expects the log to hold (spec §9.1, conditional appends).
@@ -151,7 +151,8 @@ class Batch:
                 f"session {session_id!r} has parent {self.session.parent!r}; a parent never changes (got {parent!r})",
                 session_id=session_id,
             )
-        sequence = sequence_of(last)
+        # A fork's own log starts after its branch point (spec §8.10).
+        sequence = sequence_of(last) if last is not None else self.session.base
         if self.expected is not None and sequence != self.expected:
             raise SequenceConflict(
                 f"session {self.session.session_id!r} ends at sequence {sequence}, not {self.expected}; "
@@ -179,7 +180,7 @@ class Batch:
         if self.blobs and self.store_blobs is not None:
             # Under the append lock, right before the write: no record is ever durable
             # before its blobs, and repair, which takes this lock to delete orphan blobs,
-            # never sees a blob whose record is still to come (spec §9.13).
+            # never sees a blob whose record is still to come (spec §9.14).
             self.store_blobs(self.session.directory, self.blobs)
         data = b"".join(parts) if len(parts) > 1 else parts[0]
         return data, Line(len(data) - len(parts[-1]), None, body, len(data), sequence)

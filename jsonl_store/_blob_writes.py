@@ -1,4 +1,4 @@
-"""Writing blob files (spec §9.13), and what verify, repair and delete do with them (§12).
+"""Writing blob files (spec §9.14), and what verify, repair and delete do with them (§12).
 
 `spill` replaces a message's large strings by markers (`_blobs`) and collects their bytes;
 `store` makes them durable files right before their record; `check` is verify's and
@@ -136,7 +136,7 @@ def check_size(head: bytes, trailer: bytes, limit: int) -> None:
 
 
 def store(fs: FileSystem, directory: str, blobs: dict[str, bytes], *, durable: bool) -> None:
-    """Make each blob a complete, durable file before the record that names it is written (§9.13).
+    """Make each blob a complete, durable file before the record that names it is written (§9.14).
 
     Temporary file beside the log (so a crash leaves only a `leftover-temp`), fdatasync,
     rename into ``blobs/``, then one fsync of ``blobs/``. A blob already there with the
@@ -234,8 +234,19 @@ def _move_aside(fs: FileSystem, directory: str, digest: str) -> None:
     fs.fsync_dir(directory)
 
 
-def deletable(fs: FileSystem, folder: str, session_id: str) -> list[str]:
-    """The names in ``blobs/`` a delete removes; `UnsafePath` (nothing deleted) for anything not a regular file."""
+def deletable(fs: FileSystem, directory: str, session_id: str) -> list[str] | None:
+    """The names in the session's ``blobs/`` a delete removes, or None when it is no directory.
+
+    Raises `UnsafePath` (so nothing is deleted) for an entry in it that is not a regular
+    file. A ``blobs`` that is a symlink or a file is left to the caller's check of the
+    session directory's names.
+    """
+    folder = os.path.join(directory, BLOBS_DIR)
+    try:
+        if not stat.S_ISDIR(fs.lstat(folder).st_mode):
+            return None
+    except FileNotFoundError:
+        return None
     names = fs.listdir(folder)
     for name in names:
         path = os.path.join(folder, name)
@@ -246,3 +257,13 @@ def deletable(fs: FileSystem, folder: str, session_id: str) -> list[str]:
                 filename=path, session_id=session_id, path=path,
             )  # fmt: skip
     return names
+
+
+def remove(fs: FileSystem, directory: str, names: list[str] | None) -> None:
+    """Delete the blob files `deletable` named, then ``blobs/`` itself (nothing for None)."""
+    if names is None:
+        return
+    folder = os.path.join(directory, BLOBS_DIR)
+    for name in names:
+        fs.unlink(os.path.join(folder, name))
+    fs.rmdir(folder)

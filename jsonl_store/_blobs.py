@@ -2,7 +2,7 @@
 
 A writer replaces every string inside a message whose UTF-8 form is longer than the
 store's threshold by a *marker*, ``{"$blob":"sha256:<hex>","size":N}``, and writes the
-string's UTF-8 bytes to ``<session>/blobs/<hex>`` before the record (§9.13); a reader
+string's UTF-8 bytes to ``<session>/blobs/<hex>`` before the record (§9.14); a reader
 puts the string back before it decodes the record, so callers never see a marker. The
 blob files live inside the session directory, not at the store root: deleting,
 verifying, copying or committing one session then concerns one directory, and no
@@ -53,7 +53,7 @@ KEEP: Final = object()
 
 
 def placeholder(digest: str, reason: str) -> str:
-    """What a reader gives back for a string whose blob it cannot read (spec §8.8)."""
+    """What a reader gives back for a string whose blob it cannot read (spec §8, rule 11)."""
     return f"[jsonl_store: blob sha256:{digest} unavailable: {reason}]"
 
 

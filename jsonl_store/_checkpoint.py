@@ -128,10 +128,24 @@ def check_unique(fresh_ids: list[str], cache: CheckpointCache | None, saved: int
         raise InvalidMessage("checkpoint got two messages with the same id")
 
 
+#: A fork's history before its own log (spec §8.10): the ids of its context's messages there,
+#: with their sequences, and the branch sequence.
+Prefix = Callable[[], tuple[dict[Any, int], int]]
+
+
 def state(
-    fs: Any, session_id: str, directory: str, cache: CheckpointCache | None, listings: Any
+    fs: Any,
+    session_id: str,
+    directory: str,
+    cache: CheckpointCache | None,
+    listings: Any,
+    prefix: Prefix | None = None,
 ) -> CheckpointCache:
-    """The cache brought up to the log's end: rebuilt when a snapshot or a new log made it stale."""
+    """The cache brought up to the log's end: rebuilt when a snapshot or a new log made it stale.
+
+    ``prefix`` gives a fork's context before its own log, for a fork without a snapshot of
+    its own: its messages count as stored, and the own log is read after the branch.
+    """
     with LogReader(fs, session_id, directory, listings=listings) as log:
         snapshot = log.latest_snapshot()
         version = snapshot.version if snapshot else 0
@@ -142,10 +156,13 @@ def state(
             or (log.fd is not None and not _still_holds(fs, log.fd, cache))
         ):
             ids: dict[Any, int] = {}
+            last = 0
             if snapshot is not None:
                 ids[message_id(snapshot.compacted_message)] = 0
+                last = snapshot.compacted_through_sequence
+            elif prefix is not None:
+                ids, last = prefix()
             start = snapshot.tail_offset if snapshot else 0
-            last = snapshot.compacted_through_sequence if snapshot else 0
             cache = CheckpointCache(version, start, ids, last)
         if log.size > cache.log_end:
             for line, record in log.records(cache.log_end, cache.last_sequence):
@@ -253,16 +270,16 @@ def save(
     messages: Sequence[Message],
     append_options: dict[str, Any],
     *,
-    reading: tuple[Any, str, Any],
+    reading: tuple[Any, str, Any, Prefix | None],
     lock: Callable[[], AbstractContextManager[Any]],
     make: Callable[[], object],
 ) -> list[int]:
     """`SessionStore.checkpoint` once its arguments are checked: match, then extend or rewrite.
 
-    ``reading`` is (file system, session directory, snapshot listings); ``lock`` gives the
-    session lock, ``make`` creates the session if it is new.
+    ``reading`` is (file system, session directory, snapshot listings, a fork's prefix);
+    ``lock`` gives the session lock, ``make`` creates the session if it is new.
     """
-    fs, directory, listings = reading
+    fs, directory, listings, prefix_of = reading
     session_id = session.session_id
     before = session.checkpoint
     saved = saved_part(messages, before)
@@ -274,7 +291,7 @@ def save(
         return []  # nothing to store, and a save never removes anything
     make()
     with lock():
-        cache = state(fs, session_id, directory, before, listings)
+        cache = state(fs, session_id, directory, before, listings, prefix_of)
         session.checkpoint = cache
         # The saved part counts only against the very cache it was saved with, as saved
         # (another thread of this store may have saved meanwhile).
@@ -290,7 +307,7 @@ def save(
             wanted = [m for m in messages if persisted(m)]
             seen = max(session.seen, found.seen)
             sequences = rewrite(store, session_id, wanted, {*prefix, *fresh_ids}, seen, cache, append_options)
-        after = state(fs, session_id, directory, session.checkpoint, listings)
+        after = state(fs, session_id, directory, session.checkpoint, listings, prefix_of)
         session.checkpoint = after
         if found.consistent and after is cache:
             remember(after, messages, saved, fresh_ids)

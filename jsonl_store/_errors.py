@@ -206,6 +206,17 @@ class ReadOnlySession(JsonlStoreError, PermissionError):
     """A session was written by a newer format version: it can be read but not written."""
 
 
+class SessionHasForks(JsonlStoreError, OSError):
+    """``delete_session`` of a session that forks read their history from; nothing was deleted.
+
+    ``forks`` names them: delete them first (their history starts with this session's).
+    """
+
+    def __init__(self, message: str, *, forks: Any = (), **where: Any) -> None:
+        super().__init__(message, **where)
+        self.forks: list[str] = list(forks)
+
+
 class SessionNotFound(JsonlStoreError, KeyError):
     """The session was never written (or was deleted)."""
 

@@ -22,12 +22,15 @@ from typing import Any
 from . import _atomic, _blob_writes, _dirs, _meta, _session, _snapshots
 from ._checkpoint import CheckpointCache
 from ._errors import LockTimeout, SessionNotFound, UnsafePath, UnsupportedFormat
+from ._forks import DamagedFork
+from ._forks import read as _forks_read
 from ._fs import FileSystem, check_directory, describe_mode, open_regular, register_descriptor_cache
 from ._ids import new_uuid7
 from ._log import FLAGS_READ, LogWriter
 from ._meta import SessionMeta
 from ._paths import (
     BLOBS_DIR,
+    FORK_NAME,
     GITATTRIBUTES_NAME,
     GITATTRIBUTES_TEXT,
     GITIGNORE_NAME,
@@ -73,8 +76,8 @@ class OpenSession:
     """What one store keeps open for one session: its log writers and cached facts."""
 
     __slots__ = (
-        "checkpoint", "directory", "init", "init_metadata", "log", "mutex", "parent", "prepared", "seen",
-        "session_id", "usage",
+        "base", "checkpoint", "directory", "init", "init_metadata", "log", "mutex", "parent", "prepared",
+        "seen", "session_id", "usage",
     )  # fmt: skip
 
     def __init__(self, session_id: str, directory: str) -> None:
@@ -84,6 +87,9 @@ class OpenSession:
         self.usage: LogWriter | None = None
         #: The parent never changes once written, so it can be cached for the checks.
         self.parent: str | None = None
+        #: A fork's branch sequence (its own log starts after it; spec §8.10), else 0.
+        #: ``fork.json`` is written once, before the fork's first record, so it is cached too.
+        self.base = 0
         self.prepared = False
         self.mutex = threading.Lock()
         self.checkpoint: CheckpointCache | None = None
@@ -283,6 +289,15 @@ class Handles:
             self.reporter.report(found.problems[0])  # read twice, reported once
         _meta.check_writable(meta, session.session_id)
         session.parent = meta.parent_session_id
+        try:
+            point = _forks_read(self.fs, session.directory)
+        except DamagedFork as exc:
+            raise UnsupportedFormat(
+                f"session {session.session_id!r}: {FORK_NAME} cannot be read ({exc}); "
+                "appending would number records wrongly",
+                session_id=session.session_id,
+            ) from None
+        session.base = point.sequence if point is not None else 0
         session.prepared = True
 
     def _create_meta(self, session: OpenSession, *, moved_aside: bool) -> SessionMeta:
@@ -348,12 +363,17 @@ class Handles:
             reporter=self.reporter,
         )
 
-    def delete(self, session_id: str, directory: str) -> bool:
-        """Delete the session's files but ``.lock``, under both its locks; whether it held any."""
+    def delete(self, session_id: str, directory: str, check: Callable[[], None] | None = None) -> bool:
+        """Delete the session's files but ``.lock``, under both its locks; whether it held any.
+
+        ``check`` runs under the session lock first and may raise to refuse the delete.
+        """
         fs = self.fs
         self.forget(session_id)
         existed = False
         with self.lock(session_id):
+            if check is not None:
+                check()
             try:
                 fd: int | None = open_regular(
                     fs, os.path.join(directory, LOG_NAME), FLAGS_READ, session_id=session_id
@@ -365,33 +385,27 @@ class Handles:
                     # Hold the append lock while unlinking: a writer that gets it next sees
                     # the file gone (st_nlink == 0) and starts a new session.
                     fs.flock(fd, fcntl.LOCK_EX)
-                names = [name for name in fs.listdir(directory) if name != LOCK_NAME]
-                blobs: list[str] | None = None
+                # The blob files, checked like the rest before anything is deleted (None:
+                # no blobs directory; a blobs that is no directory is checked below).
+                blobs = _blob_writes.deletable(fs, directory, session_id)
+                skip = (LOCK_NAME,) if blobs is None else (LOCK_NAME, BLOBS_DIR)
+                names = [name for name in fs.listdir(directory) if name not in skip]
                 for name in names:
                     # Only regular files are deleted: anything else is not the store's, and a
                     # person must look at it (a delete never removes half a session either).
                     path = os.path.join(directory, name)
                     mode = fs.lstat(path).st_mode
-                    if name == BLOBS_DIR and stat.S_ISDIR(mode):
-                        blobs = _blob_writes.deletable(fs, path, session_id)  # the one directory inside
-                        continue
                     if not stat.S_ISREG(mode):
                         raise UnsafePath(
                             f"{name} is {describe_mode(mode)}, not a regular file; nothing was deleted",
                             filename=path, session_id=session_id, path=path,
                         )  # fmt: skip
                 for name in names:
-                    if name == BLOBS_DIR and blobs is not None:
-                        continue
                     fs.unlink(os.path.join(directory, name))
-                    existed = existed or name in (LOG_NAME, META_NAME)
-                if blobs is not None:
-                    # After the log: a delete cut short leaves orphan blobs (harmless), never
-                    # a record whose blob is gone.
-                    folder = os.path.join(directory, BLOBS_DIR)
-                    for name in blobs:
-                        fs.unlink(os.path.join(folder, name))
-                    fs.rmdir(folder)
+                    existed = existed or name in (LOG_NAME, META_NAME, FORK_NAME)
+                # After the log: a delete cut short leaves orphan blobs (harmless), never a
+                # record whose blob is gone.
+                _blob_writes.remove(fs, directory, blobs)
             finally:
                 if fd is not None:
                     fs.close(fd)

@@ -30,6 +30,7 @@ USAGE_NAME = "usage.jsonl"
 LOCK_NAME = ".lock"
 GITIGNORE_NAME = ".gitignore"
 GITATTRIBUTES_NAME = ".gitattributes"
+FORK_NAME = "fork.json"
 
 SNAPSHOT_PREFIX = "snapshot-"
 SNAPSHOT_SUFFIX = ".json"

@@ -16,6 +16,7 @@ from typing import Final, Literal, TypeAlias
 #: Every kind of problem (spec §12).
 ProblemKind: TypeAlias = Literal[
     "bad-blob",
+    "bad-fork",
     "bad-meta",
     "bad-record",
     "bad-snapshot",
@@ -40,7 +41,7 @@ UNUSABLE_KINDS: Final = frozenset({"unsupported-format", "unreadable", "unsafe-p
 #: Never the remains of a crash (a torn last line is not reported at all) and never a text
 #: conversion (its records read as written).
 CORRUPT_KINDS: Final = frozenset(
-    {"bad-blob", "bad-meta", "bad-record", "bad-snapshot", "damaged-line", "gap", "out-of-order"}
+    {"bad-blob", "bad-fork", "bad-meta", "bad-record", "bad-snapshot", "damaged-line", "gap", "out-of-order"}
 )
 
 # What a reader did, as it reports (spec §12: "a reader with what it did").

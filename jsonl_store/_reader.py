@@ -122,7 +122,7 @@ class LogReader:
         for line in scan(fs, fd, path, start, end, reporter, first_line=1 if start == 0 else None):
             try:
                 body = line.body
-                # Large strings to put back from blob files (§8, rule 10); 36 is ord("$"), a
+                # Large strings to put back from blob files (§8, rule 11); 36 is ord("$"), a
                 # bare memchr (see `_append.encode`).
                 if 36 in body and blob_key in body:
                     body = _blobs.restore(fs, directory, body, reporter)

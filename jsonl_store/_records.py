@@ -265,3 +265,16 @@ class UsageRecord(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True)
     model: str | None = None
     request_id: str | None = None
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class ForkPoint(msgspec.Struct, kw_only=True, frozen=True):
+    """Where a fork branched (``fork.json``, spec §6.1): the source, its sequence, that record's id."""
+
+    #: The session the fork's history begins with.
+    session_id: str
+    #: The source's last record in the fork's history; the fork's own records follow it.
+    sequence: int
+    #: The id of that record, so a reader can tell the source's history is still the one branched from.
+    record_id: str
+    #: When the fork was made.
+    created_at: datetime

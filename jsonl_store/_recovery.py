@@ -15,7 +15,7 @@ import stat
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from . import _atomic, _blob_writes, _blobs, _lines, _meta, _session, _snapshots
+from . import _atomic, _blob_writes, _blobs, _forks, _lines, _meta, _session, _snapshots
 from ._errors import UnrecognizedRecords, UnsafePath, UnsupportedFormat
 from ._fs import FileSystem, check_directory, describe_mode, open_regular
 from ._lines import BOM
@@ -33,6 +33,7 @@ from ._log import (
 from ._meta import SessionMeta
 from ._paths import (
     BLOBS_DIR,
+    FORK_NAME,
     LOCK_NAME,
     LOG_NAME,
     META_NAME,
@@ -81,7 +82,10 @@ def unsafe_paths(fs: FileSystem, session_id: str, directory: str) -> list[Proble
         return [unsafe_problem(exc)]
     problems: list[Problem] = []
     for name in names:
-        known = name in (LOG_NAME, USAGE_NAME, META_NAME, LOCK_NAME) or parse_snapshot_name(name) is not None
+        known = (
+            name in (LOG_NAME, USAGE_NAME, META_NAME, LOCK_NAME, FORK_NAME)
+            or parse_snapshot_name(name) is not None
+        )
         if (
             not known and not name.endswith(TMP_SUFFIX) and name != BLOBS_DIR
         ):  # repair deletes temporary files
@@ -132,9 +136,10 @@ def _check_session(
     except (FileNotFoundError, NotADirectoryError):
         return []
     check = _Check(fs, session_id, directory, fix=fix, durable=durable)
-    # In spec §12's order: metadata, temporary files, raw log, usage log, snapshots.
+    # In spec §12's order: metadata, temporary files, the fork's history, raw log, usage log, snapshots.
     check.meta(META_NAME in names)
     check.temporary_files(names)
+    base = check.fork() if FORK_NAME in names else 0
     # Which snapshots' offsets hold before repair restores the log: a restore moves those
     # records, and rewriting their offsets then is part of the restore, not a problem.
     held = _offsets_holding(fs, session_id, directory) if fix else set()
@@ -142,7 +147,9 @@ def _check_session(
     log_converted = False
     for name in (LOG_NAME, USAGE_NAME):
         if name in names:
-            found_in_log = _check_log(fs, session_id, directory, name, fix=fix, lock_timeout=lock_timeout)
+            found_in_log = _check_log(
+                fs, session_id, directory, name, fix=fix, lock_timeout=lock_timeout, base=base
+            )
             if name == LOG_NAME:
                 log_converted = any(p.kind == "text-conversion" for p in found_in_log)
             check.problems.extend(found_in_log)
@@ -155,6 +162,36 @@ def _check_session(
 
 class _Check:
     """Verify (and with ``fix``, repair) one session's files, collecting its problems."""
+
+    def fork(self) -> int:
+        """A fork's history before its own log: readable, and still the one it branched from.
+
+        Returns the branch sequence (0 when ``fork.json`` cannot be read). Nothing here is
+        repaired: the source is another session, and a fork file is never rewritten.
+        """
+        root = os.path.dirname(self.directory)
+        path = os.path.join(self.directory, FORK_NAME)
+        try:
+            links = _forks.chain(self.fs, lambda sid: os.path.join(root, sid), self.session_id)
+        except _forks.DamagedFork as exc:
+            self.problems.append(Problem(path, "bad-fork", str(exc), LEFT_FOR_READERS))
+            return 0
+        found = Reporter()
+        for link in links[:-1]:
+            source = os.path.join(root, link.session_id)
+            try:
+                present = check_directory(self.fs, source, session_id=link.session_id)
+            except UnsafePath:
+                present = False
+            if not present:
+                reason = f"the fork's source session {link.session_id!r} does not exist"
+                found.report(Problem(path, "bad-fork", reason, LEFT_FOR_READERS))
+                continue
+            for _ in _forks.link_records(self.fs, source, link, found):
+                pass
+        # The sources' own damage is theirs to report; here only where the fork's history breaks.
+        self.problems.extend(p for p in found.problems if p.kind == "bad-fork")
+        return links[-1].base
 
     def __init__(self, fs: FileSystem, session_id: str, directory: str, *, fix: bool, durable: bool) -> None:
         self.fs = fs
@@ -246,7 +283,14 @@ class _Check:
 
 
 def _check_log(
-    fs: FileSystem, session_id: str, directory: str, name: str, *, fix: bool, lock_timeout: float
+    fs: FileSystem,
+    session_id: str,
+    directory: str,
+    name: str,
+    *,
+    fix: bool,
+    lock_timeout: float,
+    base: int = 0,
 ) -> list[Problem]:
     path = os.path.join(directory, name)
     raw_log = name == LOG_NAME
@@ -261,7 +305,7 @@ def _check_log(
     try:
         if log is not None:
             size = log.size
-            for _ in log.records():
+            for _ in log.records(0, base):  # a fork's own log starts after its branch
                 pass
         else:
             size = fs.fstat(fd).st_size
@@ -321,7 +365,7 @@ def _check_blobs(fs: FileSystem, session_id: str, directory: str, *, fix: bool) 
     """The blob files' problems (spec §12): each referenced one read back, each unreferenced one an orphan.
 
     To repair, the log's append lock is held throughout: a writer stores a record's blobs
-    under it, right before the record (§9.13), so no blob seen here is waiting for its record.
+    under it, right before the record (§9.14), so no blob seen here is waiting for its record.
     """
     names = _blobs.listing(fs, directory)
     problems: list[Problem] = []

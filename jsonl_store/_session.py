@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 
-from . import _codec, _meta
+from . import _codec, _forks, _meta
 from ._fs import FileSystem
 from ._log import scan
 from ._meta import SessionMeta
@@ -72,6 +72,12 @@ def summary(
                 first_time = first_record_time(fs, directory)
     if meta is None and not exists:
         return None
+    try:
+        fork = _forks.read(fs, directory)
+    except _forks.DamagedFork:
+        fork = None  # verify names it; the summary is the session's own
+    if fork is not None and last_sequence == 0:
+        last_sequence = fork.sequence  # a fork's history ends at its branch until it appends
     created = meta.created_at if meta else (first_time or last_time or _EPOCH)
     meta = meta or SessionMeta(created_at=created)
     return SessionSummary(
@@ -88,6 +94,7 @@ def summary(
         version=meta.version,
         title_version=meta.title_version,
         metadata_version=meta.metadata_version,
+        fork=fork,
     )
 
 

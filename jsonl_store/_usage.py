@@ -94,7 +94,8 @@ def calls(records: Iterable[RawMessageRecord], logged: Iterable[dict[str, Any]])
     A record's usage counts unless the usage log has a line with the record's
     ``request_id`` (the same call recorded both ways). Each call is a dict of the token
     counts plus ``source`` (``"usage log"`` or ``"record <sequence>"``), ``recorded_at``,
-    ``model`` and ``request_id`` where known, oldest first within each source.
+    ``model`` (a usage line's, or a record's ``metadata["model"]``) and ``request_id``
+    where known, oldest first within each source.
     """
     found: list[dict[str, Any]] = []
     requests: set[str] = set()
@@ -114,10 +115,12 @@ def calls(records: Iterable[RawMessageRecord], logged: Iterable[dict[str, Any]])
         usage = record.usage
         if usage is None or (record.request_id is not None and record.request_id in requests):
             continue
+        # A record names its model in its metadata, as importers and adapters write it.
+        model = record.metadata.get("model")
         found.append({
             "source": f"record {record.sequence}",
             "recorded_at": record.created_at,
-            "model": None,
+            "model": model if isinstance(model, str) else None,
             "request_id": record.request_id,
             **msgspec.structs.asdict(usage),
         })  # fmt: skip

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from ._problems import Problem
-from ._records import ContextSnapshot, Message, RawMessageRecord
+from ._records import ContextSnapshot, ForkPoint, Message, RawMessageRecord
 from ._tool_batches import ToolBatchPolicy, includes, provider_safe, repair_context
 
 
@@ -32,6 +32,8 @@ class SessionSummary:
     version: int = 0
     title_version: int = 0
     metadata_version: int = 0
+    #: Where a fork branched (`SessionStore.fork`), None for a session that is not one.
+    fork: ForkPoint | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

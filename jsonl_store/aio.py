@@ -87,6 +87,7 @@ class AsyncSessionStore:
     model_calls = _in_thread(SessionStore.model_calls)
     snapshot = _in_thread(SessionStore.snapshot)
     list_sessions = _in_thread(SessionStore.list_sessions)
+    session_ids = _in_thread(SessionStore.session_ids)
     get_session = _in_thread(SessionStore.get_session)
     update_session = _in_thread(SessionStore.update_session)
     record_usage = _in_thread(SessionStore.record_usage)

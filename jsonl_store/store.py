@@ -9,6 +9,7 @@ damage it meets goes; the work is done in the modules named after each concern.
 
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
 import logging
@@ -27,6 +28,7 @@ from . import (
     _codec,
     _compact,
     _dirs,
+    _forks,
     _meta,
     _recovery,
     _resume,
@@ -41,6 +43,7 @@ from ._errors import (
     JsonlStoreError,
     ParentMismatch,
     SequenceConflict,
+    SessionHasForks,
     SessionNotFound,
     StorageError,
     UnsafePath,
@@ -51,10 +54,10 @@ from ._fs import OS_FS, FileSystem
 from ._handles import SHARED_LISTINGS, Handles, now
 from ._ids import new_uuid7
 from ._meta import Origin, SessionMeta
-from ._paths import LOG_NAME, is_session_id, validate_session_id
-from ._problems import CORRUPT_KINDS, UNUSABLE_KINDS, Forward, Problem, Reporter
+from ._paths import FORK_NAME, LOG_NAME, is_session_id, validate_session_id
+from ._problems import CORRUPT_KINDS, LEFT_FOR_READERS, UNUSABLE_KINDS, Forward, Problem, Reporter
 from ._reader import LogReader
-from ._records import ContextSnapshot, Message, MessageTiming, ModelUsage, RawMessageRecord
+from ._records import ContextSnapshot, ForkPoint, Message, MessageTiming, ModelUsage, RawMessageRecord
 from ._snapshots import Listings
 from ._tool_batches import INTERRUPTED_NOTICE
 from ._view import SessionSummary, SessionView
@@ -195,6 +198,81 @@ class SessionStore:
         meta = _session.read_meta(self._fs, session_id, directory, found)
         self._report(found.problems)
         return meta
+
+    def _links(self, session_id: str, directory: str, found: Reporter) -> list[_forks.Link]:
+        """The sessions this one's history is read from (spec §8.10): itself alone unless a fork.
+
+        A fork file that cannot be read, or a chain that loops, is reported (``bad-fork``)
+        and the session is read alone, from its own log.
+        """
+        try:
+            if _forks.read(self._fs, directory) is None:
+                return [_forks.Link(session_id, 0, None)]
+            return _forks.chain(self._fs, self._handles.directory, session_id)
+        except _forks.DamagedFork as exc:
+            found.report(Problem(os.path.join(directory, FORK_NAME), "bad-fork", str(exc), LEFT_FOR_READERS))
+            return [_forks.Link(session_id, 0, None)]
+
+    def _fork_history(
+        self, links: list[_forks.Link], found: Reporter
+    ) -> tuple[ContextSnapshot | None, list[RawMessageRecord]]:
+        """A fork's snapshot and the records after it: its own newest snapshot, else its
+        sources' newest one before the branch, else none (spec §8.10)."""
+        fs, directory_of = self._fs, self._handles.directory
+        for index in range(len(links) - 1, -1, -1):
+            link = links[index]
+            with LogReader(
+                fs, link.session_id, directory_of(link.session_id), found, listings=self._listings
+            ) as log:
+                snapshot = _forks.latest_snapshot_upto(log, link.upto)
+            if snapshot is None:
+                continue
+            tail = list(
+                _forks.link_records(
+                    fs, directory_of(link.session_id), link, found,
+                    start=snapshot.tail_offset, after=snapshot.compacted_through_sequence,
+                    listings=self._listings,
+                )
+            )  # fmt: skip
+            for later in links[index + 1 :]:
+                tail.extend(_forks.link_records(fs, directory_of(later.session_id), later, found))
+            return snapshot, tail
+        tail = []
+        for link in links:
+            tail.extend(_forks.link_records(fs, directory_of(link.session_id), link, found))
+        return None, tail
+
+    def _fork_point(self, session_id: str, directory: str) -> ForkPoint | None:
+        """The session's fork point; None for a session that is not a fork (or does not exist)."""
+        if not self._handles.check_dir(session_id, directory):
+            return None
+        try:
+            return _forks.read(self._fs, directory)
+        except _forks.DamagedFork as exc:
+            raise UnsupportedFormat(
+                f"session {session_id!r}: {FORK_NAME} cannot be read ({exc})", session_id=session_id
+            ) from None
+
+    def _fork_prefix(self, session_id: str, directory: str) -> _checkpoint.Prefix | None:
+        """For a fork: what its history holds before its own log, as `checkpoint` counts it."""
+        try:
+            if self._fork_point(session_id, directory) is None:
+                return None
+        except UnsupportedFormat:
+            return None  # the append that follows refuses it, saying why
+
+        def prefix() -> tuple[dict[Any, int], int]:
+            found = Reporter()
+            links = self._links(session_id, directory, found)
+            snapshot, tail = self._fork_history(links[:-1], found)
+            ids: dict[Any, int] = {}
+            if snapshot is not None:
+                ids[_checkpoint.message_id(snapshot.compacted_message)] = 0
+            for record in tail:
+                ids.setdefault(_checkpoint.message_id(record.message), record.sequence)
+            return ids, links[-1].base
+
+        return prefix
 
     def _readable(self, session_id: str) -> str:
         """The session's directory, once the session is known to be one this version reads."""
@@ -345,10 +423,16 @@ class SessionStore:
         self._handles.check_dir(session_id, directory)
         found = Reporter()
         meta = _session.read_meta(self._fs, session_id, directory, found)
-        with LogReader(self._fs, session_id, directory, found, listings=self._listings) as log:
-            snapshot = log.latest_snapshot()
-            start, after = (snapshot.tail_offset, snapshot.compacted_through_sequence) if snapshot else (0, 0)
-            tail = [record for _, record in log.records(start, after)]
+        links = self._links(session_id, directory, found)
+        if len(links) == 1:
+            with LogReader(self._fs, session_id, directory, found, listings=self._listings) as log:
+                snapshot = log.latest_snapshot()
+                start, after = (
+                    (snapshot.tail_offset, snapshot.compacted_through_sequence) if snapshot else (0, 0)
+                )
+                tail = [record for _, record in log.records(start, after)]
+        else:
+            snapshot, tail = self._fork_history(links, found)
         self._report(found.problems)
         if strict:
             corrupt = [p for p in found.problems if p.kind in CORRUPT_KINDS]
@@ -417,9 +501,15 @@ class SessionStore:
         # an OSError met while iterating into a StorageError itself.
         found = Reporter()
         try:
+            links = self._links(session_id, directory, found)
+            for link in links[:-1]:  # a fork's history: its sources' records up to the branch
+                yield from _forks.link_records(
+                    self._fs, self._handles.directory(link.session_id), link, found, after=after
+                )
+            base = links[-1].base
             with LogReader(self._fs, session_id, directory, found, listings=self._listings) as log:
-                start, floor = 0, 0
-                if after > 0:
+                start, floor = 0, base
+                if after > base:
                     snapshot = log.latest_snapshot(at_most=after)
                     if snapshot is not None:
                         start, floor = snapshot.tail_offset, snapshot.compacted_through_sequence
@@ -447,6 +537,17 @@ class SessionStore:
         found = Reporter()
         with LogReader(self._fs, session_id, directory, found) as log:
             records = log.last_records(n)
+        links = self._links(session_id, directory, found) if len(records) < n else []
+        if len(links) > 1:
+            # A fork's own log is short of n: the rest comes from the end of its history
+            # before the branch (read forwards: O(that history), spec §8.10).
+            missing = n - len(records)
+            before: collections.deque[RawMessageRecord] = collections.deque(maxlen=missing)
+            for link in links[:-1]:
+                before.extend(
+                    _forks.link_records(self._fs, self._handles.directory(link.session_id), link, found)
+                )
+            records = [*before, *records]
         self._report(found.problems)
         return records
 
@@ -491,6 +592,13 @@ class SessionStore:
             found.append(summary)
         found.sort(key=lambda s: (s.updated_at, s.session_id), reverse=True)
         return found
+
+    @_storage_errors
+    def session_ids(self) -> list[str]:
+        """The name of every entry below the root that may be a session, sorted: what
+        ``verify()`` goes through, also those `list_sessions` leaves out (a session of a
+        newer format, one with an unsafe path), so ``verify(id)`` over them is ``verify()``."""
+        return self._session_names()
 
     def _session_names(self) -> list[str]:
         """The root's entries that may be sessions: session ids that are no regular files.
@@ -575,6 +683,15 @@ class SessionStore:
         directory = self._handles.directory(session_id)
         _compact.check_arguments(compacted_message, compacted_through_sequence, expected_version)
         self._require_writable(session_id, directory)
+        point = self._fork_point(session_id, directory)
+        if point is not None and compacted_through_sequence <= point.sequence:
+            # A fork's boundary must be one of its own records (spec §8.10): the records
+            # before its branch are its source's, and a snapshot never reaches into them.
+            raise InvalidArgument(
+                f"sequence {compacted_through_sequence} is before session {session_id!r}'s own records "
+                f"(it is a fork of its source at #{point.sequence}); compact a later record",
+                session_id=session_id,
+            )
         with self._handles.lock(session_id):
             return _compact.create(
                 self._handles,
@@ -736,10 +853,90 @@ class SessionStore:
             session,
             messages,
             append_options,
-            reading=(self._fs, directory, self._listings),
+            reading=(self._fs, directory, self._listings, self._fork_prefix(session_id, directory)),
             lock=lambda: handles.lock(session_id),
             make=lambda: handles.writer(session),  # creates the session (and its lock file) if new
         )
+
+    # -- forks ----------------------------------------------------------------------------
+
+    @_storage_errors
+    def fork(self, session_id: str, at_sequence: int, new_session_id: str | None = None) -> str:
+        """A new session whose history is ``session_id``'s up to ``at_sequence``; its id.
+
+        Nothing is copied: the fork's ``fork.json`` names the source, the sequence and that
+        record's id, and readers read the source's records up to it, then the fork's own
+        (spec §8.10), which start at ``at_sequence + 1``. Forks of forks work the same way.
+        ``new_session_id`` defaults to a new UUID. Raises `SessionNotFound` for an unknown
+        source, `InvalidArgument` when ``at_sequence`` is not a record of its history or
+        ``new_session_id`` is taken. The source may go on appending: the fork keeps the
+        history as it was at the branch.
+        """
+        validate_session_id(session_id)
+        if type(at_sequence) is not int or at_sequence < 1:
+            raise InvalidArgument(f"at_sequence must be a positive int, got {at_sequence!r}")
+        handles = self._handles
+        target = handles.new_id() if new_session_id is None else new_session_id
+        validate_session_id(target)
+        if target == session_id:
+            raise InvalidArgument(f"a session cannot be a fork of itself ({session_id!r})")
+        source_dir = self._readable(session_id)
+        if self._summary(session_id, source_dir) is None:
+            raise SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
+        target_dir = handles.directory(target)
+        # Under the source's lock: a delete of the source (which holds it too) either sees
+        # this fork or has already removed what it would branch from.
+        with handles.lock(session_id):
+            record = next(iter(self.records(session_id, after=at_sequence - 1)), None)
+            if record is None or record.sequence != at_sequence:
+                raise InvalidArgument(
+                    f"sequence {at_sequence} is not a record of session {session_id!r}", session_id=session_id
+                )
+            point = ForkPoint(
+                session_id=session_id, sequence=at_sequence, record_id=record.id, created_at=handles.clock()
+            )
+            self._make_fork(target, target_dir, point)
+        return target
+
+    def _make_fork(self, target: str, directory: str, point: ForkPoint) -> None:
+        """The fork's directory, its ``fork.json`` (once), then its metadata.
+
+        A crash before ``fork.json`` leaves an empty directory, which is no session; one
+        after it leaves a fork without metadata, which the next append gives it. Asking
+        again for the same fork completes it; a different one is refused.
+        """
+        handles = self._handles
+        made = handles.check_dir(target, directory)
+        present = _forks.read(self._fs, directory) if made else None
+        if present is not None:
+            if (present.session_id, present.sequence) != (point.session_id, point.sequence):
+                raise InvalidArgument(f"session {target!r} is another fork already", session_id=target)
+            point = present  # the same fork, asked for again (or finished after a crash)
+        elif made and self._summary(target, directory) is not None:
+            raise InvalidArgument(
+                f"session {target!r} exists already; a fork needs a new id", session_id=target
+            )
+        handles.ensure_root()
+        _dirs.makedirs(self._fs, directory, durable=self._durable, session_id=target)
+        if present is None and not _forks.create(self._fs, directory, point, durable=self._durable):
+            raise InvalidArgument(
+                f"session {target!r} was made a fork by someone else meanwhile", session_id=target
+            )
+        handles.prepared(handles.session(target))
+
+    def _forks_of(self, session_id: str) -> list[str]:
+        """The sessions whose ``fork.json`` names ``session_id`` as their source."""
+        forks = []
+        for name in self._session_names():
+            if name == session_id:
+                continue
+            try:
+                point = _forks.read(self._fs, os.path.join(self.root, name))
+            except (_forks.DamagedFork, UnsafePath):
+                continue  # not a fork this store can read: it reads nothing of this session
+            if point is not None and point.session_id == session_id:
+                forks.append(name)
+        return forks
 
     # -- deleting -------------------------------------------------------------------------
 
@@ -753,7 +950,18 @@ class SessionStore:
         directory = self._handles.directory(session_id)
         if not self._handles.check_dir(session_id, directory):
             return False
-        return self._handles.delete(session_id, directory)
+
+        def no_forks() -> None:
+            forks = self._forks_of(session_id)
+            if forks:
+                raise SessionHasForks(
+                    f"session {session_id!r} has forks that read their history from it ({', '.join(forks)}); "
+                    "delete them first",
+                    forks=forks,
+                    session_id=session_id,
+                )
+
+        return self._handles.delete(session_id, directory, no_forks)
 
     # -- verify and repair ------------------------------------------------------------------
 

@@ -11,11 +11,13 @@ import os
 import shlex
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from .. import Problem, SessionNotFound, SessionStore, SessionSummary, _usage
+from .. import Problem, SessionNotFound, SessionStore, SessionSummary
 from ..store import UNUSABLE_KINDS
-from . import _demo, _format, _safe
+from . import _demo, _format, _progress, _safe, _term
+from ._blocks import Block, Styled
 
 ROOT_ENV = "JSONL_STORE_ROOT"
 DEFAULT_ROOT = "sessions"
@@ -26,9 +28,17 @@ class CliError(Exception):
     """A mistake on the command line that the store never sees (exit code 2)."""
 
 
-def emit(lines: Iterable[str]) -> None:
-    """Print lines of text; each is escaped (`_safe.escape`), so stored data cannot steer the terminal."""
-    _safe.write_lines(sys.stdout, list(lines))
+def emit(lines: Iterable[Block]) -> None:
+    """Print lines and tables; all text is escaped (`_safe.escape`), so stored data cannot steer the terminal.
+
+    On a terminal they are drawn for it (`_term`): colour, tables, its width.
+    """
+    _term.write(list(lines))
+
+
+def width() -> int:
+    """The width to lay text out for: the terminal's, else `_term.DEFAULT_WIDTH`."""
+    return _term.screen().width
 
 
 def emit_json(value: Any, *, indent: bool = True) -> None:
@@ -39,6 +49,32 @@ def emit_json(value: Any, *, indent: bool = True) -> None:
 def warn(problem: Problem) -> None:
     """The store's ``on_problem``: damage met while reading goes to stderr, once per problem."""
     _safe.write_lines(sys.stderr, [f"jsonl-store: warning: {problem}"])
+
+
+def heading(text: str) -> Styled:
+    """A section's heading: bold on a terminal, the same words in a pipe."""
+    return Styled(((text, "bold magenta"),))
+
+
+class _NoBar:
+    """The progress of a command that is over before a bar would say anything."""
+
+    def advance(self, steps: int = 1) -> None:
+        pass
+
+    def describe(self, label: str) -> None:
+        pass
+
+
+#: A bar over fewer sessions than this would only flash by: each takes milliseconds.
+BAR_FROM = 20
+
+
+def over_sessions(label: str, total: int) -> AbstractContextManager[_progress.Progress]:
+    """A progress bar (`_progress.progress`) over ``total`` sessions, when there are many."""
+    if total < BAR_FROM:
+        return nullcontext(_NoBar())
+    return _progress.progress(label, total)
 
 
 def root_of(args: argparse.Namespace) -> str:
@@ -65,7 +101,8 @@ def existing(store: SessionStore, session_id: str) -> SessionSummary:
     summary = store.get_session(session_id)
     if summary is None:
         raise SessionNotFound(
-            f"session {session_id!r} does not exist in {store.root!r}", session_id=session_id
+            f"session {session_id!r} does not exist in {store.root!r} (`jsonl-store ls` lists its sessions)",
+            session_id=session_id,
         )
     return summary
 
@@ -93,30 +130,32 @@ def demo(args: argparse.Namespace) -> int:
     snapshot = view.snapshot
     assert snapshot is not None
     shown = shlex.quote(directory)
-    lines = [
+    lines: list[Block] = [
         f"Wrote two sessions into {directory}{os.sep} through the public API (jsonl_store.SessionStore):",
         "a coding agent fixes a bug, compacts its history into a snapshot, hands a question",
         "to a sub-agent (a child session) and is killed while one of its tool calls runs.",
         "",
-        f"== Restored context of {ids.main} ==",
+        heading(f"== Restored context of {ids.main} =="),
         "   view = store.load(session_id); view.model_context(close_last=True)",
         (
             f"   (snapshot {snapshot.version} replaces records #1-#{snapshot.compacted_through_sequence}; "
             f"{_format.plural(len(view.raw_tail), 'record')} follow it in the tail)"
         ),
         "",
-        *_format.render_context(view, closed, added_note="added on restore: the call was interrupted"),
+        *_format.render_context(
+            view, closed, added_note="added on restore: the call was interrupted", width=width()
+        ),
         "",
         f"The process was killed while {', '.join(_format.open_calls(view.context, closed))} ran. view.messages",
         "keeps that last tool batch open; model_context(close_last=True) answers each open call",
         "with an error result, so a provider accepts the context and the model knows the call",
         "may have run in part.",
         "",
-        "== Sessions: store.list_sessions() ==",
-        *_format.render_sessions(sessions),
+        heading("== Sessions: store.list_sessions() =="),
+        _format.render_sessions(sessions),
         "",
-        "== Token usage: store.usage_totals(session_id) ==",
-        *_format.table(
+        heading("== Token usage: store.usage_totals(session_id) =="),
+        _format.table(
             (
                 "SESSION",
                 "CALLS",
@@ -129,67 +168,17 @@ def demo(args: argparse.Namespace) -> int:
             right=range(1, 7),
         ),
         "",
-        "== Files ==",
+        heading("== Files =="),
         *_demo.tree(directory),
         "",
-        "Look closer:",
+        heading("Look closer:"),
         f"  cat {shlex.quote(os.path.join(directory, ids.main, 'messages.jsonl'))} | jq .",
         f"  jsonl-store --root {shown} show {ids.main}",
-        f"  jsonl-store --root {shown} show {ids.main} --raw",
+        f"  jsonl-store --root {shown} show {ids.main} --context",
+        f"  jsonl-store --root {shown} usage",
         f"  jsonl-store --root {shown} verify",
     ]
     emit(lines)
-    return 0
-
-
-def list_(args: argparse.Namespace) -> int:
-    store = open_store(args)
-    sessions = store.list_sessions(parent_session_id=args.parent)
-    if args.json:
-        emit_json(sessions)
-    elif sessions:
-        emit(_format.render_sessions(sessions))
-    else:
-        emit([f"no sessions in {store.root}" + (f" with parent {args.parent}" if args.parent else "")])
-    return 0
-
-
-def show(args: argparse.Namespace) -> int:
-    store = open_store(args)
-    summary = existing(store, args.session_id)
-    view = store.load(args.session_id)
-    snapshot = view.snapshot
-    if args.raw:
-        records = list(store.records(args.session_id))
-        if args.json:
-            emit_json(
-                {"session": summary, "snapshot": snapshot, "records": records, "problems": view.problems}
-            )
-            return 0
-        children = store.list_sessions(parent_session_id=args.session_id)
-        emit(_format.render_summary(summary, view, children))
-        emit(["", f"Raw log ({_format.plural(len(records), 'record')}):", ""])
-        emit(_format.render_records(records, snapshot, full=args.full))
-        return 0
-    closed = view.model_context(close_last=True)
-    messages = closed if args.close else view.messages
-    if args.json:
-        emit_json({"session": summary, "snapshot": snapshot, "messages": messages, "problems": view.problems})
-        return 0
-    children = store.list_sessions(parent_session_id=args.session_id)
-    emit(_format.render_summary(summary, view, children))
-    source = "view.model_context(close_last=True)" if args.close else "view.messages"
-    emit(["", f"Context ({source}, {_format.plural(len(messages), 'message')}):", ""])
-    emit(_format.render_context(view, messages, full=args.full))
-    pending = _format.open_calls(view.context, closed)
-    if pending and not args.close:
-        emit(
-            [
-                "",
-                f"The last tool batch is open: {', '.join(pending)} without a result.",
-                "--close answers each open call with an interruption notice.",
-            ]
-        )
     return 0
 
 
@@ -204,21 +193,20 @@ def cat(args: argparse.Namespace) -> int:
     return 0
 
 
-def usage(args: argparse.Namespace) -> int:
-    store = open_store(args)
-    existing(store, args.session_id)
-    items = store.model_calls(args.session_id)
-    totals = _usage.total(items)  # what usage_totals() sums, without reading the logs again
-    if args.json:
-        emit_json({"calls": items, "totals": totals})
-    else:
-        emit(_format.render_usage(items, totals))
-    return 0
-
-
 def verify(args: argparse.Namespace) -> int:
     store = open_store(args)
-    problems = store.verify(args.session_id)
+    if args.session_id is None:
+        # Session by session, so a bar can count them: verify(id) over session_ids() is
+        # what verify() does, in the same order.
+        ids = store.session_ids()
+        problems: list[Problem] = []
+        with over_sessions("verify", len(ids)) as bar:
+            for session_id in ids:
+                bar.describe(session_id)
+                problems.extend(store.verify(session_id))
+                bar.advance()
+    else:
+        problems = store.verify(args.session_id)
     if not problems and args.session_id is not None:
         existing(store, args.session_id)  # an unknown session has no problems, and is no session
     where = f"session {args.session_id}" if args.session_id else store.root
@@ -274,14 +262,24 @@ def delete(args: argparse.Namespace) -> int:
 
 def rename(args: argparse.Namespace) -> int:
     store = open_store(args)
+    existing(store, args.session_id)
     summary = store.update_session(args.session_id, title=args.title)
     emit([f"session {summary.session_id} is now titled {summary.title!r}"])
+    return 0
+
+
+def fork(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    existing(store, args.session_id)
+    new = store.fork(args.session_id, args.sequence, args.new_id)
+    emit([f"forked session {args.session_id} at #{args.sequence} into {new}"])
     return 0
 
 
 Command = Callable[[argparse.Namespace], int]
 
 __all__ = [
+    "BAR_FROM",
     "DEFAULT_ROOT",
     "DEMO_DIR",
     "ROOT_ENV",
@@ -290,10 +288,8 @@ __all__ = [
     "cat",
     "delete",
     "demo",
-    "list_",
+    "fork",
     "rename",
     "repair",
-    "show",
-    "usage",
     "verify",
 ]

@@ -18,14 +18,27 @@ import orjson
 
 from .. import ContextSnapshot, Message, Problem, RawMessageRecord, SessionSummary, SessionView
 from . import _frameworks
+from ._blocks import Block, Styled, Table
 from ._safe import escape, json_escape
 
 INDENT = "     "
-#: Without ``--full``, a message body is cut after this many lines or characters.
+#: Without ``--full``, a message body is cut after this many lines or characters ...
 MAX_LINES = 12
 MAX_CHARS = 800
-#: Body lines longer than this are wrapped (at spaces; long words stay whole).
-WIDTH = 96
+#: ... and a tool's result after these: a transcript is read for what the agent did,
+#: and a file it read or a test run's log would bury that.
+RESULT_LINES = 6
+RESULT_CHARS = 400
+#: The width a line is wrapped to when the caller does not say (a pipe's, `_term.DEFAULT_WIDTH`).
+WIDTH = 100
+#: Colours of a message header's role (rich style names; a hint, dropped without colour).
+ROLE_STYLES = {
+    "user": "bold green",
+    "assistant": "bold cyan",
+    "tool": "bold yellow",
+    "system": "bold magenta",
+    "compacted": "bold blue",
+}
 #: Tool arguments and other values shown inline are cut below this many levels of nesting
 #: (shown as ``{…}`` / ``[…]``), so no stored value can make the formatter recurse deeply.
 MAX_DEPTH = 50
@@ -105,20 +118,21 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, right: Iterable[int] = ()) -> list[str]:
-    """Columns padded to their widest cell; ``right`` names the right-aligned ones."""
-    # Cells are escaped here, not only when printed, so widths count what is shown.
-    rows = [list(header), *([escape(cell) for cell in row] for row in rows)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    aligned = set(right)
-    lines = []
-    for row in rows:
-        cells = [
-            cell.rjust(w) if i in aligned else cell.ljust(w)
-            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        ]
-        lines.append("  ".join(cells).rstrip())
-    return lines
+def table(
+    header: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    *,
+    right: Iterable[int] = (),
+    wrap: Iterable[int] = (),
+) -> Table:
+    """A table; ``right`` names the right-aligned columns, ``wrap`` those that may wrap on a
+    narrow terminal (`Table.lines` is its plain form)."""
+    return Table(tuple(header), [tuple(row) for row in rows], frozenset(right), frozenset(wrap))
+
+
+def rate(part: int, whole: int) -> str:
+    """``part`` of ``whole`` as a percentage, ``-`` when there is no whole."""
+    return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
 def _inline(value: Any) -> str:
@@ -170,30 +184,33 @@ def _text(content: Any) -> str:
     return _inline(content)
 
 
-def _wrap(lines: Iterable[str]) -> list[str]:
+def _wrap(lines: Iterable[str], width: int, *, indent: str = INDENT, long_words: bool = False) -> list[str]:
     out = []
+    room = max(width - len(indent), 20)
     for raw in lines:
         # The body's layout: tabs become spaces, every other control is escaped before
         # wrapping (textwrap would turn a "\r" or "\x0b" into a space and hide it).
         line = escape(raw.expandtabs(4))
-        if len(line) <= WIDTH:
-            out.append(INDENT + line)
+        if len(line) <= room:
+            out.append(indent + line)
         else:
-            parts = textwrap.wrap(line, WIDTH, break_long_words=False, break_on_hyphens=False)
-            out.extend(INDENT + part for part in parts or [line])
+            parts = textwrap.wrap(line, room, break_long_words=long_words, break_on_hyphens=False)
+            out.extend(indent + part for part in parts or [line])
     return out
 
 
-def _body(text: str, *, full: bool) -> list[str]:
+def _body(
+    text: str, *, full: bool, width: int, max_lines: int = MAX_LINES, max_chars: int = MAX_CHARS
+) -> list[str]:
     if not text:
         return []
     if not full:
-        lines = text[:MAX_CHARS].split("\n")[:MAX_LINES]
+        lines = text[:max_chars].split("\n")[:max_lines]
         shown = "\n".join(lines)
         if len(shown) < len(text):
             rest = len(text) - len(shown)
-            return [*_wrap(lines), f"{INDENT}… ({rest:,} more characters; --full shows all)"]
-    return _wrap(text.split("\n"))
+            return [*_wrap(lines, width), f"{INDENT}… ({rest:,} more characters; --full shows all)"]
+    return _wrap(text.split("\n"), width)
 
 
 # ---------------------------------------------------------------------------------------
@@ -209,11 +226,13 @@ def _call(call: dict[str, Any]) -> tuple[str, str, Any]:
     return str(call.get("id", "?")), str(name), arguments
 
 
-def _facts(record: RawMessageRecord | None) -> list[str]:
-    """What a record's header says besides its role: how long it took, its tokens."""
+def _facts(record: RawMessageRecord | None, *, clock: bool) -> list[str]:
+    """What a record's header says besides its role: when, how long it took, its tokens."""
     facts: list[str] = []
     if record is None:
         return facts
+    if clock:
+        facts.append(record.created_at.strftime("%H:%M:%S"))
     if record.duration_ns:
         facts.append(seconds(record.duration_ns))
     usage = record.usage
@@ -225,6 +244,31 @@ def _facts(record: RawMessageRecord | None) -> list[str]:
     return facts
 
 
+def _call_lines(call: dict[str, Any], width: int) -> list[Block]:
+    """A tool call, ``→ name(arguments)  [id]``: one line when it fits, else wrapped below its name."""
+    call_id, name, arguments = _call(call)
+    shown = _inline(arguments)
+    arrow = (INDENT + "→ ", "yellow")
+    one = Styled((arrow, (name, "bold yellow"), (f"({shown})", ""), (f"  [{call_id}]", "dim")))
+    if len(escape(one.plain)) <= width:
+        return [one]
+    # Arguments are JSON, often one long word: break inside words, or a line runs on.
+    room = max(width - len(INDENT) - 2, 20)
+    first, *rest = textwrap.wrap(
+        escape(f"{name}({shown})  [{call_id}]"),
+        room,
+        break_long_words=True,
+        break_on_hyphens=False,
+        subsequent_indent="  ",
+    )
+    head = escape(name)
+    if first.startswith(head):
+        lines: list[Block] = [Styled((arrow, (head, "bold yellow"), (first[len(head) :], "")))]
+    else:  # the name alone is longer than a line
+        lines = [Styled((arrow, (first, "bold yellow")))]
+    return [*lines, *(INDENT + "  " + line for line in rest)]
+
+
 def render_message(
     message: Message,
     *,
@@ -232,35 +276,51 @@ def render_message(
     label: str | None = None,
     note: str | None = None,
     full: bool = False,
-) -> list[str]:
+    width: int = WIDTH,
+    clock: bool = False,
+    short_results: bool = False,
+) -> list[Block]:
     """One message as a header line and an indented body.
 
-    ``label`` stands where the record's sequence goes (``#12``); ``note`` ends the header.
+    ``label`` stands where the record's sequence goes (``#12``); ``note`` ends the header;
+    ``clock`` adds the record's time of day; ``short_results`` cuts a tool's result
+    sooner than other messages (`RESULT_LINES`).
     """
     data = message_dict(message)
     role = str(data.get("role", "?"))
-    head = [(label or (f"#{record.sequence}" if record is not None else "")).rjust(4), role]
+    label = (label or (f"#{record.sequence}" if record is not None else "")).rjust(4)
+    parts: list[tuple[str, str]] = [(label, "dim"), (" ", ""), (role, ROLE_STYLES.get(role, "bold"))]
     if role == "tool":
         if data.get("name"):
-            head.append(str(data["name"]))
-        head.append(f"[{data.get('tool_call_id', '?')}]")
+            parts.append((f" {data['name']}", "yellow"))
+        parts.append((f" [{data.get('tool_call_id', '?')}]", "dim"))
         if data.get("is_error"):
-            head.append("error")
-    facts = _facts(record)
+            parts.append((" error", "bold red"))
+    facts = _facts(record, clock=clock)
     if data.get("include_in_messages") is False:
         facts.append("not in the model context")
     if note:
         facts.append(note)
     framework = _frameworks.shown(data, _inline)
     if framework is not None:  # an adapter's framework message: its text, not its JSON
-        head.append(framework[0])
-    lines = [" ".join(head) + ("  · " + " · ".join(facts) if facts else "")]
+        parts.append((f" {framework[0]}", "dim"))
+    if facts:
+        parts.append(("  · " + " · ".join(facts), "dim"))
+    lines: list[Block] = [Styled(tuple(parts))]
     if isinstance(data.get("reasoning"), str) and data["reasoning"]:
-        lines.extend(_body("(reasoning) " + data["reasoning"], full=full))
-    lines.extend(_body(framework[1] if framework else _text(data.get("content")), full=full))
-    calls = [_call(call) for call in data.get("tool_calls") or () if isinstance(call, dict)]
-    for call_id, name, arguments in calls + (framework[2] if framework else []):
-        lines.append(f"{INDENT}→ {name}({_inline(arguments)})  [{call_id}]")
+        lines.extend(_body("(reasoning) " + data["reasoning"], full=full, width=width))
+    limits = (
+        {"max_lines": RESULT_LINES, "max_chars": RESULT_CHARS} if short_results and role == "tool" else {}
+    )
+    body = framework[1] if framework is not None else _text(data.get("content"))
+    lines.extend(_body(body, full=full, width=width, **limits))
+    calls = [call for call in data.get("tool_calls") or () if isinstance(call, dict)]
+    if framework is not None:
+        calls += [
+            {"id": call_id, "name": name, "arguments": arguments} for call_id, name, arguments in framework[2]
+        ]
+    for call in calls:
+        lines.extend(_call_lines(call, width))
     return lines
 
 
@@ -270,7 +330,8 @@ def render_context(
     *,
     full: bool = False,
     added_note: str = "added on restore",
-) -> list[str]:
+    width: int = WIDTH,
+) -> list[Block]:
     """A model context taken from ``view``, each message with its record's facts.
 
     A message that is not in ``view.context`` was made by the repair (an interruption
@@ -280,7 +341,7 @@ def render_context(
     records = {id(record.message): record for record in view.raw_tail}
     stored = {id(message) for message in view.context}
     snapshot = view.snapshot
-    lines: list[str] = []
+    lines: list[Block] = []
     for message in messages:
         if snapshot is not None and message is snapshot.compacted_message:
             lines.extend(
@@ -289,26 +350,76 @@ def render_context(
                     label="--",
                     note=f"snapshot {snapshot.version}: replaces #1-#{snapshot.compacted_through_sequence}",
                     full=full,
+                    width=width,
                 )
             )
         elif id(message) not in stored:
-            lines.extend(render_message(message, label="+", note=added_note, full=full))
+            lines.extend(render_message(message, label="+", note=added_note, full=full, width=width))
         else:
-            lines.extend(render_message(message, record=records.get(id(message)), full=full))
+            lines.extend(render_message(message, record=records.get(id(message)), full=full, width=width))
     return lines
 
 
+def boundary(snapshot: ContextSnapshot) -> Styled:
+    """The rule printed after the last record a snapshot compacts."""
+    return Styled(
+        (
+            (
+                f"---- snapshot {snapshot.version}: the records above are compacted; the tail starts here ----",
+                "bold blue",
+            ),
+        )
+    )
+
+
+def _stored_fields(record: RawMessageRecord) -> Styled:
+    facts = [f"id {record.id}", f"created {when(record.created_at)}"]
+    if record.request_id is not None:
+        facts.append(f"request {record.request_id}")
+    if record.batch_end:
+        facts.append(f"batch through #{record.batch_end}")
+    return Styled(((INDENT + " · ".join(facts), "dim"),))
+
+
 def render_records(
-    records: Iterable[RawMessageRecord], snapshot: ContextSnapshot | None, *, full: bool
-) -> list[str]:
-    """Every raw-log record, with a rule where the latest snapshot's boundary is."""
-    lines: list[str] = []
+    records: Iterable[RawMessageRecord],
+    snapshot: ContextSnapshot | None,
+    *,
+    full: bool,
+    width: int = WIDTH,
+    raw: bool = False,
+) -> list[Block]:
+    """Every raw-log record, with a rule where the latest snapshot's boundary is.
+
+    The transcript (``raw=False``) shortens tool results; ``raw`` shows each record's
+    stored fields (id, time, request id) and every body whole.
+    """
+    lines: list[Block] = []
     for record in records:
-        lines.extend(render_message(record.message, record=record, full=full))
-        if snapshot is not None and record.sequence == snapshot.compacted_through_sequence:
-            lines.append(
-                f"---- snapshot {snapshot.version}: the records above are compacted; the tail starts here ----"
+        lines.extend(
+            render_message(
+                record.message,
+                record=record,
+                full=full or raw,
+                width=width,
+                clock=True,
+                short_results=not raw,
             )
+        )
+        if raw:
+            lines.append(_stored_fields(record))
+        if snapshot is not None and record.sequence == snapshot.compacted_through_sequence:
+            lines.append(boundary(snapshot))
+            if not raw:  # the transcript shows what the model was given instead of them
+                lines.extend(
+                    render_message(
+                        snapshot.compacted_message,
+                        label="--",
+                        note=f"snapshot {snapshot.version}: replaces #1-#{snapshot.compacted_through_sequence}",
+                        full=full,
+                        width=width,
+                    )
+                )
     return lines
 
 
@@ -328,19 +439,39 @@ def open_calls(context: Sequence[Message], closed: Sequence[Message]) -> list[st
 # ---------------------------------------------------------------------------------------
 
 
-def render_sessions(sessions: Sequence[SessionSummary]) -> list[str]:
-    rows = [
-        (
+def render_sessions(
+    sessions: Sequence[SessionSummary],
+    *,
+    tokens: dict[str, int] | None = None,
+    mark_pinned: bool = False,
+) -> Table:
+    """The sessions as a table; ``tokens`` adds a TOKENS column, ``mark_pinned`` a ``*`` column."""
+    header = ["SESSION", "RECORDS", "UPDATED (UTC)", "AGENT", "PARENT", "TITLE"]
+    right = {1}
+    if tokens is not None:
+        header.insert(2, "TOKENS")
+        right.add(2)
+    rows = []
+    for s in sessions:
+        row = [
             s.session_id,
             count(s.message_count),
             when(s.updated_at),
             s.agent_name or "-",
             s.parent_session_id or "-",
             s.title or "-",
-        )
-        for s in sessions
-    ]
-    return table(("SESSION", "RECORDS", "UPDATED (UTC)", "AGENT", "PARENT", "TITLE"), rows, right=(1,))
+        ]
+        if tokens is not None:
+            row.insert(2, count(tokens.get(s.session_id, 0)))
+        if mark_pinned:
+            row.insert(0, "*" if s.pinned else "")
+        rows.append(row)
+    if mark_pinned:
+        header.insert(0, "PIN")
+        right = {i + 1 for i in right}
+    # Agent, parent and title may wrap on a narrow terminal; the id, counts and time not.
+    last = len(header) - 1
+    return table(header, rows, right=right, wrap=(last - 2, last - 1, last))
 
 
 def render_summary(
@@ -382,7 +513,7 @@ USAGE_FIELDS = (
 )
 
 
-def render_usage(items: Sequence[dict[str, Any]], totals: Any) -> list[str]:
+def render_usage(items: Sequence[dict[str, Any]], totals: Any) -> Table:
     rows = [
         (
             when(item.get("recorded_at")),

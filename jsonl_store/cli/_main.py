@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from .. import JsonlStoreError
 from . import _commands as c
-from . import _import
+from . import _import, _sessions, _show, _tail, _tokens
 from ._safe import encodable, escape
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 #: Arguments that become stored text or a session's file name. (--root and DIR stay
 #: free: a directory name with bytes that are not UTF-8 is a valid path.)
-_TEXT_ARGUMENTS = {"session_id": "ID", "title": "TITLE", "parent": "--parent ID"}
+_TEXT_ARGUMENTS = {"session_id": "ID", "title": "TITLE", "parent": "--parent ID", "new_id": "--id NEW"}
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -45,6 +45,23 @@ class _Parser(argparse.ArgumentParser):
                 pass
 
 
+#: The top-level help's closing words: how to read the exit codes, and a first example.
+_EPILOG = """\
+exit codes:
+  0  success (verify, repair: no problems)
+  1  problems found or fixed (verify, repair), or a declined delete
+  2  bad input: a usage error, an unknown session, an unusable session or store
+
+examples:
+  jsonl-store demo                  write a demo store and show what restoring it gives
+  jsonl-store ls --pinned           the sessions, pinned ones first
+  jsonl-store show chat-1           a session's transcript (paged on a terminal)
+  jsonl-store tail -f chat-1        follow a session while an agent writes it
+
+Run 'jsonl-store COMMAND --help' for a command's options and an example.
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand (the README test reads its subcommands and options)."""
     root_help = f"the session store (default: ${c.ROOT_ENV}, else ./{c.DEFAULT_ROOT})"
@@ -56,14 +73,31 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="jsonl-store",
         parents=[with_root],
-        description="Read, check and repair jsonl_store sessions (LLM-agent sessions stored as plain files).",
-        epilog="Exit codes: 0 ok; 1 problems found or fixed (verify, repair); 2 bad input or unusable.",
+        description="Read, follow, check and repair jsonl_store sessions (LLM-agent sessions stored as plain files).",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
 
-    def command(name: str, handler: c.Command, help: str, *, root: bool = True) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help, description=help, parents=[with_root] if root else [])
+    def command(
+        name: str,
+        handler: c.Command,
+        help: str,
+        example: str,
+        *,
+        root: bool = True,
+        aliases: Sequence[str] = (),
+    ) -> argparse.ArgumentParser:
+        sub = commands.add_parser(
+            name,
+            help=help,
+            description=help,
+            epilog="example:\n" + "\n".join(f"  {line}" for line in example.splitlines()),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            parents=[with_root] if root else [],
+            aliases=list(aliases),
+        )
         sub.set_defaults(handler=handler)
         return sub
 
@@ -71,52 +105,119 @@ def build_parser() -> argparse.ArgumentParser:
         "demo",
         c.demo,
         "write a realistic demo session into DIR and print what restoring it gives",
+        "jsonl-store demo /tmp/demo && jsonl-store --root /tmp/demo ls",
         root=False,
     )
     sub.add_argument(
         "directory", metavar="DIR", nargs="?", help=f"where to write it (default: ./{c.DEMO_DIR})"
     )
 
-    sub = command("list", c.list_, "list sessions, newest activity first")
+    sub = command(
+        "list",
+        _sessions.list_,
+        "list sessions, newest activity first",
+        "jsonl-store ls --pinned\njsonl-store list --parent chat-1 --json",
+        aliases=["ls"],
+    )
     sub.add_argument("--parent", metavar="ID", help="only the child sessions of ID")
+    sub.add_argument("--pinned", action="store_true", help="pinned sessions first, marked with *")
     sub.add_argument("--json", action="store_true", help="print a JSON array")
 
-    sub = command("show", c.show, "print a session's metadata and its restored model context")
-    sub.add_argument("session_id", metavar="ID")
-    sub.add_argument("--raw", action="store_true", help="print every raw-log record instead of the context")
-    sub.add_argument(
-        "--close", action="store_true", help="close an interrupted last tool batch (model_context)"
+    sub = command(
+        "show",
+        _show.show,
+        "print a session's transcript, its model context (--context) or its raw records (--raw)",
+        "jsonl-store show chat-1\njsonl-store show chat-1 --context --close --no-pager",
     )
-    sub.add_argument("--full", action="store_true", help="do not shorten long messages")
+    sub.add_argument("session_id", metavar="ID")
+    mode = sub.add_mutually_exclusive_group()
+    mode.add_argument("--raw", action="store_true", help="every raw-log record with its stored fields, whole")
+    mode.add_argument("--context", action="store_true", help="what load() hands the model (view.messages)")
+    sub.add_argument(
+        "--close",
+        action="store_true",
+        help="the context with an interrupted last tool batch closed (model_context); implies --context",
+    )
+    sub.add_argument("--full", action="store_true", help="do not shorten long messages and tool results")
+    sub.add_argument("--no-pager", action="store_true", help="never page the output on a terminal")
     sub.add_argument("--json", action="store_true", help="print one JSON document")
 
-    sub = command("cat", c.cat, "print the raw log's records as JSON lines")
+    sub = command(
+        "tail",
+        _tail.tail,
+        "print a session's last records; with -f, follow it as records are appended (Ctrl-C ends)",
+        "jsonl-store tail -n 20 chat-1\njsonl-store tail -f chat-1",
+    )
+    sub.add_argument("session_id", metavar="ID")
+    sub.add_argument(
+        "-n",
+        "--lines",
+        metavar="N",
+        type=int,
+        default=10,
+        help="how many records to start with (default: 10)",
+    )
+    sub.add_argument("-f", "--follow", action="store_true", help="keep printing records as they are appended")
+    sub.add_argument("--full", action="store_true", help="do not shorten long messages and tool results")
+    sub.add_argument("--json", action="store_true", help="print each record as a JSON line, as cat does")
+
+    sub = command(
+        "cat", c.cat, "print the raw log's records as JSON lines", "jsonl-store cat chat-1 --after 9 | jq ."
+    )
     sub.add_argument("session_id", metavar="ID")
     sub.add_argument(
         "--after", metavar="SEQ", type=int, default=0, help="only records with a sequence above SEQ"
     )
 
-    sub = command("usage", c.usage, "print a session's token-usage log and its totals")
-    sub.add_argument("session_id", metavar="ID")
+    sub = command(
+        "usage",
+        _tokens.usage,
+        "print token totals per session, per model and overall; with ID, that session's model calls",
+        "jsonl-store usage\njsonl-store usage chat-1 --json",
+    )
+    sub.add_argument("session_id", metavar="ID", nargs="?")
     sub.add_argument("--json", action="store_true", help="print one JSON document")
 
-    sub = command("verify", c.verify, "check one session, or every session, and change nothing")
+    sub = command(
+        "pin", _sessions.pin, "pin a session (ls --pinned shows it first)", "jsonl-store pin chat-1"
+    )
+    sub.add_argument("session_id", metavar="ID")
+    sub = command("unpin", _sessions.unpin, "unpin a session", "jsonl-store unpin chat-1")
+    sub.add_argument("session_id", metavar="ID")
+
+    sub = command(
+        "verify",
+        c.verify,
+        "check one session, or every session, and change nothing",
+        "jsonl-store verify || jsonl-store verify --json",
+    )
     sub.add_argument("session_id", metavar="ID", nargs="?")
     sub.add_argument("--json", action="store_true", help="print the problems as a JSON array")
 
-    sub = command("repair", c.repair, "fix what verify finds in one session")
+    sub = command("repair", c.repair, "fix what verify finds in one session", "jsonl-store repair chat-1")
     sub.add_argument("session_id", metavar="ID")
     sub.add_argument("--json", action="store_true", help="print the problems as a JSON array")
 
-    sub = command("delete", c.delete, "delete a session's files")
+    sub = command("delete", c.delete, "delete a session's files", "jsonl-store delete chat-3 --yes")
     sub.add_argument("session_id", metavar="ID")
     sub.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
-    sub = command("rename", c.rename, "set a session's title")
+    sub = command("rename", c.rename, "set a session's title", "jsonl-store rename chat-2 'Async greeting'")
     sub.add_argument("session_id", metavar="ID")
     sub.add_argument("title", metavar="TITLE")
 
-    _import.configure(command("import", _import.run, _import.HELP))
+    sub = command(
+        "fork",
+        c.fork,
+        "make a session whose history is ID's up to #SEQ, without copying it",
+        "jsonl-store fork chat-1 4 --id chat-1-retry",
+    )
+    sub.add_argument("session_id", metavar="ID")
+    sub.add_argument("sequence", metavar="SEQ", type=int, help="the last record of ID the fork keeps")
+    sub.add_argument("--id", dest="new_id", metavar="NEW", help="the fork's session id (default: a new UUID)")
+
+    # The example is the import command's own epilog (configure sets it, with the defaults).
+    _import.configure(command("import", _import.run, _import.HELP, ""))
     return parser
 
 

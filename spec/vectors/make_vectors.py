@@ -44,10 +44,11 @@ from jsonl_store import (
     UserMessage,
     _blob_writes,
     _codec,
+    _forks,
     _meta,
 )
 from jsonl_store._paths import LOCK_NAME
-from jsonl_store._records import ContextSnapshot, RawMessageRecord, UsageRecord
+from jsonl_store._records import ContextSnapshot, ForkPoint, RawMessageRecord, UsageRecord
 from jsonl_store.testing.damage import add_bom, crlf, flip, noise, tear, zero_fill
 
 HERE = Path(__file__).resolve().parent
@@ -347,6 +348,36 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
         "message_count": 5,
         "created_at": iso(0),
         "updated_at": iso(5),
+    }
+    return files, expected
+
+
+@vector("valid", "fork")
+def _() -> tuple[dict[str, bytes], dict[str, Any]]:
+    """A fork of session "origin" at #2 (fork.json, §6.1): its history is origin's #1-#2, then its own log from #3."""
+    origin = Log()
+    origin.add(UserMessage(id=message_id(1), content="Plan the trip."))
+    origin.add(AssistantMessage(id=message_id(2), content="Train or plane?"))
+    origin.add(UserMessage(id=message_id(3), content="Plane."))  # origin's own, not the fork's
+    fork = Log()
+    fork.add(UserMessage(id=message_id(13), content="Train."), sequence=3, n=13)
+    point = ForkPoint(session_id="origin", sequence=2, record_id=record_id(2), created_at=at(10))
+    files = {
+        "fork.json": _forks.encode(point),
+        "meta.json": meta(),
+        "messages.jsonl": fork.data(),
+        "../origin/meta.json": meta(),
+        "../origin/messages.jsonl": origin.data(),
+    }
+    records = [origin.expect(1), origin.expect(2), fork.expect(3, n=13)]
+    messages = [builtins(origin.messages[1]), builtins(origin.messages[2]), builtins(fork.messages[3])]
+    expected = {
+        "load": {"snapshot_version": None, "records": records, "messages": messages, "problems": []},
+        "records": [1, 2, 3],
+        "verify": [],
+        "repair": [],
+        "append": {"sequence": 4},
+        "summary": {"message_count": 3, "created_at": iso(0), "updated_at": iso(13)},
     }
     return files, expected
 
@@ -688,7 +719,7 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
 # -- invalid ----------------------------------------------------------------------------
 
 
-# -- blobs (§5.1, §8 rule 10, §9.13, §12) ------------------------------------------------
+# -- blobs (§5.1, §8 rule 11, §9.14, §12) ------------------------------------------------
 
 TOOL_OUTPUT = "".join(f"test_{i} PASSED\n" for i in range(8))  # 120 bytes: spilled
 IMAGE = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="
@@ -1648,7 +1679,8 @@ def build() -> dict[str, bytes]:
     out: dict[str, bytes] = {}
     for name, (files, expected) in sorted(VECTORS.items()):
         for file, data in files.items():
-            out[f"{name}/{SESSION}/{file}"] = data
+            # "../<other>/<file>": another session of the same store (a fork's source).
+            out[f"{name}/{file[3:]}" if file.startswith("../") else f"{name}/{SESSION}/{file}"] = data
         out[f"{name}/expected.json"] = (dump(expected) + "\n").encode()
     return out
 

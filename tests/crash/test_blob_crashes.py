@@ -1,4 +1,4 @@
-"""Crash safety of blob writes on the simulated disk: no record is ever durable before its blob (spec §9.13)."""
+"""Crash safety of blob writes on the simulated disk: no record is ever durable before its blob (spec §9.14)."""
 
 from __future__ import annotations
 

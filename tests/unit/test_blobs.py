@@ -1,4 +1,4 @@
-"""Large strings in blob files (spec §5.1, §8.8, §9.13): threshold edges, dedup, look-alikes, the cap, damage."""
+"""Large strings in blob files (spec §5.1, §8 rule 11, §9.14): threshold edges, dedup, look-alikes, the cap, damage."""
 
 from __future__ import annotations
 
@@ -404,3 +404,15 @@ def test_the_async_store_takes_the_size_options(tmp_path: Path) -> None:
 
     assert asyncio.run(run()) == "a" * 300
     assert _blobs(tmp_path) == [_digest("a" * 300)]
+
+
+def test_a_fork_reads_its_sources_blobs_and_keeps_its_own(tmp_path: Path) -> None:
+    """A fork's history restores the source's strings from the source's blobs/; its own go to its own."""
+    store = _store(tmp_path)
+    store.append("s", UserMessage(content="p" * 300))
+    store.append("s", UserMessage(content="after the branch"))
+    child = store.fork("s", 1, "child")
+    store.append(child, UserMessage(content="c" * 300))
+    assert [_text(m) for m in store.load(child).context] == ["p" * 300, "c" * 300]
+    assert _blobs(tmp_path, "child") == [_digest("c" * 300)]
+    assert store.verify(child) == [] and store.verify("s") == []

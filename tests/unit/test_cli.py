@@ -151,9 +151,24 @@ def test_list_of_an_empty_store_says_so(tmp_path: Path, capsys: pytest.CaptureFi
     assert (code, out.strip()) == (0, f"no sessions in {tmp_path}")
 
 
-def test_show_prints_metadata_and_the_model_context(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """show prints the summary, the compacted message first, and notes the open tool batch."""
+def test_show_prints_the_whole_transcript_with_the_compaction_boundary(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """show prints every record, compacted ones too, then the boundary rule and the summary in their place."""
     code, out, err = run(capsys, "--root", str(root), "show", SESSION)
+    assert (code, err) == (0, "")
+    assert "title:    Files" in out and "Transcript (7 records):" in out
+    assert out.index("List the files.") < out.index("---- snapshot 1") < out.index("Listed two files.")
+    assert out.index("Listed two files.") < out.index("#5 user")
+    assert "100 in / 10 out tokens (64 cached)" in out and '→ ls({"path":"."})  [c1]' in out
+    assert "The last tool batch is open: test [c3] without a result." in out
+
+
+def test_show_context_prints_metadata_and_the_model_context(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """show --context prints the summary, the compacted message first, and notes the open tool batch."""
+    code, out, err = run(capsys, "--root", str(root), "show", SESSION, "--context")
     assert (code, err) == (0, "")
     assert "title:    Files" in out and f"children: {CHILD}" in out
     assert "snapshot 1: replaces #1-#4" in out and "Listed two files." in out
@@ -181,16 +196,45 @@ def test_show_raw_prints_every_record_with_the_snapshot_boundary(
 
 
 def test_show_json_is_one_document(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """show --json prints session, snapshot, messages and problems; --raw swaps in the records."""
+    """show --json prints session, snapshot, records and problems; --context swaps in the messages."""
     code, out, _ = run(capsys, "--root", str(root), "show", SESSION, "--json")
     assert code == 0
     document = orjson.loads(out)
     assert document["session"]["title"] == "Files"
     assert document["snapshot"]["compacted_through_sequence"] == 4
-    assert [m["role"] for m in document["messages"]] == ["compacted", "user", "assistant", "tool"]
+    assert [r["sequence"] for r in document["records"]] == list(range(1, 8))
     assert document["problems"] == []
     code, out, _ = run(capsys, "--root", str(root), "show", SESSION, "--json", "--raw")
-    assert [r["sequence"] for r in orjson.loads(out)["records"]] == list(range(1, 8))
+    assert orjson.loads(out)["records"] == document["records"]
+    code, out, _ = run(capsys, "--root", str(root), "show", SESSION, "--json", "--context")
+    messages = orjson.loads(out)["messages"]
+    assert [m["message"]["role"] for m in messages] == ["compacted", "user", "assistant", "tool"]
+    assert [m["sequence"] for m in messages] == [None, 5, 6, 7]
+
+
+def test_show_context_json_gives_each_message_its_sequence_and_usage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """show --context --json: each message with its record's sequence and usage; --close marks the added result."""
+    store = SessionStore(tmp_path)
+    store.append("s", UserMessage(content="go"))
+    usage = ModelUsage(input_tokens=7, output_tokens=3, cache_read_tokens=2)
+    store.append("s", AssistantMessage(tool_calls=[ToolCall(id="c", name="x", arguments={})]), usage=usage)
+    _, out, _ = run(capsys, "--root", str(tmp_path), "show", "s", "--json", "--close")
+    entries = orjson.loads(out)["messages"]
+    assert [(e["sequence"], e["added"]) for e in entries] == [(1, False), (2, False), (None, True)]
+    assert entries[0]["usage"] is None
+    assert entries[1]["usage"]["input_tokens"] == 7 and entries[1]["usage"]["cache_read_tokens"] == 2
+    assert entries[2]["message"]["tool_call_id"] == "c"
+
+
+def test_show_raw_and_close_together_are_a_usage_error(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--raw prints records and --close a closed context: asked for both, show exits 2 with one line."""
+    code, out, err = run(capsys, "--root", str(root), "show", SESSION, "--raw", "--close")
+    assert (code, out) == (2, "") and err.count("\n") == 1 and "choose one" in err
+    assert run(capsys, "--root", str(root), "show", SESSION, "--raw", "--context")[0] == 2  # argparse's own
 
 
 def test_show_shortens_long_messages_unless_full(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -374,13 +418,18 @@ def test_root_comes_from_the_environment_then_the_default(
         ["repair", "no-such"],
         ["delete", "no-such", "--yes"],
         ["rename", "no-such", "Title"],
+        ["tail", "no-such"],
+        ["tail", "no-such", "-f"],
+        ["pin", "no-such"],
+        ["unpin", "no-such"],
     ],
 )
 def test_an_unknown_session_exits_2(root: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
-    """Every command that names a session says when it does not exist, with exit code 2."""
+    """Every command that names a session says when it does not exist and what lists them, exit code 2."""
     code, out, err = run(capsys, "--root", str(root), *argv)
     assert (code, out) == (2, "")
     assert err.startswith("jsonl-store: error: session 'no-such' does not exist")
+    assert err.endswith("(`jsonl-store ls` lists its sessions)\n") and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("session_id", ["../etc", "a/b", ".hidden", "x" * 129])

@@ -32,6 +32,7 @@ from jsonl_store import (
     UserMessage,
 )
 from jsonl_store.cli import _format, _safe, main
+from jsonl_store.cli._blocks import plain_lines
 
 #: Every kind of stored text that could steer a terminal: clear screen, set the window
 #: title (OSC ... BEL), a one-byte C1 CSI, a right-to-left override, a carriage return,
@@ -42,10 +43,14 @@ SESSION = "evil"
 CHILD = "evil-sub"
 
 #: What may never reach the terminal raw. Written here, not imported from `_safe`, so the
-#: test states the rule on its own. Only "\n" is allowed (the CLI prints no colour).
+#: test states the rule on its own. Only "\n" is allowed, and on a terminal the command's
+#: own colours (`SGR`), which `assert_nothing_raw` takes out first.
 FORBIDDEN = re.compile(
     "[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
 )
+#: Select Graphic Rendition, ``ESC [ params m``: colour and bold, nothing that moves the
+#: cursor, clears, or sets a title (ECMA-48 8.3.117). The only sequence rich writes here.
+SGR = re.compile("\x1b\\[[0-9;]*m")
 
 
 def command() -> list[str]:
@@ -131,9 +136,12 @@ def run_on_pty(argv: list[str], env: dict[str, str] | None = None) -> tuple[int,
     return process.wait(timeout=60), b"".join(chunks)
 
 
-def assert_nothing_raw(output: bytes, where: str) -> str:
-    """``output`` is UTF-8 and holds no control, C1 or bidi character but newlines; return it decoded."""
+def assert_nothing_raw(output: bytes, where: str, *, colour: bool = True) -> str:
+    """``output`` is UTF-8 and holds no control, C1 or bidi character but newlines (and, if
+    ``colour``, colour sequences); return it decoded, without the colours."""
     text = output.decode("utf-8")
+    if colour:
+        text = SGR.sub("", text)
     found = FORBIDDEN.search(text)
     assert found is None, (
         f"{where}: raw {found.group()!r} at {found.start()}: {text[max(0, found.start() - 40) :][:80]!r}"
@@ -183,6 +191,11 @@ def test_json_escaping_keeps_the_value_and_leaves_no_raw_separator() -> None:
 
 READING = [
     ["list"],
+    ["ls", "--pinned"],
+    ["tail", SESSION, "-n", "5"],
+    ["usage"],
+    ["usage", "--json"],
+    ["show", SESSION, "--context"],
     ["list", "--json"],
     ["list", "--parent", SESSION],
     ["show", SESSION],
@@ -199,15 +212,18 @@ READING = [
 ]
 
 
-def test_no_stored_control_reaches_the_terminal(evil_root: Path) -> None:
-    """On a pty, every reading command shows the stored escapes, overrides, CR and BS escaped."""
+@pytest.mark.parametrize("colour", [True, False], ids=["colour", "NO_COLOR"])
+def test_no_stored_control_reaches_the_terminal(evil_root: Path, colour: bool) -> None:
+    """On a pty, every reading command shows the stored escapes, overrides, CR and BS escaped;
+    with NO_COLOR set not one escape sequence is written, not even a colour."""
     tear_tail(evil_root)  # so verify and repair print problems, with the root's path in them
+    env = environment() if colour else environment(NO_COLOR="1")
     for argv in READING:
-        code, output = run_on_pty(["--root", str(evil_root), *argv])
-        text = assert_nothing_raw(output, shlex.join(argv))
+        code, output = run_on_pty(["--root", str(evil_root), *argv], env)
+        text = assert_nothing_raw(output, shlex.join(argv), colour=colour)
         assert code in (0, 1), (argv, text)
         assert "Traceback" not in text, (argv, text)
-        if "--json" not in argv and argv[0] in ("show", "usage"):
+        if ("--json" not in argv and argv[0] in ("show", "tail")) or argv == ["usage", SESSION]:
             assert "\\x1b[2J" in text and "\\u202e" in text, (argv, text)  # shown, not dropped
         if argv[0] == "verify" and "--json" not in argv:
             assert "\\x1b]0;pwned\\x07" in text  # the root's own name, escaped
@@ -296,11 +312,11 @@ def test_json_output_escapes_line_separators_and_stays_valid(
     """show --json and cat write U+2028/U+2029, DEL and C1 as escapes; the JSON decodes to the stored text."""
     text = "x\u2028y\u2029z\x7f\x85\x9b\u202e"
     SessionStore(tmp_path).append("s", UserMessage(content=text), title=text)
-    assert main(["--root", str(tmp_path), "show", "s", "--json"]) == 0
+    assert main(["--root", str(tmp_path), "show", "s", "--json", "--context"]) == 0
     out = capsys.readouterr().out
     assert FORBIDDEN.search(out.replace("\n", "")) is None
     document = orjson.loads(out)
-    assert document["session"]["title"] == text and document["messages"][0]["content"] == text
+    assert document["session"]["title"] == text and document["messages"][0]["message"]["content"] == text
     assert main(["--root", str(tmp_path), "cat", "s"]) == 0
     out = capsys.readouterr().out
     assert "\\u2028" in out and orjson.loads(out)["message"]["content"] == text
@@ -375,6 +391,11 @@ EVERY_COMMAND = [
 #: One run of each subcommand, for the environments that are not plain ASCII.
 EACH_SUBCOMMAND = [
     ["list"],
+    ["ls", "--pinned", "--json"],
+    ["tail", SESSION],
+    ["usage"],
+    ["pin", SESSION],
+    ["unpin", SESSION],
     ["show", SESSION, "--raw"],
     ["show", SESSION, "--json"],
     ["cat", SESSION],
@@ -518,8 +539,9 @@ def nested(depth: int) -> Any:
 def test_the_formatter_cuts_a_5000_level_tool_argument() -> None:
     """A tool argument 5,000 levels deep renders as one short line cut at MAX_DEPTH, without recursing."""
     message = {"role": "assistant", "tool_calls": [{"id": "c", "name": "n", "arguments": nested(5000)}]}
-    lines = _format.render_message(message)
-    [call] = [line for line in lines if "→" in line]
+    lines = plain_lines(_format.render_message(message))
+    [start] = [i for i, line in enumerate(lines) if "→" in line]
+    call = "".join(line.strip() for line in lines[start:])  # the call, wrapped over lines
     assert ("{…}" in call or "[…]" in call) and call.count("{") + call.count("[") <= _format.MAX_DEPTH + 2
     assert len(call) < 1000
 
@@ -538,7 +560,13 @@ def test_show_cuts_a_deeply_nested_stored_argument_and_cat_keeps_it_whole(
     assert main(["--root", str(tmp_path), "cat", "deep"]) == 0
     assert orjson.loads(capsys.readouterr().out)["message"]["tool_calls"][0]["arguments"] == arguments
     assert main(["--root", str(tmp_path), "show", "deep", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["messages"][0]["tool_calls"][0]["arguments"] == arguments
+    assert (
+        json.loads(capsys.readouterr().out)["records"][0]["message"]["tool_calls"][0]["arguments"]
+        == arguments
+    )
+    assert main(["--root", str(tmp_path), "show", "deep", "--json", "--context"]) == 0
+    [entry] = json.loads(capsys.readouterr().out)["messages"]
+    assert entry["message"]["tool_calls"][0]["arguments"] == arguments
 
 
 def test_a_5000_level_record_line_is_one_line_never_a_traceback(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from jsonl_store import (
     ReadOnlySession,
     RecordTooLarge,
     SequenceConflict,
+    SessionHasForks,
     SessionNotFound,
     SessionStore,
     SnapshotConflict,
@@ -57,6 +58,7 @@ ERRORS: list[tuple[type[JsonlStoreError], type[BaseException] | None]] = [
     (UnsupportedFormat, None),
     (ReadOnlySession, PermissionError),
     (SessionNotFound, KeyError),
+    (SessionHasForks, OSError),
 ]
 
 

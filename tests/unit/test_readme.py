@@ -110,6 +110,7 @@ def matches(expected: str, actual: str) -> bool:
 
 
 def subcommands() -> dict[str, argparse.ArgumentParser]:
+    """Every name the command answers to, aliases (``ls``) included, with its parser."""
     parser = build_parser()
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -170,7 +171,8 @@ def test_quickstart_has_exactly_two_commands() -> None:
     section = text.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
     found = [m.group(2).strip() for m in _FENCE.finditer(section)]
     assert len(found) == 2
-    assert found[0].endswith("jsonl-store demo") and "pip install -e ." in found[0]
+    # The demo's command installs the cli extra (rich), which the demo draws with on a terminal.
+    assert found[0].endswith("jsonl-store demo") and "pip install -e '.[cli]'" in found[0]
     assert found[1].endswith("python -m pytest") and "pip install -e '.[test]'" in found[1]
 
 
@@ -180,13 +182,21 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert "python -m pytest" in ci and "pip install -e '.[test]'" in ci
 
 
+def canonical(name: str) -> str:
+    """The name a subcommand was registered under (``list`` for ``ls``): the first of its names."""
+    commands = subcommands()
+    return next(other for other, parser in commands.items() if parser is commands[name])
+
+
 @pytest.mark.parametrize("name", sorted(subcommands()))
 def test_every_cli_command_is_documented(name: str) -> None:
-    """Each subcommand has a README heading and every one of its options is mentioned."""
+    """Each subcommand has a README heading, its aliases are named there, and every option is mentioned."""
     text = README.read_text(encoding="utf-8")
-    heading = re.search(rf"^### `jsonl-store {name}\b[^`]*`", text, re.MULTILINE)
-    assert heading is not None, f"README.md has no '### `jsonl-store {name} ...`' section"
+    main_name = canonical(name)
+    heading = re.search(rf"^### `jsonl-store {main_name}\b[^`]*`", text, re.MULTILINE)
+    assert heading is not None, f"README.md has no '### `jsonl-store {main_name} ...`' section"
     section = text[heading.start() :].split("\n### ", 1)[0]
+    assert f"`jsonl-store {name}" in section, f"README's section on {main_name} does not name {name}"
     for action in subcommands()[name]._actions:
         for option in action.option_strings:
             if option.startswith("--") and option not in ("--help", "--root"):

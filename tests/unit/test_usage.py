@@ -147,3 +147,12 @@ def test_a_call_recorded_both_ways_counts_once(store: SessionStore) -> None:
         ("usage log", "m", "req-1"),
         ("record 2", None, "req-2"),
     ]
+
+
+def test_a_records_model_comes_from_its_metadata(store: SessionStore) -> None:
+    """model_calls names a record's model from metadata["model"], and None where it has none."""
+    store.append(
+        "m", AssistantMessage(content="a"), usage=ModelUsage(input_tokens=3), metadata={"model": "m-1"}
+    )
+    store.append("m", AssistantMessage(content="b"), usage=ModelUsage(input_tokens=4), metadata={"model": 7})
+    assert [c["model"] for c in store.model_calls("m")] == ["m-1", None]
