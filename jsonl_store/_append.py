@@ -189,6 +189,7 @@ class Batch:
 def encode(
     session: OpenSession,
     messages: Sequence[Message],
+    sizes: _blob_writes.Sizes = _blob_writes.DEFAULT_SIZES,
     *,
     request_id: str | None,
     timings: Sequence[MessageTiming | None],
@@ -203,9 +204,12 @@ def encode(
     created_at: datetime | None = None,
     clock: Callable[[], datetime] = now,
     new_id: Callable[[], str] = new_uuid7,
-    sizes: _blob_writes.Sizes = _blob_writes.DEFAULT_SIZES,
 ) -> Batch | None:
-    """Check and encode an append; None when no message is to be stored (all ``persist=False``)."""
+    """Check and encode an append; None when no message is to be stored (all ``persist=False``).
+
+    ``sizes`` is positional: a keyword more in this call (made with ``**options``) costs
+    every append more than the checks it configures.
+    """
     check_session_options(session.session_id, request_id, parent_session_id, session_type)
     if expected_last_sequence is not None and (
         type(expected_last_sequence) is not int or expected_last_sequence < 0

@@ -389,7 +389,7 @@ class SessionStore:
         session = handles.session(session_id)
         # Everything that can fail on bad input is checked before any file is touched.
         batch = _append.encode(
-            session, messages, **options, clock=handles.clock, new_id=handles.new_id, sizes=self._sizes
+            session, messages, self._sizes, **options, clock=handles.clock, new_id=handles.new_id
         )
         if batch is None:
             return [0] * len(messages)  # nothing to persist
