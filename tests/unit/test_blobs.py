@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import as_class, log_path, plain
+from helpers import as_class, gitignored, log_path, plain
 
 from jsonl_store import (
     CompactedMessage,
@@ -416,3 +416,14 @@ def test_a_fork_reads_its_sources_blobs_and_keeps_its_own(tmp_path: Path) -> Non
     assert [_text(m) for m in store.load(child).context] == ["p" * 300, "c" * 300]
     assert _blobs(tmp_path, "child") == [_digest("c" * 300)]
     assert store.verify(child) == [] and store.verify("s") == []
+
+
+def test_git_keeps_blob_files_and_ignores_their_temporaries_and_damaged_copies(tmp_path: Path) -> None:
+    """The root's .gitignore ignores blobs-<hex>.<token>.tmp and blobs-<hex>.damaged, never blobs/<hex>."""
+    store = _store(tmp_path)
+    store.append("s", UserMessage(content="g" * 300))
+    patterns = (tmp_path / ".gitignore").read_text().splitlines()
+    digest = _digest("g" * 300)
+    assert not gitignored(patterns, f"s/blobs/{digest}")
+    assert gitignored(patterns, f"s/blobs-{digest}.0123456789ab.tmp")
+    assert gitignored(patterns, f"s/blobs-{digest}.damaged")
