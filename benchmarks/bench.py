@@ -7,7 +7,7 @@ Measures, in one run and on the same records (0.8 KB assistant messages with a t
 and usage; 10 KB tool results): the floor (bare encode+write, +fdatasync, atomic file
 replace, msgspec decoding), jsonl_store, SQLite (WAL, autocommit, synchronous FULL and
 NORMAL), whole-file rewrite, pydantic-ai-harness FileStepStore when installed, and
-appends under contention. Prints absolute medians, ratios to the floor and to SQLite, and
+appends under contention, and search against grep -rF. Prints absolute medians, ratios to the floor and to SQLite, and
 the targets of issues 5 and 9 with whether each is met. Ratios are printed, never asserted.
 """
 
@@ -29,7 +29,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [p for p in (_HERE, os.path.dirname(_HERE)) if p not in sys.path]
 
 # These imports must come after the sys.path set-up above, hence E402.
-from jsonl_bench import appends, harness, jsonl, procs, report, sqlite_baseline, wholefile, workload  # noqa: E402
+from jsonl_bench import appends, harness, jsonl, procs, report, search, sqlite_baseline, wholefile, workload  # noqa: E402
 from jsonl_bench.config import FULL, QUICK, TINY, Context, Sizes  # noqa: E402
 from jsonl_bench.timing import Results  # noqa: E402
 
@@ -40,8 +40,9 @@ SECTIONS: dict[str, Callable[[Context], None]] = {
     "harness": harness.run,
     "jsonl": jsonl.run,
     "contention": procs.contention,
+    "search": search.run,
 }
-NEEDS_STORE = {"jsonl", "contention"}
+NEEDS_STORE = {"jsonl", "contention", "search"}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

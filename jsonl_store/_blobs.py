@@ -11,14 +11,15 @@ are stored once; across sessions they are not shared. Writing them (and verify, 
 and delete) is `_blob_writes`: a reader imports nothing that writes.
 
 Only a message longer than the threshold can hold such a string (a JSON string is at
-least as long as its UTF-8 bytes), so the append path of an ordinary message pays one
-length comparison and one byte search (`KEY_BYTES`) and nothing else.
+least as long as its UTF-8 bytes), so the append path of an ordinary message pays a
+length comparison and a memchr for ``$`` (the look-alike check) and nothing else.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
@@ -205,6 +206,14 @@ def references(body: bytes) -> tuple[list[tuple[str, int]], int]:
 
     walk(message, fix)
     return found, malformed
+
+
+def has_blobs(fs: FileSystem, directory: str) -> bool:
+    """Whether the session directory holds a ``blobs`` directory (never followed if a symlink)."""
+    try:
+        return stat.S_ISDIR(fs.lstat(os.path.join(directory, BLOBS_DIR)).st_mode)
+    except OSError:
+        return False
 
 
 def listing(fs: FileSystem, directory: str) -> list[str] | None:

@@ -104,28 +104,41 @@ class LogReader:
             return start, None
         return last_good(self.fs, self.fd, self.size, start, ends_batch)
 
-    def records(self, start: int = 0, after: int = 0) -> Iterator[tuple[Line, RawMessageRecord]]:
+    def records(
+        self, start: int = 0, after: int = 0, containing: bytes | None = None
+    ) -> Iterator[tuple[Line, RawMessageRecord]]:
         """The complete records from offset ``start`` on, with sequences above ``after``, in order.
 
         ``start`` is 0 or a snapshot's tail offset and ``after`` the sequence reading
         continues from. Records whose sequence does not increase are skipped; a gap is
         reported and reading goes on (§8.6). A batch interrupted by damage in the middle
         of the log keeps its surviving records (the damage itself is reported).
+        With ``containing``, only the records whose line holds those bytes are read
+        (`scan`'s ``wanted``): the order check applies among them, gaps (expected
+        between them) are not reported, and problems carry no line number.
         """
         if self.fd is None:
             return
         end, _ = self.last_good(start)
         fs, fd, path, session_id, reporter = self.fs, self.fd, self.path, self.session_id, self.reporter
         previous = after
-        expected_gap_free = start == 0 or after > 0
+        expected_gap_free = (start == 0 or after > 0) and containing is None
         decode, blob_key, directory = _codec.decode_record, _blobs.KEY_BYTES, self.directory
-        for line in scan(fs, fd, path, start, end, reporter, first_line=1 if start == 0 else None):
+        # A filtered read counts no lines (counting the ones it steps over would cost a
+        # pass of its own): its problems name an offset only. In a session with blob
+        # files the bytes looked for may be in a blob (§5.1): its lines are all read, and
+        # filtered once their strings are back.
+        wanted = None if containing is None or _blobs.has_blobs(fs, directory) else containing
+        first_line = 1 if start == 0 and containing is None else None
+        for line in scan(fs, fd, path, start, end, reporter, first_line=first_line, wanted=wanted):
             try:
                 body = line.body
                 # Large strings to put back from blob files (§8, rule 11); 36 is ord("$"), a
                 # bare memchr (see `_append.encode`).
                 if 36 in body and blob_key in body:
                     body = _blobs.restore(fs, directory, body, reporter)
+                if containing is not None and containing not in body:
+                    continue  # the line a chunk began with, read whole whatever it holds
                 record = decode(body, session_id)
             except _codec.DECODE_ERRORS as exc:
                 reporter.report(

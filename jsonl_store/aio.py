@@ -92,13 +92,18 @@ class AsyncSessionStore:
     update_session = _in_thread(SessionStore.update_session)
     record_usage = _in_thread(SessionStore.record_usage)
     usage_totals = _in_thread(SessionStore.usage_totals)
+    fork = _in_thread(SessionStore.fork)
     delete_session = _in_thread(SessionStore.delete_session)
     verify = _in_thread(SessionStore.verify)
     repair = _in_thread(SessionStore.repair)
 
-    async def records(self, session_id: str, *, after: int = 0) -> AsyncIterator[RawMessageRecord]:
+    async def records(
+        self, session_id: str, *, after: int = 0, containing: bytes | None = None
+    ) -> AsyncIterator[RawMessageRecord]:
         """`SessionStore.records` as an async iterator, fetched in batches on a worker thread."""
-        iterator = await asyncio.to_thread(lambda: self.sync.records(session_id, after=after))
+        iterator = await asyncio.to_thread(
+            lambda: self.sync.records(session_id, after=after, containing=containing)
+        )
         async for record in _drain(iterator):
             yield record
 

@@ -483,20 +483,30 @@ class SessionStore:
                 continue  # another writer appended (maybe these very results): look again
 
     @_storage_errors
-    def records(self, session_id: str, *, after: int = 0) -> Iterator[RawMessageRecord]:
+    def records(
+        self, session_id: str, *, after: int = 0, containing: bytes | None = None
+    ) -> Iterator[RawMessageRecord]:
         """Stream the raw log's records with a sequence above ``after``, in constant memory.
 
         When a snapshot's boundary is at or before ``after``, reading starts at that
-        snapshot's tail offset instead of the beginning of the file.
+        snapshot's tail offset instead of the beginning of the file. With ``containing``,
+        only the records whose line in the log holds those bytes are decoded and given
+        (a prefilter: the caller checks the decoded record; `jsonl_store.search` uses it);
+        the records a fork reads from its sources are given whole (the branch record's id
+        is checked on the way).
         """
         if type(after) is not int or after < 0:
             raise InvalidArgument(f"after must be a non-negative int, got {after!r}")
+        if containing is not None and (not isinstance(containing, bytes) or not containing):
+            raise InvalidArgument(f"containing must be non-empty bytes or None, got {containing!r}")
         # Checked now, not at the first next(): a session this version cannot read fails
         # where records() is called.
         directory = self._readable(session_id)
-        return self._records(session_id, directory, after)
+        return self._records(session_id, directory, after, containing)
 
-    def _records(self, session_id: str, directory: str, after: int) -> Iterator[RawMessageRecord]:
+    def _records(
+        self, session_id: str, directory: str, after: int, containing: bytes | None = None
+    ) -> Iterator[RawMessageRecord]:
         # A generator runs after records() returned, outside `_storage_errors`: it turns
         # an OSError met while iterating into a StorageError itself.
         found = Reporter()
@@ -513,7 +523,7 @@ class SessionStore:
                     snapshot = log.latest_snapshot(at_most=after)
                     if snapshot is not None:
                         start, floor = snapshot.tail_offset, snapshot.compacted_through_sequence
-                for _, record in log.records(start, floor):
+                for _, record in log.records(start, floor, containing):
                     if record.sequence > after:
                         yield record
         except JsonlStoreError:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from .. import JsonlStoreError
 from . import _commands as c
-from . import _import, _sessions, _show, _tail, _tokens
+from . import _export, _import, _search, _sessions, _show, _tail, _tokens
 from ._safe import encodable, escape
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class _Parser(argparse.ArgumentParser):
 _EPILOG = """\
 exit codes:
   0  success (verify, repair: no problems)
-  1  problems found or fixed (verify, repair), or a declined delete
+  1  problems found or fixed (verify, repair), nothing matched (search), or a declined delete
   2  bad input: a usage error, an unknown session, an unusable session or store
 
 examples:
@@ -57,6 +57,7 @@ examples:
   jsonl-store ls --pinned           the sessions, pinned ones first
   jsonl-store show chat-1           a session's transcript (paged on a terminal)
   jsonl-store tail -f chat-1        follow a session while an agent writes it
+  jsonl-store search 'week 53'      every session's messages, tool calls and titles
 
 Run 'jsonl-store COMMAND --help' for a command's options and an example.
 """
@@ -218,6 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     # The example is the import command's own epilog (configure sets it, with the defaults).
     _import.configure(command("import", _import.run, _import.HELP, ""))
+
+    _search.register(command)
+    _export.register(command)
     return parser
 
 

@@ -110,3 +110,30 @@ def test_tiny_buffers_find_what_normal_buffers_find(data: bytes) -> None:
     with tiny_buffers():
         tiny = _both(data)
     assert normal == tiny
+
+
+def _lines_holding(data: bytes, wanted: bytes | None) -> list[tuple[int, int | None, bytes, int]]:
+    with tempfile.NamedTemporaryFile() as file:
+        file.write(data)
+        file.flush()
+        fd = os.open(file.name, os.O_RDONLY)
+        try:
+            lines = _log.scan(OS_FS, fd, "", 0, len(data), DISCARD, first_line=1, wanted=wanted)
+            return [(line.offset, line.number, line.body, line.end) for line in lines]
+        finally:
+            os.close(fd)
+
+
+@settings(max_examples=examples(300))
+@given(logs(), st.binary(min_size=1, max_size=3), st.integers(0, 1 << 16), st.integers(1, 8), st.booleans())
+def test_a_filtered_scan_finds_every_line_holding_the_bytes(
+    data: bytes, other: bytes, at: int, length: int, tiny: bool
+) -> None:
+    """scan(wanted=...) yields each valid line holding ``wanted``, with its offset and number, across chunks."""
+    # Mostly a piece of the log itself (so it occurs, maybe across a chunk's end), else any bytes.
+    piece = data[at % max(1, len(data)) :][:length].replace(b"\n", b"")
+    wanted = piece or other
+    with tiny_buffers() if tiny else contextlib.nullcontext():
+        every = [line for line in _lines_holding(data, None) if wanted in line[2]]
+        filtered = [line for line in _lines_holding(data, wanted) if wanted in line[2]]
+    assert filtered == every

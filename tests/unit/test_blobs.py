@@ -427,3 +427,19 @@ def test_git_keeps_blob_files_and_ignores_their_temporaries_and_damaged_copies(t
     assert not gitignored(patterns, f"s/blobs/{digest}")
     assert gitignored(patterns, f"s/blobs-{digest}.0123456789ab.tmp")
     assert gitignored(patterns, f"s/blobs-{digest}.damaged")
+
+
+def test_records_containing_and_search_find_text_that_is_in_a_blob(tmp_path: Path) -> None:
+    """records(containing=) and search() look inside blob files: the needle is only in one there."""
+    from jsonl_store.search import search
+
+    store = _store(tmp_path)
+    output = "collected 12 items\n" + "." * 200 + "\nneedle_in_a_blob FAILED"
+    store.append("s", UserMessage(content="run the tests"))
+    store.append("s", ToolMessage(tool_call_id="c1", content=output))
+    store.append("s", UserMessage(content="and again"))
+    assert b"needle_in_a_blob" not in log_path(tmp_path, "s").read_bytes()
+    found = list(store.records("s", containing=b"needle_in_a_blob"))
+    assert [r.sequence for r in found] == [2] and _text(found[0].message) == output
+    assert [(h.session_id, h.sequence) for h in search(store, "needle_in_a_blob")] == [("s", 2)]
+    assert [r.sequence for r in store.records("s", containing=b"again")] == [3]

@@ -1,0 +1,144 @@
+"""A session as GitHub-flavoured Markdown: readable in a pull request, inert whatever it holds.
+
+Stored text never becomes Markdown or HTML: every message body, argument and result is a
+fenced code block whose fence is longer than any run of backticks inside it (CommonMark
+§4.5, https://spec.commonmark.org/0.31.2/#fenced-code-blocks: a fence closes only on a
+run at least as long), so ``</details>``, ``<script>`` or ``[a](javascript:...)`` inside
+it is shown as text. Names and titles on a line of their own are code spans, also sized
+to their backticks (§6.1), where nothing is a link (GitHub autolinks bare URLs in text,
+not in code). In the ``<summary>`` line of a ``<details>`` block, which is raw HTML,
+they are escaped with `html.escape`.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+from .._view import SessionSummary
+from ..store import SessionStore
+from ._transcript import Entry, Transcript, collect, entries, one_line, page_name, tokens_label, visible, when
+
+_TICKS = re.compile("`+")
+
+
+def _longest_ticks(text: str) -> int:
+    return max((len(m.group()) for m in _TICKS.finditer(text)), default=0)
+
+
+def fenced(text: str, info: str = "text") -> str:
+    """``text`` as a fenced code block nothing inside can close."""
+    fence = "`" * max(3, _longest_ticks(text) + 1)
+    body = visible(text)
+    return f"{fence}{info}\n{body}\n{fence}"
+
+
+def code(text: str) -> str:
+    """``text`` on one line as a code span: shown as written, never a link or markup."""
+    shown = one_line(text)
+    ticks = "`" * (_longest_ticks(shown) + 1)
+    # A space inside each end, so a span starting or ending with a backtick stays one (§6.1).
+    return f"{ticks} {shown} {ticks}"
+
+
+def _summary_html(text: str) -> str:
+    return html.escape(one_line(text), quote=True)
+
+
+def _details(summary: str, body: str, info: str = "text") -> list[str]:
+    # The blank lines end the HTML block (CommonMark §4.6, type 6), so the fence between
+    # them is Markdown again and closes nothing of the HTML around it.
+    return [
+        "<details>",
+        f"<summary>{_summary_html(summary)}</summary>",
+        "",
+        fenced(body, info),
+        "",
+        "</details>",
+        "",
+    ]
+
+
+def _session_link(summary: SessionSummary | None, session_id: str) -> str:
+    label = code(session_id if summary is None or not summary.title else f"{session_id}: {summary.title}")
+    return f"[{label}]({page_name(session_id, '.md')})"
+
+
+def _entry_lines(entry: Entry) -> list[str]:
+    if entry.role == "boundary":
+        return [
+            "---",
+            "",
+            f"**Compaction (snapshot {entry.snapshot_version}):** records #1 to #{entry.sequence} are replaced "
+            "in the model context by this summary:",
+            "",
+            fenced(entry.text),
+            "",
+            "---",
+            "",
+        ]
+    facts = [f"#{entry.sequence} {entry.role}"]
+    if entry.tool_name:
+        facts.append(f"result of {one_line(entry.tool_name)}")
+    if entry.is_error:
+        facts.append("error")
+    if entry.duration:
+        facts.append(entry.duration)
+    if entry.tokens:
+        facts.append(entry.tokens)
+    if not entry.in_context:
+        facts.append("not in the model context")
+    lines = [f"### {code(' · '.join(facts))}", ""]
+    if entry.result_of is not None:
+        label = f"result of {entry.tool_name or 'tool'} ({entry.result_of})" + (
+            " · error" if entry.is_error else ""
+        )
+        lines += _details(label, entry.text)
+        return lines
+    if entry.reasoning:
+        lines += _details("reasoning", entry.reasoning)
+    if entry.text:
+        lines += [fenced(entry.text), ""]
+    for call in entry.calls:
+        lines += _details(f"tool call {call.name} ({call.call_id})", call.arguments, "json")
+    return lines
+
+
+def render_markdown(transcript: Transcript) -> str:
+    """A `Transcript` as Markdown."""
+    summary = transcript.summary
+    lines = [f"# {code(summary.title or summary.session_id)}", ""]
+    lines.append(f"- session: {code(summary.session_id)}")
+    if summary.agent_name:
+        lines.append(f"- agent: {code(summary.agent_name)}")
+    if summary.parent_session_id:
+        lines.append(f"- parent session: {_session_link(None, summary.parent_session_id)}")
+    if summary.fork is not None:
+        source = summary.fork.session_id
+        lines.append(f"- forked from: {_session_link(None, source)} after #{summary.fork.sequence}")
+    lines += [
+        f"- sub-agent session: {_session_link(child, child.session_id)}" for child in transcript.children
+    ]
+    lines.append(f"- records: {summary.message_count:,}")
+    lines.append(f"- created: {when(summary.created_at)} · last append: {when(summary.updated_at)}")
+    totals = transcript.totals
+    lines.append(f"- tokens: {totals.total_tokens:,} ({tokens_label(totals)})")
+    lines.append("")
+    for entry in entries(transcript):
+        lines += _entry_lines(entry)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def to_markdown(store: SessionStore, session_id: str) -> str:
+    """``session_id`` as a Markdown transcript (GitHub-flavoured).
+
+    A header (title, agent, parent and sub-agent sessions as links to their
+    ``session-<id>.md``, token totals), then every record of the raw log: text in fenced
+    blocks, reasoning, tool calls and results in collapsible ``<details>``, and a rule at
+    the latest snapshot's compaction boundary with its summary. Raises what
+    `collect` raises (`SessionNotFound` for an unknown session).
+    """
+    return render_markdown(collect(store, session_id))
+
+
+__all__ = ["code", "fenced", "render_markdown", "to_markdown"]

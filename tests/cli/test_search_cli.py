@@ -1,0 +1,185 @@
+"""``jsonl-store search``, run as a real command: hits, exit codes like grep's, colour only for a person."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import termios
+from pathlib import Path
+
+import pytest
+
+from jsonl_store import AssistantMessage, SessionStore, ToolCall, ToolMessage, UserMessage
+
+MARK = b"\x1b[1;31m"
+
+
+def command() -> list[str]:
+    """The installed ``jsonl-store`` next to this Python, else ``python -m jsonl_store.cli``."""
+    script = Path(sys.executable).with_name("jsonl-store")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "jsonl_store.cli"]
+
+
+def environment(**changes: str) -> dict[str, str]:
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("JSONL_STORE_ROOT", "NO_COLOR", "PYTHONIOENCODING")
+    }
+    env["TERM"] = "xterm-256color"
+    env.update(changes)
+    return env
+
+
+def run(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [*command(), "--root", str(root), *args],
+        check=False,
+        capture_output=True,
+        env=environment(**env),
+        timeout=60,
+    )
+
+
+def run_on_pty(argv: list[str], env: dict[str, str], *, stderr_too: bool = False) -> tuple[int, bytes]:
+    """The command with stdout on a pseudo-terminal; its exit code and the bytes it wrote there.
+
+    stderr (where the progress bar goes) is left out, so the bytes are the hits alone,
+    unless ``stderr_too``.
+    """
+    master, slave = os.openpty()
+    attributes = termios.tcgetattr(slave)
+    attributes[1] &= ~termios.OPOST  # no "\n" -> "\r\n": read the bytes as written
+    termios.tcsetattr(slave, termios.TCSANOW, attributes)
+    try:
+        process = subprocess.Popen(
+            command() + argv,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave if stderr_too else subprocess.DEVNULL,
+            env=env,
+        )
+    finally:
+        os.close(slave)
+    chunks = []
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 60)
+            assert ready, f"no output for 60 s from {argv}"
+            try:
+                data = os.read(master, 1 << 16)
+            except OSError:  # EIO: the command closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(master)
+    return process.wait(timeout=60), b"".join(chunks)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """Two sessions; one message holds an escape sequence and a bidi override next to the needle."""
+    root = tmp_path / "sessions"
+    with SessionStore(root, durability="none") as store:
+        store.append("chat-1", UserMessage(content="Why does week 53 fail?"), title="Week bug")
+        call = ToolCall(id="c1", name="grep", arguments={"pattern": "week"})
+        store.append("chat-1", AssistantMessage(content="Let me look.", tool_calls=[call]))
+        store.append(
+            "chat-1", ToolMessage(tool_call_id="c1", name="grep", content="dates.py:3: week\x1b[2J\u202e")
+        )
+        store.append("chat-2", UserMessage(content="unrelated"))
+    return root
+
+
+def test_hits_are_printed_one_per_line_and_exit_zero(root: Path) -> None:
+    """Each hit names session, sequence, role and field; the exit code is 0."""
+    done = run(root, "search", "week")
+    assert done.returncode == 0
+    lines = done.stdout.decode().splitlines()
+    assert run(root, "search", "bug").stdout == b"chat-1 title (title): Week bug\n"
+    assert lines == [
+        "chat-1 #1 user (content): Why does week 53 fail?",
+        "chat-1 #2 assistant (arguments): week",
+        "chat-1 #3 tool (content): dates.py:3: week\\x1b[2J\\u202e",
+    ]
+
+
+def test_no_hit_exits_one_and_bad_input_exits_two(root: Path, tmp_path: Path) -> None:
+    """Like grep: 1 when nothing matched, 2 for a bad regex, an unknown session or a missing root."""
+    assert run(root, "search", "nowhere").returncode == 1
+    assert run(root, "search", "--regex", "(").returncode == 2
+    assert run(root, "search", "x", "--session", "missing").returncode == 2
+    assert run(tmp_path / "absent", "search", "x").returncode == 2
+    not_utf8 = subprocess.run(
+        [*command(), "--root", str(root), "search", os.fsdecode(b"\xff")],
+        check=False,
+        capture_output=True,
+        env=environment(),
+        timeout=60,
+    )
+    assert not_utf8.returncode == 2 and b"not valid UTF-8 text: '\\xff'" in not_utf8.stderr
+    bad = run(root, "search", "x", "--role", "robot")
+    assert bad.returncode == 2 and b"invalid choice" in bad.stderr
+
+
+def test_filters_and_json(root: Path) -> None:
+    """``--role``, ``--session`` and ``--regex`` narrow the hits; ``--json`` prints them as an array."""
+    done = run(root, "search", "--regex", r"week( 5\d)?", "--role", "tool", "--session", "chat-1", "--json")
+    assert done.returncode == 0
+    (hit,) = json.loads(done.stdout)
+    assert (hit["session_id"], hit["sequence"], hit["role"], hit["field"]) == ("chat-1", 3, "tool", "content")
+    assert hit["snippet"][hit["start"] : hit["end"]] == "week"
+    assert b"\x1b" not in done.stdout and "\u202e".encode() not in done.stdout
+
+
+def test_the_match_is_coloured_on_a_terminal_only(root: Path) -> None:
+    """On a pty the match is bold red; with NO_COLOR or into a pipe there is no escape sequence at all."""
+    argv = ["--root", str(root), "search", "week 53"]
+    code, output = run_on_pty(argv, environment())
+    assert code == 0 and MARK + b"week 53" + b"\x1b[0m" in output
+    code, output = run_on_pty(argv, environment(NO_COLOR="1"))
+    assert code == 0 and b"week 53" in output and b"\x1b" not in output
+    piped = run(root, "search", "week 53")
+    assert piped.returncode == 0 and b"\x1b" not in piped.stdout + piped.stderr
+
+
+def test_a_stored_escape_never_reaches_the_terminal_raw(root: Path) -> None:
+    """The stored ESC and override next to a match are shown escaped, also between colour codes."""
+    code, output = run_on_pty(["--root", str(root), "search", "dates.py"], environment())
+    assert code == 0
+    assert b"\x1b[2J" not in output and "\u202e".encode() not in output
+    assert b"\\x1b[2J\\u202e" in output
+
+
+def test_search_and_export_all_show_a_bar_on_a_terminal_only(root: Path, tmp_path: Path) -> None:
+    """With stderr on a terminal, search and export --all draw a bar; piped, stderr stays empty."""
+    env = environment()
+    code, output = run_on_pty(["--root", str(root), "search", "week"], env, stderr_too=True)
+    assert code == 0 and b"searching" in output
+    site = str(tmp_path / "site")
+    code, output = run_on_pty(["--root", str(root), "export", "--all", "-o", site], env, stderr_too=True)
+    assert code == 0 and b"exporting" in output
+    assert run(root, "search", "week").stderr == b""
+    assert run(root, "export", "--all", "-o", site).stderr == b""
+
+
+def test_a_reader_that_stops_early_ends_the_search_quietly(tmp_path: Path) -> None:
+    """``jsonl-store search x | head -1``: the search stops with exit code 0 and no traceback."""
+    root = tmp_path / "many"
+    with SessionStore(root, durability="none") as store:
+        store.append_many("big", [UserMessage(content=f"needle {i} " + "x" * 200) for i in range(5000)])
+    process = subprocess.Popen(
+        [*command(), "--root", str(root), "search", "needle"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environment(),
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.readline().startswith(b"big #1 user (content): needle 0 ")
+    process.stdout.close()
+    with process.stderr:
+        assert process.wait(timeout=60) == 0
+        assert b"Traceback" not in process.stderr.read()

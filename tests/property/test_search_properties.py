@@ -1,0 +1,105 @@
+"""`search` finds exactly what decoding every record and matching it finds (the prefilter loses nothing)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from helpers import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jsonl_store import AssistantMessage, SessionStore, ToolCall, ToolMessage, UserMessage
+from jsonl_store.search import find, naive_search, search
+from jsonl_store.testing.damage import crlf, flip, tear
+
+# Characters a writer escapes (quote, backslash, controls), writes raw (non-ASCII, U+2028)
+# or that are plain: the needle must be found whichever form its line holds.
+ALPHABET = st.sampled_from(list('ab "\\\n\t\x00\x1b\x7fé東\u2028\u202e😀{}:,'))
+TEXT = st.text(ALPHABET, max_size=12)
+#: A title may not hold a NUL (README, `append`); messages may.
+TITLE = TEXT.map(lambda text: text.replace("\x00", ""))
+
+
+@st.composite
+def messages(draw: st.DrawFn) -> Any:
+    kind = draw(st.sampled_from(["user", "assistant", "tool", "dict"]))
+    text = draw(TEXT)
+    if kind == "user":
+        return UserMessage(content=text)
+    if kind == "assistant":
+        calls = [ToolCall(id="c", name=draw(TEXT), arguments={draw(TEXT): [draw(TEXT)]})]
+        return AssistantMessage(content=text, reasoning=draw(TEXT) or None, tool_calls=calls)
+    if kind == "tool":
+        return ToolMessage(tool_call_id="c", name=draw(TEXT) or None, content=text)
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+@given(
+    sessions=st.lists(st.lists(messages(), min_size=1, max_size=5), min_size=1, max_size=3),
+    titles=st.lists(TITLE, min_size=3, max_size=3),
+    needle=TEXT.filter(bool),
+    pick=st.booleans(),
+)
+@settings(max_examples=examples(150))
+def test_search_finds_what_a_decode_everything_search_finds(
+    sessions: list[list[Any]], titles: list[str], needle: str, pick: bool
+) -> None:
+    """The (session, sequence, field) triples of `search` and of `naive_search` are the same."""
+    with tempfile.TemporaryDirectory() as root, SessionStore(root, durability="none") as store:
+        for index, batch in enumerate(sessions):
+            store.append_many(f"s{index}", batch, title=titles[index] or None)
+        # A fork reads its first records from s0's log: its own log may lack the needle.
+        store.fork("s0", 1, "fork")
+        store.append("fork", sessions[-1][-1])
+        if pick:  # a needle that surely occurs: a piece of a stored text
+            first = sessions[0][0]
+            content = first.content if not isinstance(first, dict) else first["content"][0]["text"]
+            if isinstance(content, str) and content:
+                needle = content[len(content) // 3 :] or needle
+        fast = [(h.session_id, h.sequence, h.field, h.offset) for h in search(store, needle)]
+        slow = [(h.session_id, h.sequence, h.field, h.offset) for h in naive_search(store, needle)]
+        assert fast == slow
+
+
+@given(data=st.binary(max_size=300), needle=st.binary(min_size=1, max_size=6))
+@settings(max_examples=examples(300))
+def test_rarest_byte_find_agrees_with_bytes_find(data: bytes, needle: bytes) -> None:
+    """`find` gives the index `bytes.find` gives, for any haystack and needle."""
+    assert find(data, needle) == data.find(needle)
+    assert find(data + needle, needle) == (data + needle).find(needle)
+
+
+@given(
+    batch=st.lists(messages(), min_size=2, max_size=8),
+    damage=st.lists(
+        st.tuples(st.sampled_from(["flip", "tear", "crlf"]), st.integers(0, 1 << 16)), max_size=3
+    ),
+    needle=TEXT.filter(bool),
+)
+@settings(max_examples=examples(150))
+def test_search_and_naive_search_agree_on_a_damaged_log(
+    batch: list[Any], damage: list[tuple[str, int]], needle: str
+) -> None:
+    """Bit flips, a torn end and converted line ends change what both read the same way."""
+    with tempfile.TemporaryDirectory() as root:
+        with SessionStore(root, durability="none") as store:
+            for message in batch:  # one record per append: damage may split any of them
+                store.append("s", message)
+        log = Path(root) / "s" / "messages.jsonl"
+        data = log.read_bytes()
+        for kind, at in damage:
+            if kind == "flip":
+                data = flip(data, at % len(data))
+            elif kind == "tear":
+                data = tear(data, at % len(data))
+            else:
+                data = crlf(data)
+            if not data:
+                break
+        log.write_bytes(data)
+        with SessionStore(root, on_problem=lambda problem: None) as store:
+            fast = [(h.session_id, h.sequence, h.field, h.offset) for h in search(store, needle)]
+            slow = [(h.session_id, h.sequence, h.field, h.offset) for h in naive_search(store, needle)]
+        assert fast == slow
