@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from . import _codec, _meta
+from . import _blob_writes, _codec, _meta
 from ._errors import InvalidArgument, ParentMismatch, SequenceConflict
 from ._handles import OpenSession, now
 from ._ids import new_uuid7
@@ -60,9 +60,11 @@ def usages_for(messages: Sequence[Message], usage: object) -> list[ModelUsage | 
     return per_message(usage, ModelUsage, count, "usage")
 
 
-def check_usage(usage: object) -> None:
+def check_usage(usage: object, message: Message) -> None:
     # Structs do not check types on construction; a string here would write a record
     # that no reader can decode, so the counts are checked before anything is written.
+    if not is_assistant(message):
+        raise InvalidArgument("usage belongs only to assistant messages")
     if not isinstance(usage, ModelUsage):
         raise InvalidArgument(f"usage must be a ModelUsage, got {type(usage).__name__}")
     for name in usage.__struct_fields__:
@@ -128,7 +130,7 @@ def redact_labels(redactor: Redactor | None, *labels: str | None) -> tuple[str |
 class Batch:
     """The encoded records of one append, waiting for their sequences."""
 
-    __slots__ = ("bodies", "expected", "parent", "sequences", "session", "stored")
+    __slots__ = ("blobs", "bodies", "expected", "parent", "sequences", "session", "store_blobs", "stored")
 
     def __init__(
         self,
@@ -136,8 +138,13 @@ class Batch:
         bodies: list[tuple[bytes, bytes] | None],
         parent: str | None,
         expected: int | None = None,
+        blobs: dict[str, bytes] | None = None,
+        store_blobs: Callable[[str, dict[str, bytes]], None] | None = None,
     ) -> None:
         self.session = session
+        #: The large strings the records name, by SHA-256, and what writes them (spec §9.14).
+        self.blobs = blobs
+        self.store_blobs = store_blobs
         #: The last sequence the caller expects the log to hold (spec §9.1, conditional appends).
         self.expected = expected
         #: Per message: the line without sequence and checksum, or None (``persist=False``).
@@ -183,6 +190,11 @@ class Batch:
             sequences.append(sequence)
             line, body = record_line(sequence, batch_end, *pieces)
             parts.append(line)
+        if self.blobs and self.store_blobs is not None:
+            # Under the append lock, right before the write: no record is ever durable
+            # before its blobs, and repair, which takes this lock to delete orphan blobs,
+            # never sees a blob whose record is still to come (spec §9.14).
+            self.store_blobs(self.session.directory, self.blobs)
         data = b"".join(parts) if len(parts) > 1 else parts[0]
         return data, Line(len(data) - len(parts[-1]), None, body, len(data), sequence)
 
@@ -190,6 +202,7 @@ class Batch:
 def encode(
     session: OpenSession,
     messages: Sequence[Message],
+    sizes: _blob_writes.Sizes = _blob_writes.DEFAULT_SIZES,
     *,
     request_id: str | None,
     timings: Sequence[MessageTiming | None],
@@ -209,7 +222,10 @@ def encode(
     """Check and encode an append; None when no message is to be stored (all ``persist=False``).
 
     With a ``redactor``, every stored string (messages, metadata, tags, the request id,
-    the first append's title and agent name) is redacted here, before any file is touched.
+    the first append's title and agent name) is redacted here, before any file is touched,
+    and before a long string can be spilled into a blob (so no secret reaches one).
+    ``sizes`` is positional: a keyword more in this call (made with ``**options``) costs
+    every append more than the checks it configures.
     """
     check_session_options(session.session_id, request_id, parent_session_id, session_type)
     if expected_last_sequence is not None and (
@@ -229,6 +245,8 @@ def encode(
     created_at = clock() if created_at is None else record_time(created_at)
     created = _codec.encode_time(created_at)
     bodies: list[tuple[bytes, bytes] | None] = []
+    blobs: dict[str, bytes] | None = None
+    blob_threshold, record_room = sizes.threshold, sizes.record_room
     encode_message, record_head, usage_trailer = (
         _codec.encode_message,
         _codec.record_head,
@@ -240,13 +258,18 @@ def encode(
         if not (message.get("persist", True) is not False if isinstance(message, dict) else message.persist):
             bodies.append(None)
             continue
-        payload = redact_json(payload)
+        payload = redact_json(payload)  # first: a secret must never reach a blob file
+        # Every append pays these two checks (spec §5.1): a memchr for "$" (rarely found),
+        # and a length comparison, since only a message this long can hold a string over
+        # the threshold. 36 is ord("$"): `int in bytes` is a bare memchr, while `b"$" in
+        # bytes` first tries its argument as an int and builds (then drops) a TypeError,
+        # and `find` parses its arguments; both cost more than the search.
+        if 36 in payload or len(payload) > blob_threshold:
+            payload, blobs = _blob_writes.prepare(payload, blob_threshold, blobs)
         usage = usages[index]
         timing = timings[index]
         if usage is not None:
-            check_usage(usage)
-            if not is_assistant(message):
-                raise InvalidArgument("usage belongs only to assistant messages")
+            check_usage(usage, message)
         if timing is not None:
             check_timing(timing)
             usage_fields = msgspec.structs.asdict(usage) if usage is not None else {}
@@ -257,13 +280,15 @@ def encode(
             trailer = shared_trailer + usage_trailer(usage)
         else:
             trailer = shared_trailer
-        bodies.append((record_head(new_id(), created, payload, plain), trailer))
+        head = record_head(new_id(), created, payload, plain)
+        if len(head) + len(trailer) > record_room:
+            _blob_writes.check_size(head, trailer, sizes.max_record_bytes)
+        bodies.append((head, trailer))
     if len(bodies) == bodies.count(None):
         return None
-    if title is not None:
+    if title is not None or agent_name is not None:
         _meta.check_title(title)
-    if agent_name is not None:
         _meta.check_agent_name(agent_name)
     title, agent_name = redact_labels(redactor, title, agent_name)
     session.init = (created_at, parent_session_id, session_type, agent_name, title)
-    return Batch(session, bodies, parent_session_id, expected_last_sequence)
+    return Batch(session, bodies, parent_session_id, expected_last_sequence, blobs, sizes.store)

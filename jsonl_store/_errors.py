@@ -68,6 +68,19 @@ class InvalidMessage(JsonlStoreError, ValueError):
     """A message or value cannot be stored as given (wrong role, NaN, lone surrogate, ...)."""
 
 
+class RecordTooLarge(InvalidMessage):
+    """A record would be longer than the store's ``max_record_bytes`` even with its large strings spilled.
+
+    ``size`` is the record's length in bytes as it would be written (an upper bound: the
+    sequence and checksum are counted at their longest), ``limit`` the store's cap.
+    """
+
+    def __init__(self, message: str, *, size: int = 0, limit: int = 0, **where: Any) -> None:
+        super().__init__(message, **where)
+        self.size = size
+        self.limit = limit
+
+
 class UnsupportedValue(JsonlStoreError, TypeError):
     """A message holds a value of a type that JSON cannot carry back unchanged."""
 

@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
-from . import _atomic, _dirs, _meta, _session, _snapshots
+from . import _atomic, _blob_writes, _dirs, _meta, _session, _snapshots
 from ._checkpoint import CheckpointCache
 from ._errors import LockTimeout, SessionNotFound, UnsafePath, UnsupportedFormat
 from ._forks import DamagedFork
@@ -29,6 +29,7 @@ from ._ids import new_uuid7
 from ._log import FLAGS_READ, LogWriter
 from ._meta import SessionMeta
 from ._paths import (
+    BLOBS_DIR,
     FORK_NAME,
     GITATTRIBUTES_NAME,
     GITATTRIBUTES_TEXT,
@@ -384,7 +385,11 @@ class Handles:
                     # Hold the append lock while unlinking: a writer that gets it next sees
                     # the file gone (st_nlink == 0) and starts a new session.
                     fs.flock(fd, fcntl.LOCK_EX)
-                names = [name for name in fs.listdir(directory) if name != LOCK_NAME]
+                # The blob files, checked like the rest before anything is deleted (None:
+                # no blobs directory; a blobs that is no directory is checked below).
+                blobs = _blob_writes.deletable(fs, directory, session_id)
+                skip = (LOCK_NAME,) if blobs is None else (LOCK_NAME, BLOBS_DIR)
+                names = [name for name in fs.listdir(directory) if name not in skip]
                 for name in names:
                     # Only regular files are deleted: anything else is not the store's, and a
                     # person must look at it (a delete never removes half a session either).
@@ -398,6 +403,9 @@ class Handles:
                 for name in names:
                     fs.unlink(os.path.join(directory, name))
                     existed = existed or name in (LOG_NAME, META_NAME, FORK_NAME)
+                # After the log: a delete cut short leaves orphan blobs (harmless), never a
+                # record whose blob is gone.
+                _blob_writes.remove(fs, directory, blobs)
             finally:
                 if fd is not None:
                     fs.close(fd)

@@ -9,6 +9,7 @@ A session is one directory below the store root, named by its session id::
     <root>/<session_id>/meta.json
     <root>/<session_id>/usage.jsonl        the token-usage log
     <root>/<session_id>/.lock              the session's lock file (never committed)
+    <root>/<session_id>/blobs/<sha256>     a large string value, by content (spec §5.1)
 
 Only relative names are ever written into a file, so a session directory can be moved,
 copied or committed anywhere.
@@ -37,6 +38,9 @@ SNAPSHOT_DIGITS = 8
 CUT_INFIX = ".cut-"
 TMP_SUFFIX = ".tmp"
 DAMAGED_SUFFIX = ".damaged"
+#: The directory inside a session that holds its blob files, one per SHA-256 (spec §5.1).
+BLOBS_DIR = "blobs"
+_BLOB_NAME = re.compile(r"[0-9a-f]{64}")
 
 GITIGNORE_TEXT = (
     "# Written by jsonl_store: lock files, unfinished temporary files and the bytes\n"
@@ -215,6 +219,16 @@ def snapshot_versions(names: Iterable[str]) -> Iterator[int]:
 def cut_name(log_name: str, offset: int) -> str:
     """Name of the sidecar holding the damaged tail cut from ``log_name`` at ``offset``."""
     return f"{log_name}{CUT_INFIX}{offset:012d}"
+
+
+def is_blob_name(name: str) -> bool:
+    """Whether ``name`` is a blob file's name: the 64 lowercase hex digits of a SHA-256."""
+    return _BLOB_NAME.fullmatch(name) is not None
+
+
+def blob_aside_name(digest: str) -> str:
+    """Where a damaged blob is moved aside: beside the log, so the root's `.gitignore` covers it."""
+    return f"{BLOBS_DIR}-{digest}"
 
 
 def tmp_name(final_name: str, token: str) -> str:

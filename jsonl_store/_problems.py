@@ -15,6 +15,7 @@ from typing import Final, Literal, TypeAlias
 
 #: Every kind of problem (spec §12).
 ProblemKind: TypeAlias = Literal[
+    "bad-blob",
     "bad-fork",
     "bad-meta",
     "bad-record",
@@ -23,6 +24,7 @@ ProblemKind: TypeAlias = Literal[
     "gap",
     "leftover-temp",
     "moved-boundary",
+    "orphan-blob",
     "out-of-order",
     "text-conversion",
     "torn-tail",
@@ -39,7 +41,7 @@ UNUSABLE_KINDS: Final = frozenset({"unsupported-format", "unreadable", "unsafe-p
 #: Never the remains of a crash (a torn last line is not reported at all) and never a text
 #: conversion (its records read as written).
 CORRUPT_KINDS: Final = frozenset(
-    {"bad-fork", "bad-meta", "bad-record", "bad-snapshot", "damaged-line", "gap", "out-of-order"}
+    {"bad-blob", "bad-fork", "bad-meta", "bad-record", "bad-snapshot", "damaged-line", "gap", "out-of-order"}
 )
 
 # What a reader did, as it reports (spec §12: "a reader with what it did").
@@ -48,6 +50,7 @@ SKIPPED_LINE: Final = "skipped; reading resumes at the next line"
 SKIPPED_SNAPSHOT: Final = "skipped for an older snapshot"
 READ_AS_WRITTEN: Final = "read as written"
 KEPT_AFTER_GAP: Final = "reported; later records are kept"
+PLACEHOLDER: Final = "read with a placeholder string in its place"
 
 # What `repair` does, in the imperative, as `verify` reports (spec §12's exact texts).
 LEFT_FOR_READERS: Final = "none: readers skip it"
@@ -62,6 +65,8 @@ LEAVE_UNRECOGNIZED: Final = (
     "none: restore the file's bytes as written, or move it aside; writers never cut these lines"
 )
 NEEDS_NEWER: Final = "none: needs a newer jsonl_store"
+SHOWN_AS_PLACEHOLDER: Final = "none: readers show a placeholder"
+PUT_BLOB_BACK: Final = "none: put the blob file back (from git or a copy); readers show a placeholder"
 CHECK_SYSTEM: Final = "none: check permissions and the file system"
 
 

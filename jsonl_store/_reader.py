@@ -14,7 +14,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Self
 
-from . import _codec, _snapshots
+from . import _blobs, _codec, _snapshots
 from ._fs import FileSystem, open_regular
 from ._log import FLAGS_READ, Line, backward, last_good, scan
 from ._paths import LOG_NAME
@@ -123,16 +123,23 @@ class LogReader:
         fs, fd, path, session_id, reporter = self.fs, self.fd, self.path, self.session_id, self.reporter
         previous = after
         expected_gap_free = (start == 0 or after > 0) and containing is None
-        decode = _codec.decode_record
+        decode, blob_key, directory = _codec.decode_record, _blobs.KEY_BYTES, self.directory
         # A filtered read counts no lines (counting the ones it steps over would cost a
-        # pass of its own): its problems name an offset only.
+        # pass of its own): its problems name an offset only. In a session with blob
+        # files the bytes looked for may be in a blob (§5.1): its lines are all read, and
+        # filtered once their strings are back.
+        wanted = None if containing is None or _blobs.has_blobs(fs, directory) else containing
         first_line = 1 if start == 0 and containing is None else None
-        lines = scan(fs, fd, path, start, end, reporter, first_line=first_line, wanted=containing)
-        for line in lines:
-            if containing is not None and containing not in line.body:
-                continue  # the line a chunk began with, read whole whatever it holds
+        for line in scan(fs, fd, path, start, end, reporter, first_line=first_line, wanted=wanted):
             try:
-                record = decode(line.body, session_id)
+                body = line.body
+                # Large strings to put back from blob files (§8, rule 11); 36 is ord("$"), a
+                # bare memchr (see `_append.encode`).
+                if 36 in body and blob_key in body:
+                    body = _blobs.restore(fs, directory, body, reporter)
+                if containing is not None and containing not in body:
+                    continue  # the line a chunk began with, read whole whatever it holds
+                record = decode(body, session_id)
             except _codec.DECODE_ERRORS as exc:
                 reporter.report(
                     Problem(path, "bad-record", f"checksum holds but record does not fit: {exc}", SKIPPED,
@@ -173,7 +180,10 @@ class LogReader:
         decode, path = _codec.decode_record, self.path
         for line in backward(self.fs, self.fd, end):
             try:
-                record = decode(line.body, self.session_id)
+                body = line.body
+                if 36 in body and _blobs.KEY_BYTES in body:  # as in `records`
+                    body = _blobs.restore(self.fs, self.directory, body, self.reporter)
+                record = decode(body, self.session_id)
             except _codec.DECODE_ERRORS as exc:
                 self.reporter.report(
                     Problem(

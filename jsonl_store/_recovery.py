@@ -9,12 +9,13 @@ bytes stay where they are for a person to inspect.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import os
 import stat
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from . import _atomic, _forks, _lines, _meta, _session, _snapshots
+from . import _atomic, _blob_writes, _blobs, _forks, _lines, _meta, _session, _snapshots
 from ._errors import UnrecognizedRecords, UnsafePath, UnsupportedFormat
 from ._fs import FileSystem, check_directory, describe_mode, open_regular
 from ._lines import BOM
@@ -31,6 +32,7 @@ from ._log import (
 )
 from ._meta import SessionMeta
 from ._paths import (
+    BLOBS_DIR,
     FORK_NAME,
     LOCK_NAME,
     LOG_NAME,
@@ -52,6 +54,7 @@ from ._problems import (
     NEEDS_NEWER,
     REANCHOR,
     RESTORE,
+    SHOWN_AS_PLACEHOLDER,
     Problem,
     Reporter,
     cut_into,
@@ -83,14 +86,20 @@ def unsafe_paths(fs: FileSystem, session_id: str, directory: str) -> list[Proble
             name in (LOG_NAME, USAGE_NAME, META_NAME, LOCK_NAME, FORK_NAME)
             or parse_snapshot_name(name) is not None
         )
-        if not known and not name.endswith(TMP_SUFFIX):  # repair deletes temporary files
+        if (
+            not known and not name.endswith(TMP_SUFFIX) and name != BLOBS_DIR
+        ):  # repair deletes temporary files
             continue
         path = os.path.join(directory, name)
         try:
             mode = fs.lstat(path).st_mode
         except FileNotFoundError:
             continue
-        if not stat.S_ISREG(mode):
+        if name == BLOBS_DIR:
+            if not stat.S_ISDIR(mode):  # blob files are read below it, so it is never followed
+                reason = f"{name} is {describe_mode(mode)}, not a directory"
+                problems.append(Problem(path, "unsafe-path", reason, LEAVE_UNSAFE))
+        elif not stat.S_ISREG(mode):
             reason = f"{name} is {describe_mode(mode)}, not a regular file"
             problems.append(Problem(path, "unsafe-path", reason, LEAVE_UNSAFE))
     return problems
@@ -144,6 +153,7 @@ def _check_session(
             if name == LOG_NAME:
                 log_converted = any(p.kind == "text-conversion" for p in found_in_log)
             check.problems.extend(found_in_log)
+    check.problems.extend(_check_blobs(fs, session_id, directory, fix=fix))
     with LogReader(fs, session_id, directory) as log:
         for version in _snapshots.versions(fs, directory):
             check.snapshot(log, version, held=version in held, log_converted=log_converted)
@@ -306,6 +316,7 @@ def _check_log(
         problems = [
             dataclasses.replace(p, action=RESTORE if p.kind == "text-conversion" else LEFT_FOR_READERS)
             for p in found.problems
+            if p.kind != "bad-blob"  # once per blob file by `_check_blobs`, not once per record
         ]
         good_end, _ = last_good(fs, fd, size, 0, accept)
         if converted and not fix:
@@ -348,6 +359,37 @@ def _check_log(
             )
         )
     return problems
+
+
+def _check_blobs(fs: FileSystem, session_id: str, directory: str, *, fix: bool) -> list[Problem]:
+    """The blob files' problems (spec §12): each referenced one read back, each unreferenced one an orphan.
+
+    To repair, the log's append lock is held throughout: a writer stores a record's blobs
+    under it, right before the record (§9.14), so no blob seen here is waiting for its record.
+    """
+    names = _blobs.listing(fs, directory)
+    problems: list[Problem] = []
+    with LogReader(fs, session_id, directory) as log:
+        if log.fd is None:
+            referenced: dict[str, int] = {}
+        else:
+            if fix:
+                fs.flock(log.fd, fcntl.LOCK_EX)
+                names = _blobs.listing(fs, directory)  # again, under the lock
+            referenced = {}
+            end, _ = log.last_good()
+            for line in scan(fs, log.fd, log.path, 0, end, DISCARD, first_line=1):
+                found, malformed = _blobs.references(line.body)
+                for digest, size in found:
+                    referenced.setdefault(digest, size)
+                if malformed:
+                    reason = f"{malformed} malformed blob marker(s) in the record"
+                    problems.append(
+                        Problem(log.path, "bad-blob", reason, SHOWN_AS_PLACEHOLDER, line.offset, line.number)
+                    )
+        if names is None and not referenced:
+            return problems
+        return problems + _blob_writes.check(fs, directory, names or [], referenced, fix=fix)
 
 
 def _restore_and_cut(

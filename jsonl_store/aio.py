@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
+from ._blobs import DEFAULT_MAX_RECORD_BYTES, DEFAULT_THRESHOLD
 from ._fs import FileSystem
 from ._problems import Problem
 from ._records import RawMessageRecord
@@ -55,6 +56,8 @@ class AsyncSessionStore:
         clock: Callable[[], datetime] | None = None,
         ids: Callable[[], str] | None = None,
         redact: RedactSetting = True,
+        blob_threshold: int = DEFAULT_THRESHOLD,
+        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
     ) -> None:
         self.sync = SessionStore(
             root,
@@ -65,6 +68,8 @@ class AsyncSessionStore:
             clock=clock,
             ids=ids,
             redact=redact,
+            blob_threshold=blob_threshold,
+            max_record_bytes=max_record_bytes,
         )
 
     async def __aenter__(self) -> Self:

@@ -259,6 +259,18 @@ def _file_may_hold(path: str, needle: bytes) -> bool:
         os.close(fd)
 
 
+def _has_blobs(log: str) -> bool:
+    """Whether the session of the raw log ``log`` keeps large strings in ``blobs/`` (spec §5.1).
+
+    The needle may then be in a blob file only, which holds the string's raw bytes, not
+    their JSON form: such a session is always confirmed by records(), which restores them.
+    """
+    try:
+        return stat.S_ISDIR(os.lstat(os.path.join(os.path.dirname(log), "blobs")).st_mode)
+    except OSError:
+        return False
+
+
 def _logs_of(store: SessionStore, summary: SessionSummary) -> list[str]:
     """The raw logs a session's records come from: its own, and for a fork its sources'.
 
@@ -355,7 +367,8 @@ def _search_session(
         span = match(summary.title)
         if span is not None:
             yield _hit(sid, 0, None, "title", summary.title, span)
-    if not any(_file_may_hold(path, needle) for path in _logs_of(store, summary)):
+    logs = _logs_of(store, summary)
+    if not any(_file_may_hold(path, needle) or _has_blobs(path) for path in logs):
         return
     # The same needle again, line by line: only the lines that hold it are decoded.
     for record in store.records(sid, containing=needle or None):

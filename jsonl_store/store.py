@@ -22,6 +22,8 @@ from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
 
 from . import (
     _append,
+    _blob_writes,
+    _blobs,
     _checkpoint,
     _codec,
     _compact,
@@ -132,6 +134,8 @@ class SessionStore:
         clock: Callable[[], datetime] | None = None,
         ids: Callable[[], str] | None = None,
         redact: RedactSetting = True,
+        blob_threshold: int = _blobs.DEFAULT_THRESHOLD,
+        max_record_bytes: int = _blobs.DEFAULT_MAX_RECORD_BYTES,
     ) -> None:
         if durability not in ("fsync", "none"):
             raise InvalidArgument(f"durability must be 'fsync' or 'none', got {durability!r}")
@@ -139,6 +143,10 @@ class SessionStore:
             raise InvalidArgument(f"lock_timeout must be a positive number of seconds, got {lock_timeout!r}")
         if on_problem is not None and not callable(on_problem):
             raise InvalidArgument(f"on_problem must be callable, got {on_problem!r}")
+        #: Strings over ``blob_threshold`` UTF-8 bytes go to blob files; a record line is
+        #: at most ``max_record_bytes`` (spec §5.1).
+        self._sizes = _blob_writes.Sizes(blob_threshold, max_record_bytes)
+        self.blob_threshold, self.max_record_bytes = self._sizes.threshold, self._sizes.max_record_bytes
         self.root = _checked_root(root)
         #: What every stored string passes through before it reaches a file (None: nothing).
         self._redactor = _redact.make(redact)
@@ -146,6 +154,7 @@ class SessionStore:
         self.lock_timeout = float(lock_timeout)
         self._durable = durability == "fsync"
         self._fs: FileSystem = fs if fs is not None else OS_FS
+        self._sizes.store = functools.partial(_blob_writes.store, self._fs, durable=self._durable)
         # A file system passed in gets a listing cache of its own (`SHARED_LISTINGS`
         # holds only for the real one).
         self._listings = SHARED_LISTINGS if fs is None else Listings()
@@ -394,7 +403,13 @@ class SessionStore:
         session = handles.session(session_id)
         # Everything that can fail on bad input is checked before any file is touched.
         batch = _append.encode(
-            session, messages, **options, clock=handles.clock, new_id=handles.new_id, redactor=self._redactor
+            session,
+            messages,
+            self._sizes,
+            **options,
+            clock=handles.clock,
+            new_id=handles.new_id,
+            redactor=self._redactor,
         )
         if batch is None:
             return [0] * len(messages)  # nothing to persist

@@ -20,6 +20,7 @@ spec. The keys of ``expected.json`` are described in ``tests/vectors/test_vector
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -41,6 +42,7 @@ from jsonl_store import (
     ToolCall,
     ToolMessage,
     UserMessage,
+    _blob_writes,
     _codec,
     _forks,
     _meta,
@@ -96,6 +98,8 @@ class Log:
         self.lines: list[bytes] = []
         self.messages: dict[int, Any] = {}
         self.extra: dict[int, dict[str, Any]] = {}
+        #: Blob files by SHA-256, for records added with ``spill`` (spec §5.1).
+        self.blobs: dict[str, bytes] = {}
 
     def add(
         self,
@@ -104,12 +108,19 @@ class Log:
         sequence: int | None = None,
         n: int | None = None,
         seconds: int | None = None,
+        spill: int | None = None,
         **fields: Any,
     ) -> bytes:
-        """Append the line of one record; ``n`` picks its id and time (default: sequence)."""
+        """Append the line of one record; ``n`` picks its id and time (default: sequence).
+
+        With ``spill``, strings over that many UTF-8 bytes go to blob files, as a writer
+        with that threshold puts them (§5.1).
+        """
         sequence = len(self.lines) + 1 if sequence is None else sequence
         n = sequence if n is None else n
         payload, plain = _codec.encode_message(message)
+        if spill is not None:
+            payload = _blob_writes.spill(payload, spill, self.blobs)
         record = RawMessageRecord(
             sequence=sequence,
             id=record_id(n),
@@ -136,6 +147,11 @@ class Log:
 
     def data(self) -> bytes:
         return b"".join(self.lines)
+
+    def files(self, *, leave_out: tuple[str, ...] = ()) -> dict[str, bytes]:
+        """The session's files: the raw log and its blobs (but those named in ``leave_out``)."""
+        blobs = {f"blobs/{digest}": data for digest, data in self.blobs.items() if digest not in leave_out}
+        return {"messages.jsonl": self.data(), **blobs}
 
     def offset(self, index: int) -> int:
         """Byte offset where line ``index`` (0-based) starts."""
@@ -212,7 +228,10 @@ ACTIONS = {
     "text-conversion": "restore the bytes as written (\\n line ends, no byte-order mark)",
     "unrecognized-records": "none: restore the file's bytes as written, or move it aside; writers never cut these lines",
     "moved-boundary": "write the boundary offsets anew",
+    "orphan-blob": "delete",
 }
+PUT_BLOB_BACK = "none: put the blob file back (from git or a copy); readers show a placeholder"
+BLOB_SPILL = 64  # the threshold the blob vectors were written with: short strings, small files
 
 
 def acted(found: list[dict[str, Any]], sidecar: str | None = None) -> list[dict[str, Any]]:
@@ -731,6 +750,143 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
 
 
 # -- invalid ----------------------------------------------------------------------------
+
+
+# -- blobs (§5.1, §8 rule 11, §9.14, §12) ------------------------------------------------
+
+TOOL_OUTPUT = "".join(f"test_{i} PASSED\n" for i in range(8))  # 120 bytes: spilled
+IMAGE = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="
+
+
+def blob_log() -> Log:
+    """A tool output, an image as base64 and the same output again: three strings, two blob files."""
+    log = Log()
+    call = ToolCall(id="call_1", name="pytest", arguments={"path": "tests"})
+    log.add(UserMessage(id=message_id(1), content="Run the tests."), spill=BLOB_SPILL)
+    log.add(AssistantMessage(id=message_id(2), tool_calls=[call]), spill=BLOB_SPILL)
+    log.add(ToolMessage(id=message_id(3), tool_call_id="call_1", content=TOOL_OUTPUT), spill=BLOB_SPILL)
+    log.add(
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "And this screenshot?"}, {"type": "image", "data": IMAGE}],
+            "x-previous-output": TOOL_OUTPUT,
+        },
+        spill=BLOB_SPILL,
+    )
+    return log
+
+
+def digest_of(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def unavailable(text: str, reason: str) -> str:
+    return f"[jsonl_store: blob sha256:{digest_of(text)} unavailable: {reason}]"
+
+
+@vector("valid", "blobs")
+def _() -> tuple[dict[str, bytes], dict[str, Any]]:
+    """Strings over the writer's threshold (64 bytes here) in blobs/<sha256>: read back whole, one file per payload."""
+    log = blob_log()
+    assert sorted(log.blobs) == sorted([digest_of(TOOL_OUTPUT), digest_of(IMAGE)])
+    return log.files(), clean(log)
+
+
+def one_spilled(text: str) -> Log:
+    log = Log()
+    log.add(UserMessage(id=message_id(1), content=text), spill=BLOB_SPILL)
+    log.add(AssistantMessage(id=message_id(2), content="Noted."))
+    return log
+
+
+def placeholder_expectations(log: Log, text: str, reason: str, found: list[dict[str, Any]]) -> dict[str, Any]:
+    shown = UserMessage(id=message_id(1), content=unavailable(text, reason))
+    record = {**log.expect(1), "message": builtins(shown)}
+    return {
+        "snapshot_version": None,
+        "records": [record, log.expect(2)],
+        "messages": [builtins(shown), builtins(log.messages[2])],
+        "problems": found,
+        "reasons": [f"record 1: {reason}"],
+    }
+
+
+@vector("invalid", "blob-missing")
+def _() -> tuple[dict[str, bytes], dict[str, Any]]:
+    """A record names a blob file that is not there: a placeholder in its place, bad-blob; repair cannot bring it back."""
+    log = one_spilled(TOOL_OUTPUT)
+    digest = digest_of(TOOL_OUTPUT)
+    found = [problem("bad-blob", digest)]
+    checked = [{**found[0], "action": PUT_BLOB_BACK}]
+    return log.files(leave_out=(digest,)), {
+        "load": placeholder_expectations(log, TOOL_OUTPUT, "the file is missing", found),
+        "records": [1, 2],
+        "verify": checked,
+        "repair": checked,
+        "after_repair": {"files": ["messages.jsonl"], "verify": checked, "load_sequences": [1, 2]},
+        "append": {"sequence": 3},
+    }
+
+
+@vector("invalid", "blob-damaged")
+def _() -> tuple[dict[str, bytes], dict[str, Any]]:
+    """A blob file whose bytes no longer match its SHA-256: a placeholder, bad-blob; repair moves it aside."""
+    log = one_spilled(TOOL_OUTPUT)
+    digest = digest_of(TOOL_OUTPUT)
+    files = log.files()
+    files[f"blobs/{digest}"] = flip(files[f"blobs/{digest}"], 5)
+    found = [problem("bad-blob", digest)]
+    reason = "the file's bytes do not match its SHA-256 (damaged)"
+    missing = [{**found[0], "action": PUT_BLOB_BACK}]
+    return files, {
+        "load": placeholder_expectations(log, TOOL_OUTPUT, reason, found),
+        "records": [1, 2],
+        "verify": [{**found[0], "action": "move aside"}],
+        "repair": [{**found[0], "action": "move aside"}],
+        "after_repair": {
+            "files": [f"blobs-{digest}.damaged", "messages.jsonl"],
+            "moved": {f"blobs/{digest}": f"blobs-{digest}.damaged"},
+            "verify": missing,
+            "load_sequences": [1, 2],
+        },
+        "append": {"sequence": 3},
+    }
+
+
+@vector("invalid", "blob-malformed-marker")
+def _() -> tuple[dict[str, bytes], dict[str, Any]]:
+    """An object keyed "$blob" that is not a marker (a foreign writer's): a placeholder, bad-blob at its line."""
+    log = Log()
+    log.add({"role": "user", "content": {"$blob": "sha256:not-a-digest", "size": 3}})
+    shown = {"role": "user", "content": "[jsonl_store: blob sha256:? unavailable: malformed marker]"}
+    checked = [{**problem("bad-blob", "messages.jsonl", 0, 1), "action": "none: readers show a placeholder"}]
+    return log.files(), {
+        "load": {
+            "snapshot_version": None,
+            "records": [{**log.expect(1), "message": shown}],
+            "messages": [shown],
+            "problems": [problem("bad-blob", "blobs")],
+            "reasons": ["record 1 holds a malformed blob marker"],
+        },
+        "records": [1],
+        "verify": checked,
+        "repair": checked,
+        "after_repair": {"files": ["messages.jsonl"], "verify": checked, "load_sequences": [1]},
+        "append": {"sequence": 2},
+    }
+
+
+@vector("recover", "orphan-blob")
+def _() -> tuple[dict[str, bytes], dict[str, Any]]:
+    """A blob no record names (a crash after the blob, before its record): harmless; repair deletes it."""
+    log = one_spilled("short")
+    orphan = "output of a record a crash never wrote " * 2
+    expected = clean(log)
+    found = [problem("orphan-blob", digest_of(orphan))]
+    expected.update(
+        verify=acted(found), repair=acted(found), after_repair={"files": ["messages.jsonl"], "verify": []}
+    )
+    return {**log.files(), f"blobs/{digest_of(orphan)}": orphan.encode()}, expected
 
 
 @vector("invalid", "newer-read-format")

@@ -21,6 +21,7 @@ from jsonl_store import (
     MetadataConflict,
     ParentMismatch,
     ReadOnlySession,
+    RecordTooLarge,
     SequenceConflict,
     SessionHasForks,
     SessionNotFound,
@@ -39,6 +40,7 @@ from jsonl_store import (
 ERRORS: list[tuple[type[JsonlStoreError], type[BaseException] | None]] = [
     (InvalidSessionId, ValueError),
     (InvalidMessage, ValueError),
+    (RecordTooLarge, ValueError),
     (UnsupportedValue, TypeError),
     (InvalidArgument, ValueError),
     (ParentMismatch, ValueError),

@@ -103,7 +103,12 @@ def _install(
 
 
 def _files(directory: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.name != LOCK_NAME}
+    """Every file below the session directory (``blobs/<hex>`` too) by relative path, the lock file aside."""
+    return {
+        p.relative_to(directory).as_posix(): p.read_bytes()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and p.name != LOCK_NAME
+    }
 
 
 def _problems(problems: list[Problem], *, action: bool = False) -> list[dict[str, Any]]:
@@ -181,9 +186,10 @@ def test_vectors_match_their_generator() -> None:
 
 
 def test_vectors_stay_small() -> None:
-    """All vectors and their generators together stay under 300 KB, so they can be read and diffed."""
+    """All vectors and their generators together stay under 330 KB, so they can be read and diffed."""
     size = sum(path.stat().st_size for path in VECTORS.rglob("*") if path.is_file())
-    assert size < 300_000
+    # About 250 KB for the format's own, 31 KB the merge vectors (§17), 18 KB the blob ones (§5.1).
+    assert size < 330_000
 
 
 @pytest.mark.parametrize("case", _cases("scan"))
