@@ -12,6 +12,7 @@ temporary file is deleted. The old bytes live on only in blocks the file system 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -19,11 +20,12 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from . import _atomic, _codec
+from . import _atomic, _blob_writes, _blobs, _codec
 from ._errors import LockTimeout, UnsafePath
 from ._fs import FileSystem, open_regular
 from ._log import FLAGS_READ
 from ._paths import (
+    BLOBS_DIR,
     CUT_INFIX,
     DAMAGED_SUFFIX,
     LOCK_NAME,
@@ -31,6 +33,7 @@ from ._paths import (
     META_NAME,
     TMP_SUFFIX,
     USAGE_NAME,
+    is_blob_name,
     snapshot_name,
     snapshot_versions,
 )
@@ -133,8 +136,21 @@ def _read(fs: FileSystem, path: str) -> bytes | None:
         fs.close(fd)
 
 
+def _blob_files(fs: FileSystem, directory: str) -> list[str]:
+    """The blob files of a session (spec §5.1): names in ``blobs/`` that are SHA-256 digests."""
+    try:
+        names = _blobs.listing(fs, directory)
+    except UnsafePath:
+        return []  # a symlink in place of blobs/: never followed (verify reports it)
+    return [name for name in names or () if is_blob_name(name)]
+
+
 def scan(fs: FileSystem, session_id: str, directory: str, redactor: Redactor) -> list[SecretFinding]:
-    """Every secret in every file of one session directory, file by file, line by line."""
+    """Every secret in every file of one session directory, file by file, line by line.
+
+    A blob file (a long string a record names, spec §5.1) is one string: its findings
+    name it ``blobs/<hex>``, line 0, ``where`` ``"blob"``.
+    """
     found: list[SecretFinding] = []
     for name in _files(fs, directory):
         data = _read(fs, os.path.join(directory, name))
@@ -142,6 +158,15 @@ def scan(fs: FileSystem, session_id: str, directory: str, redactor: Redactor) ->
             continue
         for line, value, raw in _pieces(name, data):
             found.extend(_findings_in(redactor, session_id, name, line, value, raw))
+    for name in _blob_files(fs, directory):
+        data = _read(fs, os.path.join(directory, BLOBS_DIR, name))
+        if data is None:
+            continue
+        text = _text(data)
+        for kind, start, end in redactor.find(text):
+            found.append(
+                SecretFinding(session_id, f"{BLOBS_DIR}/{name}", 0, None, "blob", kind, mask(text[start:end]))
+            )
     return found
 
 
@@ -151,7 +176,47 @@ def scan(fs: FileSystem, session_id: str, directory: str, redactor: Redactor) ->
 _BOM = b"\xef\xbb\xbf"
 
 
-def _redact_line(redactor: Redactor, line: bytes) -> bytes:
+#: Blobs written anew without their secrets: old digest -> the new blob's marker.
+Renamed = dict[str, dict[str, Any]]
+
+
+def _remarked(value: Any, renamed: Renamed) -> Any:
+    """``value`` with each marker of a renamed blob replaced by the new blob's (copies on the way)."""
+    if isinstance(value, dict):
+        found = _blobs.parse_marker(value) if _blobs.MARKER_KEY in value else None
+        if found is not None and found[0] in renamed:
+            return renamed[found[0]]
+        items = {key: _remarked(item, renamed) for key, item in value.items()}
+        return value if all(items[k] is value[k] for k in value) else items
+    if isinstance(value, list):
+        items_list = [_remarked(item, renamed) for item in value]
+        return value if all(a is b for a, b in zip(items_list, value, strict=True)) else items_list
+    return value
+
+
+def _redact_blobs(fs: FileSystem, directory: str, redactor: Redactor) -> Renamed:
+    """Each blob holding a secret, written anew without it under its new digest (durably).
+
+    The old files stay until the records name the new ones (`redact` deletes them last),
+    so a crash in between leaves every record readable.
+    """
+    renamed: Renamed = {}
+    for name in _blob_files(fs, directory):
+        data = _read(fs, os.path.join(directory, BLOBS_DIR, name))
+        if data is None:
+            continue
+        text = _text(data)
+        clean = redactor.redact(text)
+        if clean == text:
+            continue
+        new = clean.encode("utf-8", "surrogateescape")
+        digest = hashlib.sha256(new).hexdigest()
+        _blob_writes.store(fs, directory, {digest: new}, durable=True)
+        renamed[name] = _blob_writes.marker(digest, len(new))
+    return renamed
+
+
+def _redact_line(redactor: Redactor, line: bytes, renamed: Renamed | None = None) -> bytes:
     """One line without its secrets: a checksummed line gets a new checksum, any other
     line (damage, a torn tail) has its text redacted as it is.
 
@@ -165,6 +230,8 @@ def _redact_line(redactor: Redactor, line: bytes) -> bytes:
         value = _decode(body)
         if value is not _NOT_JSON:
             redacted = redactor.redact_value(value)
+            if renamed:
+                redacted = _remarked(redacted, renamed)
             if redacted is value:
                 return line
             return head + _codec.seal(_encoder.encode(redacted))[:-1] + tail
@@ -179,13 +246,13 @@ class _Rewritten(NamedTuple):
     lines: dict[int, tuple[int, int]]
 
 
-def _rewrite_log(redactor: Redactor, data: bytes) -> _Rewritten:
+def _rewrite_log(redactor: Redactor, data: bytes, renamed: Renamed | None = None) -> _Rewritten:
     out: list[bytes] = []
     lines: dict[int, tuple[int, int]] = {}
     offset = 0
     parts = data.split(b"\n")
     for index, line in enumerate(parts):
-        new = _redact_line(redactor, line) if line else line
+        new = _redact_line(redactor, line, renamed) if line else line
         last = index == len(parts) - 1
         piece = new if last else new + b"\n"
         body = _codec.unseal(new.removeprefix(_BOM).removesuffix(b"\r"))
@@ -287,9 +354,11 @@ def redact(
     found = scan(fs, session_id, directory, redactor)
     names = _files(fs, directory)
     log: list[_Rewritten] = []
+    # Blobs first, the records that name them after: a record never names a missing blob.
+    renamed = _redact_blobs(fs, directory, redactor)
 
     def log_anew(data: bytes) -> bytes:
-        log.append(_rewrite_log(redactor, data))
+        log.append(_rewrite_log(redactor, data, renamed))
         return log[0].data
 
     _rewrite_under_lock(fs, directory, LOG_NAME, log_anew, (lock_timeout, session_id))
@@ -316,4 +385,13 @@ def redact(
                 pass
         elif CUT_INFIX in name or name.endswith(DAMAGED_SUFFIX):
             _rewrite_under_lock(fs, directory, name, lambda data: _redact_raw(redactor, data), None)
+    # The records name the new blobs now (durably): the old ones, with the secrets, go.
+    folder = os.path.join(directory, BLOBS_DIR)
+    for old in renamed:
+        try:
+            fs.unlink(os.path.join(folder, old))
+        except FileNotFoundError:
+            pass
+    if renamed:
+        fs.fsync_dir(folder)
     return found

@@ -248,3 +248,27 @@ def test_redact_keeps_a_converted_log_readable(tmp_path: Path) -> None:
             f"{n}: [REDACTED:github-token]" for n in range(3)
         ]
     assert files_holding(tmp_path, BODY.encode()) == []
+
+
+def test_a_secret_in_a_blob_is_found_and_redacted_into_a_new_blob(tmp_path: Path) -> None:
+    """A long tool output spilled to a blob with a secret in it: scan names the blob; redact leaves no copy."""
+    output = "x" * 300 + f" token={TOKEN} " + "y" * 300
+    with SessionStore(tmp_path, redact=False, blob_threshold=256) as store:
+        store.append("b", UserMessage(content="run it"))
+        store.append("b", ToolMessage(tool_call_id="c1", content=output))
+        store.append("b", ToolMessage(tool_call_id="c2", content=output))  # the same blob, twice
+    assert files_holding(tmp_path, BODY.encode()) == [
+        os.path.join("b", "blobs", blob) for blob in os.listdir(tmp_path / "b" / "blobs")
+    ]
+    with SessionStore(tmp_path) as store:
+        (finding,) = store.scan("b")
+        assert (
+            finding.file.startswith("blobs/") and finding.where == "blob" and finding.kind == "github-token"
+        )
+        assert BODY not in str(finding)
+        store.redact_session("b")
+        assert store.scan("b") == [] and store.verify("b") == []
+        contents = [str(as_class(r.message).content) for r in store.records("b")]
+        assert contents[1] == contents[2] == output.replace(TOKEN, "[REDACTED:github-token]")
+    assert files_holding(tmp_path, BODY.encode()) == []
+    assert len(os.listdir(tmp_path / "b" / "blobs")) == 1
