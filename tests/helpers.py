@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import selectors
 import signal
 import subprocess
 import sys
@@ -32,6 +33,18 @@ from jsonl_store._paths import LOCK_NAME, LOG_NAME, META_NAME, USAGE_NAME, snaps
 needs_rich = pytest.mark.skipif(
     importlib.util.find_spec("rich") is None, reason='needs rich: pip install -e ".[cli]"'
 )
+
+
+def readable(fd: int, timeout: float) -> bool:
+    """Whether ``fd`` has something to read within ``timeout`` seconds.
+
+    Through `selectors` (epoll here), not ``select.select``: a test process that has opened
+    many files gets descriptor numbers past 1024, which ``select`` refuses
+    ("filedescriptor out of range in select()").
+    """
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        return bool(selector.select(timeout))
 
 
 def cli(*argv: str, cwd: str | os.PathLike[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-import select
 import stat
 import struct
 import subprocess
@@ -20,7 +19,7 @@ import termios
 from pathlib import Path
 
 import pytest
-from helpers import needs_rich
+from helpers import needs_rich, readable
 
 from jsonl_store import AssistantMessage, SessionStore, ToolCall, ToolMessage, UserMessage
 from jsonl_store.cli import main
@@ -62,8 +61,7 @@ def read_all(fd: int) -> bytes:
     """Every byte from ``fd`` until the writers close it (EIO on a pty's master, EOF on a pipe)."""
     chunks = []
     while True:
-        ready, _, _ = select.select([fd], [], [], 60)
-        assert ready, "no output for 60 s"
+        assert readable(fd, 60), "no output for 60 s"
         try:
             data = os.read(fd, 1 << 16)
         except OSError:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import select
 import shlex
 import signal
 import subprocess
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from helpers import readable
 
 from jsonl_store import SessionStore, UserMessage
 from jsonl_store.cli import main
@@ -71,8 +71,7 @@ def root(tmp_path: Path) -> Path:
 def read_until(fd: int, done: re.Pattern[str], seen: bytearray) -> str:
     """Read ``fd`` into ``seen`` until its text matches ``done``; fail after 60 s of silence."""
     while not done.search(seen.decode("utf-8", "replace")):
-        ready, _, _ = select.select([fd], [], [], 60)
-        assert ready, f"the follower printed nothing more for 60 s; so far: {seen.decode()!r}"
+        assert readable(fd, 60), f"the follower printed nothing more for 60 s; so far: {seen.decode()!r}"
         data = os.read(fd, 1 << 16)
         assert data, f"the follower closed its output; so far: {seen.decode()!r}"
         seen.extend(data)

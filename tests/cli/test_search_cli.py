@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import subprocess
 import sys
 import termios
 from pathlib import Path
 
 import pytest
-from helpers import needs_rich
+from helpers import needs_rich, readable
 
 from jsonl_store import AssistantMessage, SessionStore, ToolCall, ToolMessage, UserMessage
 
@@ -66,8 +65,7 @@ def run_on_pty(argv: list[str], env: dict[str, str], *, stderr_too: bool = False
     chunks = []
     try:
         while True:
-            ready, _, _ = select.select([master], [], [], 60)
-            assert ready, f"no output for 60 s from {argv}"
+            assert readable(master, 60), f"no output for 60 s from {argv}"
             try:
                 data = os.read(master, 1 << 16)
             except OSError:  # EIO: the command closed the terminal

@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import random
-import select
 import signal
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
-from helpers import plain
+from helpers import plain, readable
 
 from jsonl_store import SessionStore
 
@@ -85,7 +84,7 @@ class Victim:
         deadline = time.monotonic() + DEADLINE
         while b"\n" not in self.buffer:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            if left <= 0 or not readable(fd, left):
                 self._fail("the child printed nothing before the safety deadline")
             chunk = os.read(fd, 1 << 16)
             if not chunk:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
 import shlex
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from typing import Any
 
 import orjson
 import pytest
+from helpers import readable
 
 from jsonl_store import (
     AssistantMessage,
@@ -122,8 +122,7 @@ def run_on_pty(argv: list[str], env: dict[str, str] | None = None) -> tuple[int,
     chunks = []
     try:
         while True:
-            ready, _, _ = select.select([master], [], [], 60)
-            assert ready, f"no output for 60 s from {argv}"
+            assert readable(master, 60), f"no output for 60 s from {argv}"
             try:
                 data = os.read(master, 1 << 16)
             except OSError:  # EIO: the last writer closed the terminal
