@@ -535,6 +535,19 @@ class LogWriter:
                 self.fs.close(self.fd)
             self.fd = -1
 
+    def __del__(self) -> None:
+        # A store dropped without close() (an adapter's session object that went out of
+        # scope) must not keep its descriptors for the rest of the process: with a low
+        # RLIMIT_NOFILE they run out, and past 1024 select() refuses them. No lock here:
+        # nothing else can reach an object being finalized.
+        fd = self.fd
+        if fd >= 0 and self.pid == _process.pid:
+            self.fd = -1
+            try:
+                self.fs.close(fd)
+            except OSError:
+                pass
+
     def release(self) -> int:
         """Close the descriptor unless an append holds it right now; 1 if one was closed.
 
