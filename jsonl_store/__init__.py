@@ -1,4 +1,12 @@
-"""jsonl_store: LLM-agent sessions as plain, crash-safe, git-friendly files."""
+"""jsonl_store: LLM-agent sessions as plain, crash-safe, git-friendly files.
+
+Re-exports only. What most programs never call (the asyncio store, the git merges, the
+provider request shapes) is imported on first use (PEP 562's module ``__getattr__``), so
+``import jsonl_store`` and every ``jsonl-store`` command start without asyncio and the
+merge code: the command's start-up is most of a small search's time.
+"""
+
+from typing import TYPE_CHECKING, Any
 
 from ._dialects import Dialect, register_dialect
 from ._errors import (
@@ -27,10 +35,8 @@ from ._errors import (
 )
 from ._fs import FileSystem, OsFileSystem
 from ._gitattributes import install_gitattributes
-from ._merge import MergeResult, merge_logs, merge_meta, merge_session_file, merge_usage
 from ._paths import decode_session_id, encode_session_id
 from ._problems import Problem, ProblemKind
-from ._providers import to_anthropic, to_openai_chat, to_openai_responses
 from ._records import (
     AnyMessage,
     AssistantMessage,
@@ -58,8 +64,25 @@ from ._tool_batches import (
     repair_context,
 )
 from ._view import SessionSummary, SessionView
-from .aio import AsyncSessionStore
 from .store import SessionStore
+
+if TYPE_CHECKING:
+    from ._merge import MergeResult, merge_logs, merge_meta, merge_session_file, merge_usage
+    from ._providers import to_anthropic, to_openai_chat, to_openai_responses
+    from .aio import AsyncSessionStore
+
+#: The names imported on first use, and the module each comes from.
+_LAZY = {
+    "AsyncSessionStore": "aio",
+    "MergeResult": "_merge",
+    "merge_logs": "_merge",
+    "merge_meta": "_merge",
+    "merge_session_file": "_merge",
+    "merge_usage": "_merge",
+    "to_anthropic": "_providers",
+    "to_openai_chat": "_providers",
+    "to_openai_responses": "_providers",
+}
 
 __all__ = [
     "INTERRUPTED_NOTICE",
@@ -129,3 +152,18 @@ __all__ = [
     "to_openai_chat",
     "to_openai_responses",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jsonl_store' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # the next lookup is an ordinary one
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -7,7 +7,6 @@ import contextlib
 import os
 import sys
 
-from .. import export
 from . import _commands as c
 from . import _safe
 from ._progress import progress
@@ -35,6 +34,8 @@ def _write_file(path: str, data: bytes) -> None:
 
 
 def _one(args: argparse.Namespace, fmt: str) -> int:
+    from .. import export  # here: every other command starts without the exporters
+
     store = c.open_store(args)
     with store:
         c.existing(store, args.session_id)
@@ -58,6 +59,8 @@ def _one(args: argparse.Namespace, fmt: str) -> int:
 
 
 def _all(args: argparse.Namespace) -> int:
+    from .. import export  # here: every other command starts without the exporters
+
     store = c.open_store(args)
     with store:
         total = len(store.list_sessions())

@@ -22,7 +22,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
-from .. import MergeResult, install_gitattributes, merge_session_file
+from .. import install_gitattributes
 from . import _commands as c
 from . import _safe
 
@@ -189,6 +189,9 @@ def merge_driver(args: argparse.Namespace) -> int:
     if name == "messages.jsonl":
         ours_files = _side_files(path, ours, ["HEAD"])
         theirs_files = _side_files(path, theirs, _their_commits())
+    # Imported here: every other command starts without the merge code.
+    from .._merge import MergeResult, merge_session_file
+
     result: MergeResult = merge_session_file(
         name, base, ours, theirs, ours_files=ours_files, theirs_files=theirs_files
     )

@@ -13,18 +13,19 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from .. import SessionStore
-from ..importers import FileReport, ImportReport, import_claude_code, import_codex, import_pi
+
+if TYPE_CHECKING:
+    from ..importers import FileReport, ImportReport
 from . import _commands as c
 from . import _format
 from ._progress import progress
 
-_IMPORTERS: dict[str, Callable[..., ImportReport]] = {
-    "claude-code": import_claude_code,
-    "codex": import_codex,
-    "pi": import_pi,
-}
+#: The tools, and the importer function of each (`jsonl_store.importers`, imported when a
+#: command imports: every other command starts without the importers).
+_IMPORTERS = {"claude-code": "import_claude_code", "codex": "import_codex", "pi": "import_pi"}
 
 HELP = "import Claude Code, Codex or pi transcripts as sessions"
 EPILOG = """\
@@ -53,7 +54,9 @@ def run(args: argparse.Namespace) -> int:
     root = c.root_of(args)
     if os.path.exists(root) and not os.path.isdir(root):
         raise c.CliError(f"the session store '{root}' is not a directory (use --root DIR)")
-    importer = _IMPORTERS[args.tool]
+    from .. import importers
+
+    importer: Callable[..., ImportReport] = getattr(importers, _IMPORTERS[args.tool])
     with SessionStore(root, on_problem=c.warn) as store, progress(f"importing {args.tool}", None) as bar:
 
         def report_progress(done: int, total: int, path: str) -> None:
