@@ -20,6 +20,7 @@ formats are what we take from it and from each vendor's documentation, cited bel
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final, NamedTuple
@@ -301,13 +302,18 @@ def _combined(table: Iterable[tuple[str, str]]) -> tuple[re.Pattern[str], list[t
     return re.compile(combined), [(kind, re.compile(source)) for kind, source in table]
 
 
-_BUILTIN_PATTERN, _BUILTIN_KIND_PATTERNS = _combined(BUILTIN)
+@functools.cache
+def _builtin() -> tuple[re.Pattern[str], list[tuple[str, re.Pattern[str]]]]:
+    """The built-in patterns, compiled on first use: only a string the pre-filter let
+    through needs them, and compiling them costs every command's start-up ~20 ms."""
+    return _combined(BUILTIN)
 
 
 def _builtin_find(text: str) -> list[Found]:
     """The secrets of built-in kinds in ``text``, maybe overlapping (see `_leftmost`)."""
     found: list[Found] = []
     end = 0  # where the last match ended: matches do not overlap
+    builtin_pattern, kind_patterns = _builtin()
     for anchor in _ANCHORS_IN_TEXT.finditer(text):
         at = anchor.start()
         if at < end:
@@ -315,11 +321,11 @@ def _builtin_find(text: str) -> list[Found]:
         # The combined pattern is tried only at the few places a match can start from:
         # the leftmost start that matches wins, as in a search.
         for start in range(max(end, at - _LOOKBACK), at + 1):
-            if _BUILTIN_PATTERN.match(text, start) is None:
+            if builtin_pattern.match(text, start) is None:
                 continue
             # The alternative that matched is the first kind's pattern matching here.
             kind, match = next(
-                (kind, m) for kind, pattern in _BUILTIN_KIND_PATTERNS if (m := pattern.match(text, start))
+                (kind, m) for kind, pattern in kind_patterns if (m := pattern.match(text, start))
             )
             found.append(
                 Found(kind, *(match.span("secret") if "secret" in match.re.groupindex else match.span()))
