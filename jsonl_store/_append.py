@@ -159,6 +159,11 @@ class Batch:
         # another parent) since this store cached its parent.
         parent = self.parent
         if parent is not None and self.session.parent != parent:
+            # The cached parent may be stale: this store knew the session before another
+            # store deleted it and made it anew with a parent (its first open of the new
+            # log is no "new file" to it). The metadata on disk decides.
+            self.session.parent = self.session.parent_on_disk()
+        if parent is not None and self.session.parent != parent:
             session_id = self.session.session_id
             raise ParentMismatch(
                 f"session {session_id!r} has parent {self.session.parent!r}; a parent never changes (got {parent!r})",

@@ -76,13 +76,14 @@ class OpenSession:
     """What one store keeps open for one session: its log writers and cached facts."""
 
     __slots__ = (
-        "base", "checkpoint", "directory", "init", "init_metadata", "log", "mutex", "parent", "prepared",
-        "seen", "session_id", "usage",
+        "base", "checkpoint", "directory", "fs", "init", "init_metadata", "log", "mutex", "parent",
+        "prepared", "seen", "session_id", "usage",
     )  # fmt: skip
 
-    def __init__(self, session_id: str, directory: str) -> None:
+    def __init__(self, session_id: str, directory: str, fs: FileSystem) -> None:
         self.session_id = session_id
         self.directory = directory
+        self.fs = fs
         self.log: LogWriter | None = None
         self.usage: LogWriter | None = None
         #: The parent never changes once written, so it can be cached for the checks.
@@ -101,6 +102,11 @@ class OpenSession:
         self.init: tuple[datetime, str | None, int, str | None, str | None] | None = None
         #: The metadata `create_session` gives a session it makes.
         self.init_metadata: dict[str, Any] = {}
+
+    def parent_on_disk(self) -> str | None:
+        """The parent ``meta.json`` names now (read only; no lock taken), as the cache may be stale."""
+        meta = _session.read_meta(self.fs, self.session_id, self.directory, Reporter())
+        return meta.parent_session_id if meta is not None else None
 
     def initial_meta(self, clock: Callable[[], datetime] = now) -> SessionMeta:
         if self.init is None:
@@ -203,7 +209,7 @@ class Handles:
         with self._mutex:
             session = self._sessions.get(session_id)
             if session is None:
-                session = self._sessions[session_id] = OpenSession(session_id, directory)
+                session = self._sessions[session_id] = OpenSession(session_id, directory, self.fs)
                 session.seen = self._seen.pop(session_id, 0)
                 self._held += 1
                 while self._held > self._max_open and len(self._sessions) > 1:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import meta_path, usage_path
 
-from jsonl_store import ModelUsage, SessionStore, UserMessage
+from jsonl_store import AssistantMessage, ModelUsage, ParentMismatch, SessionStore, UserMessage
 from jsonl_store._paths import GITIGNORE_NAME, GITIGNORE_TEXT
 
 
@@ -67,3 +67,16 @@ def test_store_whose_root_was_removed_writes_its_gitignore_again(root: Path, nex
         store.record_usage("s", ModelUsage(input_tokens=2))
     assert (root / GITIGNORE_NAME).read_text() == GITIGNORE_TEXT
     store.close()
+
+
+def test_a_store_that_knew_the_session_before_it_was_made_anew_with_a_parent_appends(tmp_path: Path) -> None:
+    """Store 1 made 'c' (usage only, no parent); store 0 deleted it and made it anew with parent 'a': store 1 appends."""
+    one, two = SessionStore(tmp_path, durability="none"), SessionStore(tmp_path, durability="none")
+    two.record_usage("c", ModelUsage(input_tokens=1))
+    one.delete_session("c")
+    one.append("c", AssistantMessage(content="x"), parent_session_id="a")
+    assert two.append_many("c", [AssistantMessage(content="y")], parent_session_id="a") == [2]
+    with pytest.raises(ParentMismatch):
+        two.append("c", AssistantMessage(content="z"), parent_session_id="b")  # a real mismatch stays one
+    summary = SessionStore(tmp_path).get_session("c")
+    assert summary is not None and summary.parent_session_id == "a" and summary.message_count == 2
