@@ -1,7 +1,7 @@
 """jsonl_store: LLM-agent sessions as plain, crash-safe, git-friendly files.
 
 Re-exports only. What most programs never call (the asyncio store, the git merges, the
-provider request shapes) is imported on first use (PEP 562's module ``__getattr__``), so
+provider request shapes, the scan of stored secrets) is imported on first use (PEP 562's module ``__getattr__``), so
 ``import jsonl_store`` and every ``jsonl-store`` command start without asyncio and the
 merge code: the command's start-up is most of a small search's time.
 """
@@ -54,7 +54,6 @@ from ._records import (
 )
 from ._redact import BUILTIN_KINDS as REDACTION_KINDS
 from ._redact import Redactor, redact_text
-from ._secrets import SecretFinding
 from ._tool_batches import (
     INTERRUPTED_NOTICE,
     close_interrupted,
@@ -69,12 +68,14 @@ from .store import SessionStore
 if TYPE_CHECKING:
     from ._merge import MergeResult, merge_logs, merge_meta, merge_session_file, merge_usage
     from ._providers import to_anthropic, to_openai_chat, to_openai_responses
+    from ._secrets import SecretFinding
     from .aio import AsyncSessionStore
 
 #: The names imported on first use, and the module each comes from.
 _LAZY = {
     "AsyncSessionStore": "aio",
     "MergeResult": "_merge",
+    "SecretFinding": "_secrets",
     "merge_logs": "_merge",
     "merge_meta": "_merge",
     "merge_session_file": "_merge",

@@ -18,7 +18,7 @@ import stat
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, Self, TypeVar
 
 from . import (
     _append,
@@ -33,7 +33,6 @@ from . import (
     _recovery,
     _redact,
     _resume,
-    _secrets,
     _session,
     _sources,
     _usage,
@@ -63,6 +62,9 @@ from ._records import ContextSnapshot, ForkPoint, Message, MessageTiming, ModelU
 from ._snapshots import Listings
 from ._tool_batches import INTERRUPTED_NOTICE
 from ._view import SessionSummary, SessionView
+
+if TYPE_CHECKING:
+    from . import _secrets
 
 Durability = Literal["fsync", "none"]
 #: ``SessionStore(redact=...)``: True (the built-in patterns), False, a list of extra
@@ -1050,6 +1052,8 @@ class SessionStore:
         ``redact=False``). Changes nothing; a finding names the file, line, sequence, JSON
         path and kind of a secret, and a masked preview, never the secret itself.
         """
+        from . import _secrets  # here: a store that never scans never imports it (start-up)
+
         redactor = self._redactor or _redact.DEFAULT
         names = self._session_names() if session_id is None else [session_id]
         found: list[_secrets.SecretFinding] = []
@@ -1071,6 +1075,8 @@ class SessionStore:
         of a `load` may see the old log with a new snapshot, which it then skips. Running
         it again finds nothing. Raises `SessionNotFound` for a session that does not exist.
         """
+        from . import _secrets
+
         redactor = self._redactor or _redact.DEFAULT
         directory = self._handles.directory(session_id)
         if not self._handles.check_dir(session_id, directory):

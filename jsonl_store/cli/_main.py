@@ -7,7 +7,6 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 from typing import TYPE_CHECKING
 
 from .. import JsonlStoreError
@@ -25,6 +24,9 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _version() -> str:
+    # Imported here, for --version only: importlib.metadata costs every command ~25 ms.
+    from importlib import metadata
+
     try:
         return metadata.version("jsonl_store")
     except metadata.PackageNotFoundError:  # running from a checkout that is not installed
@@ -63,6 +65,20 @@ Run 'jsonl-store COMMAND --help' for a command's options and an example.
 """
 
 
+class _Version(argparse.Action):
+    """``--version``, which looks the version up only when asked (argparse's looks it up at build)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        parser._print_message(f"{parser.prog} {_version()}\n", sys.stdout)
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand (the README test reads its subcommands and options)."""
     root_help = f"the session store (default: ${c.ROOT_ENV}, else ./{c.DEFAULT_ROOT})"
@@ -78,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
 
     def command(

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
-from .. import SecretFinding
 from . import _commands as c
+
+if TYPE_CHECKING:
+    from .. import SecretFinding
 from . import _format
 
 #: `build_parser`'s helper that adds one subcommand: name, handler, help, example -> its parser.
