@@ -30,6 +30,7 @@ Example::
         my_resume_code(resumed)  # must cope with every state
 """
 
+import importlib
 import warnings
 from typing import TYPE_CHECKING, Any, Final
 
@@ -56,28 +57,6 @@ _STRATEGIES: Final = frozenset(
     {"faults", "json_values", "messages", "session_ids", "texts", "tool_batches", "usages", "workloads"}
 )
 
-# Names this package served in 0.1.0 that now live in `oracle` only. They stay reachable
-# (with a warning) so that a user's 0.1.0 test suite keeps running, and out of `__all__`
-# and `dir()` so that nothing new is written against them.
-_MOVED_TO_ORACLE: Final = frozenset(
-    {
-        "Ack",
-        "Append",
-        "AppendMany",
-        "CheckCounts",
-        "Operation",
-        "RecordUsage",
-        "RecoveryFailure",
-        "Snapshot",
-        "UpdateSession",
-        "WorkloadResult",
-        "check_crash_state",
-        "check_workload",
-        "run_workload",
-        "verify_recovery",
-    }
-)
-
 __all__ = [
     "CrashKind",
     "CrashState",
@@ -99,17 +78,21 @@ def __getattr__(name: str) -> Any:
     A name that moved to `oracle` is served from there with a `DeprecationWarning`, on
     every look-up (it is never cached here, so each old import site is reported).
     """
-    if name in _MOVED_TO_ORACLE:
-        from . import oracle
-
+    if name not in _STRATEGIES:
+        # Names this package served in 0.1.0 that now live in `oracle` (its `__all__`):
+        # still reachable, with a warning, so a 0.1.0 test suite keeps running, and out
+        # of `__all__` and `dir()` so that nothing new is written against them.
+        # import_module, not `from . import oracle`: that looks `oracle` up as an attribute
+        # first, which would come back here.
+        oracle = importlib.import_module(f"{__name__}.oracle")
+        if name not in oracle.__all__:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         warnings.warn(
             f"jsonl_store.testing.{name} moved to jsonl_store.testing.oracle.{name}",
             DeprecationWarning,
             stacklevel=2,
         )
         return getattr(oracle, name)
-    if name not in _STRATEGIES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     try:
         from . import strategies
     except ImportError as exc:
