@@ -233,3 +233,12 @@ class PydanticAIDialect:
 
 #: The dialect object: pass it as ``dialect=`` to the store's repair functions.
 PYDANTIC_AI = PydanticAIDialect()
+
+
+#: The `_state_log.StateLog` item functions of pydantic-ai messages, as both adapters store them.
+MESSAGE_CODECS: dict[str, Any] = {
+    "encode_messages": encode,
+    "is_message": is_stored_message,
+    "decode_messages": decode,
+    "usage": usage,
+}

@@ -41,6 +41,7 @@ from jsonl_store import (
     RawMessageRecord,
     SequenceConflict,
     SessionStore,
+    encode_session_id,
 )
 
 #: The ``format`` of a state record.
@@ -275,3 +276,19 @@ class StateLog:
     def _last_sequence(self, session_id: str) -> int:
         last = self.store.tail(session_id, 1)
         return last[-1].sequence if last else 0
+
+
+class Adapter:
+    """A framework's sessions kept by a `StateLog` over one `SessionStore` (both pydantic-ai adapters).
+
+    ``codecs`` are `StateLog`'s item functions; ``self.store`` is the store.
+    """
+
+    def __init__(self, root: str, store_options: dict[str, Any], **codecs: Any) -> None:
+        self.store = SessionStore(root, **store_options)
+        self._log = StateLog(self.store, **codecs)
+
+    @staticmethod
+    def store_session_id(session_id: str) -> str:
+        """The store's session id (the directory name) of the framework's session id."""
+        return encode_session_id(session_id)

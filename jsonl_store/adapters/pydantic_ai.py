@@ -37,13 +37,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from jsonl_store import (
-    SessionStore,
-    encode_session_id,
     repair_context,
 )
 
 from . import _state_log
-from ._pydantic_ai_codec import PYDANTIC_AI, PYDANTIC_AI_NOTICE, PydanticAIDialect, decode, encode, usage
+from ._pydantic_ai_codec import MESSAGE_CODECS, PYDANTIC_AI, PYDANTIC_AI_NOTICE, PydanticAIDialect
 
 try:
     from pydantic_ai.messages import ModelMessage
@@ -52,12 +50,11 @@ except ImportError as exc:  # pragma: no cover - _pydantic_ai_codec raised first
         'jsonl_store.adapters.pydantic_ai needs pydantic-ai: pip install "jsonl_store[pydantic-ai]"'
     ) from exc
 
-from ._pydantic_ai_codec import is_stored_message
 
 __all__ = ["PYDANTIC_AI", "PydanticAIDialect", "PydanticAIHistory"]
 
 
-class PydanticAIHistory:
+class PydanticAIHistory(_state_log.Adapter):
     """pydantic-ai message histories, one jsonl_store session each.
 
     ``root`` and ``store_options`` are `SessionStore`'s (``durability``, ``lock_timeout``,
@@ -66,19 +63,7 @@ class PydanticAIHistory:
     """
 
     def __init__(self, root: str, **store_options: Any) -> None:
-        self.store = SessionStore(root, **store_options)
-        self._log = _state_log.StateLog(
-            self.store,
-            encode_messages=encode,
-            is_message=is_stored_message,
-            decode_messages=decode,
-            usage=usage,
-        )
-
-    @staticmethod
-    def store_session_id(session_id: str) -> str:
-        """The store's session id (the directory name) of a history's id."""
-        return encode_session_id(session_id)
+        super().__init__(root, store_options, **MESSAGE_CODECS)
 
     def load(
         self, session_id: str, *, repair: bool = True, notice: str = PYDANTIC_AI_NOTICE

@@ -43,8 +43,6 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from jsonl_store import SessionStore, encode_session_id
-
 # The harness first: without it (and so, often, without pydantic-ai too) the error must
 # name this adapter's extra, not the pydantic-ai adapter's that the codec below names.
 try:
@@ -71,7 +69,7 @@ with warnings.catch_warnings():
 
 # Only now, after the harness check above: see the comment there.
 from . import _state_log
-from ._pydantic_ai_codec import decode, encode, is_stored_message, usage
+from ._pydantic_ai_codec import MESSAGE_CODECS
 
 __all__ = ["JsonlSessionStore"]
 
@@ -112,7 +110,7 @@ def decode_updates(stored: Sequence[dict[str, Any]]) -> list[Any]:
     return _UPDATES.validate_python([item["content"] for item in stored]) if stored else []
 
 
-class JsonlSessionStore:
+class JsonlSessionStore(_state_log.Adapter):
     """pydantic-ai-harness ACP sessions, one jsonl_store session each (see the module docs).
 
     ``root`` and ``store_options`` are `SessionStore`'s; ``self.store`` is the store. The
@@ -120,22 +118,14 @@ class JsonlSessionStore:
     """
 
     def __init__(self, root: str, **store_options: Any) -> None:
-        self.store = SessionStore(root, **store_options)
-        self._log = _state_log.StateLog(
-            self.store,
-            encode_messages=encode,
-            is_message=is_stored_message,
-            decode_messages=decode,
-            usage=usage,
+        super().__init__(
+            root,
+            store_options,
+            **MESSAGE_CODECS,
             encode_updates=encode_updates,
             is_update=is_stored_update,
             decode_updates=decode_updates,
         )
-
-    @staticmethod
-    def store_session_id(session_id: str) -> str:
-        """The store's session id (the directory name) of an ACP session id."""
-        return encode_session_id(session_id)
 
     def save_sync(self, session_id: str, session: StoredSession) -> None:
         """`save`, for code that is not async."""
