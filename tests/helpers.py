@@ -16,6 +16,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import termios
 from collections.abc import Iterable, Iterator
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -45,6 +46,39 @@ def readable(fd: int, timeout: float) -> bool:
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
         return bool(selector.select(timeout))
+
+
+def run_on_pty(
+    command: list[str], env: dict[str, str] | None = None, *, stderr_too: bool = True
+) -> tuple[int, bytes]:
+    """Run ``command`` with stdin and stdout (and stderr, unless not ``stderr_too``) on a
+    pseudo-terminal; return its exit code and every byte it wrote there."""
+    master, slave = os.openpty()
+    # No output processing, so the bytes read are the bytes the command wrote (else the
+    # terminal turns each "\n" into "\r\n").
+    attributes = termios.tcgetattr(slave)
+    attributes[1] &= ~termios.OPOST
+    termios.tcsetattr(slave, termios.TCSANOW, attributes)
+    try:
+        process = subprocess.Popen(
+            command, stdin=slave, stdout=slave, stderr=slave if stderr_too else subprocess.DEVNULL, env=env
+        )
+    finally:
+        os.close(slave)
+    chunks = []
+    try:
+        while True:
+            assert readable(master, 60), f"no output for 60 s from {command}"
+            try:
+                data = os.read(master, 1 << 16)
+            except OSError:  # EIO: the last writer closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(master)
+    return process.wait(timeout=60), b"".join(chunks)
 
 
 def cli(*argv: str, cwd: str | os.PathLike[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:

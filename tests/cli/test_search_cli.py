@@ -6,11 +6,11 @@ import json
 import os
 import subprocess
 import sys
-import termios
 from pathlib import Path
 
+import helpers
 import pytest
-from helpers import needs_rich, readable
+from helpers import needs_rich
 
 from jsonl_store import AssistantMessage, SessionStore, ToolCall, ToolMessage, UserMessage
 
@@ -48,34 +48,7 @@ def run_on_pty(argv: list[str], env: dict[str, str], *, stderr_too: bool = False
     stderr (where the progress bar goes) is left out, so the bytes are the hits alone,
     unless ``stderr_too``.
     """
-    master, slave = os.openpty()
-    attributes = termios.tcgetattr(slave)
-    attributes[1] &= ~termios.OPOST  # no "\n" -> "\r\n": read the bytes as written
-    termios.tcsetattr(slave, termios.TCSANOW, attributes)
-    try:
-        process = subprocess.Popen(
-            command() + argv,
-            stdin=slave,
-            stdout=slave,
-            stderr=slave if stderr_too else subprocess.DEVNULL,
-            env=env,
-        )
-    finally:
-        os.close(slave)
-    chunks = []
-    try:
-        while True:
-            assert readable(master, 60), f"no output for 60 s from {argv}"
-            try:
-                data = os.read(master, 1 << 16)
-            except OSError:  # EIO: the command closed the terminal
-                break
-            if not data:
-                break
-            chunks.append(data)
-    finally:
-        os.close(master)
-    return process.wait(timeout=60), b"".join(chunks)
+    return helpers.run_on_pty(command() + argv, env, stderr_too=stderr_too)
 
 
 @pytest.fixture

@@ -13,15 +13,14 @@ import re
 import shlex
 import subprocess
 import sys
-import termios
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import helpers
 import orjson
 import pytest
-from helpers import readable
 
 from jsonl_store import (
     AssistantMessage,
@@ -107,32 +106,7 @@ def tear_tail(root: Path, session_id: str = SESSION) -> None:
 
 def run_on_pty(argv: list[str], env: dict[str, str] | None = None) -> tuple[int, bytes]:
     """Run the command with stdin, stdout and stderr on a pseudo-terminal; return its exit code and bytes."""
-    master, slave = os.openpty()
-    # No output processing, so the bytes read are the bytes the command wrote (else the
-    # terminal turns each "\n" into "\r\n").
-    attributes = termios.tcgetattr(slave)
-    attributes[1] &= ~termios.OPOST
-    termios.tcsetattr(slave, termios.TCSANOW, attributes)
-    try:
-        process = subprocess.Popen(
-            command() + argv, stdin=slave, stdout=slave, stderr=slave, env=env or environment()
-        )
-    finally:
-        os.close(slave)
-    chunks = []
-    try:
-        while True:
-            assert readable(master, 60), f"no output for 60 s from {argv}"
-            try:
-                data = os.read(master, 1 << 16)
-            except OSError:  # EIO: the last writer closed the terminal
-                break
-            if not data:
-                break
-            chunks.append(data)
-    finally:
-        os.close(master)
-    return process.wait(timeout=60), b"".join(chunks)
+    return helpers.run_on_pty(command() + argv, env or environment())
 
 
 def assert_nothing_raw(output: bytes, where: str, *, colour: bool = True) -> str:
