@@ -269,19 +269,21 @@ class SessionStore:
                 f"session {session_id!r}: {FORK_NAME} cannot be read ({exc})", session_id=session_id
             ) from None
 
-    def _fork_prefix(self, session_id: str, directory: str) -> _checkpoint.Prefix | None:
-        """For a fork: what its history holds before its own log, as `checkpoint` counts it."""
-        try:
-            if self._fork_point(session_id, directory) is None:
-                return None
-        except UnsupportedFormat:
-            return None  # the append that follows refuses it, saying why
+    def _fork_prefix(self, session_id: str, directory: str) -> _checkpoint.Prefix:
+        """What a session's history holds before its own log, as `checkpoint` counts it:
+        nothing for a session that is not a fork.
+
+        Asked only when the checkpoint cache is built (the first save, or after a new
+        snapshot or log), so an extending save pays no look at ``fork.json``.
+        """
 
         def prefix() -> tuple[dict[Any, int], int]:
+            ids: dict[Any, int] = {}
             found = Reporter()
             links = self._links(session_id, directory, found)
+            if len(links) == 1:
+                return ids, 0  # not a fork (or one whose fork.json the next append refuses)
             snapshot, tail = self._fork_history(links[:-1], found)
-            ids: dict[Any, int] = {}
             if snapshot is not None:
                 ids[_checkpoint.message_id(snapshot.compacted_message)] = 0
             for record in tail:
