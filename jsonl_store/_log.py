@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from . import _atomic, _codec, _lines
+from . import _atomic, _codec, _find, _lines
 from ._errors import DurabilityError, LockTimeout, StorageError, UnrecognizedRecords, name_file, storage_error
 from ._fs import FILE_MODE, SAFE_FLAGS, FileSystem, StatResult, check_directory, open_regular
 from ._ids import new_uuid7
@@ -227,7 +227,7 @@ def _step_to(
     remains), and the offset and number of the line at that beginning. ``find`` and
     ``count`` do the work at C speed: a line stepped over costs no Python.
     """
-    hit = chunk.find(wanted, begin)
+    hit = _find.find(chunk, wanted, begin)  # memchr on a rare byte: faster than bytes.find
     if hit < 0:
         start = chunk.rfind(b"\n", begin) + 1  # after the chunk's last whole line
         stop = -1
@@ -257,7 +257,7 @@ def scan(
 
     With ``wanted``, only the lines that hold those bytes are checked and yielded (and
     the line a chunk begins with, when it began in the one before): the others are
-    stepped over with ``bytes.find`` and never checked, so their damage goes unnoticed.
+    stepped over with `_find.find` and never checked, so their damage goes unnoticed.
 
     ``start`` must be the start of a line. Reads ``first_read`` bytes first, then twice
     as many each time up to `CHUNK` (a caller that stops early reads little). Damage

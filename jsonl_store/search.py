@@ -35,6 +35,7 @@ from typing import Any
 import msgspec
 
 from ._errors import InvalidArgument, SessionNotFound
+from ._find import find
 from ._view import SessionSummary
 from .store import SessionStore
 
@@ -184,50 +185,6 @@ def _hit(
     left = max(0, begin - CONTEXT)
     right = min(len(text), end + CONTEXT)
     return Hit(session_id, sequence, role, field, text[left:right], begin - left, end - left, begin)
-
-
-#: Bytes of JSON-lines transcripts from most to least frequent, as counted over 3.7 MB of
-#: Claude Code, Codex and pi transcripts and a ``jsonl-store demo`` store (digits and hex
-#: are frequent: ids, checksums and timestamps are on every line); a byte later here, or
-#: missing, is probably rarer in a log. ripgrep's literal search picks its `memchr` byte
-#: the same way, from a frequency table (https://github.com/BurntSushi/memchr,
-#: ``src/memmem/rarebytes.rs``).
-_COMMON = b' etn"sairo\\dpmlcfu:_,h10g.y-b2x354/kwv869A7=Tz()ICMPESDBURqZNOLjFHG+XWQY'
-_RANK = {byte: rank for rank, byte in enumerate(_COMMON)}
-
-
-def _rarest(needle: bytes) -> int:
-    """The index in ``needle`` of its probably rarest byte."""
-    return max(range(len(needle)), key=lambda i: _RANK.get(needle[i], len(_COMMON)))
-
-
-def find(data: bytes | mmap.mmap, needle: bytes) -> int:
-    """``data.find(needle)``, usually faster: `memchr` on the needle's rarest byte first.
-
-    CPython's substring search runs at about 1 GB/s on text (its skip table is a 64-bit
-    filter that common letters fill), a single-byte ``find`` at memory speed. So the
-    rarest byte is found first and the needle checked around it; when that byte turns
-    out to be frequent (more than one per 4 KiB so far), the rest of ``data`` is left to
-    the substring search, so the worst case stays close to a plain ``find``.
-    """
-    if len(needle) < 2:
-        return data.find(needle)
-    pick = _rarest(needle)
-    byte = needle[pick : pick + 1]
-    size = len(data)
-    at = data.find(byte, pick)
-    tries = 0
-    while at >= 0:
-        start = at - pick
-        if data[start : start + len(needle)] == needle:
-            return start
-        tries += 1
-        if tries > 64 and tries * 4096 > at:
-            return data.find(needle, start + 1)
-        at = data.find(byte, at + 1)
-        if at >= size:
-            break
-    return -1
 
 
 def _file_may_hold(path: str, needle: bytes) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import Problem, SessionNotFound, SessionStore, SessionSummary
 from ..store import UNUSABLE_KINDS
-from . import _demo, _format, _progress, _safe, _term
+from . import _format, _progress, _safe, _term
 from ._blocks import Block, Styled
 
 ROOT_ENV = "JSONL_STORE_ROOT"
@@ -119,6 +119,8 @@ def problems_exit(problems: Sequence[Problem]) -> int:
 
 
 def demo(args: argparse.Namespace) -> int:
+    from . import _demo  # imported by demo only: it brings orjson and the demo's messages
+
     directory: str = args.directory or DEMO_DIR
     store = SessionStore(directory, on_problem=warn)
     with store:

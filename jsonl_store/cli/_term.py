@@ -21,7 +21,6 @@ import os
 import shlex
 import shutil
 import signal
-import subprocess
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
@@ -200,6 +199,8 @@ def _run_pager(command: list[str], text: str, stream: TextIO) -> bool:
     encoding = getattr(stream, "encoding", None) or "utf-8"
     stream.flush()
     try:
+        import subprocess  # here: only a paged command starts a process (4 ms of every start-up)
+
         process = subprocess.Popen(command, stdin=subprocess.PIPE, env=env)
     except OSError:
         return False

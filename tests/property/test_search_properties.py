@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jsonl_store import AssistantMessage, SessionStore, ToolCall, ToolMessage, UserMessage
-from jsonl_store.search import find, naive_search, search
+from jsonl_store._find import find
+from jsonl_store.search import naive_search, search
 from jsonl_store.testing.damage import crlf, flip, tear
 
 # Characters a writer escapes (quote, backslash, controls), writes raw (non-ASCII, U+2028)
@@ -69,6 +70,8 @@ def test_rarest_byte_find_agrees_with_bytes_find(data: bytes, needle: bytes) -> 
     """`find` gives the index `bytes.find` gives, for any haystack and needle."""
     assert find(data, needle) == data.find(needle)
     assert find(data + needle, needle) == (data + needle).find(needle)
+    for start in range(len(data) + 1):
+        assert find(data, needle, start) == data.find(needle, start)
 
 
 @given(
