@@ -321,6 +321,50 @@ def test_a_list_changed_in_place_after_a_save_is_still_seen_as_a_rewrite(
     _assert_rewritten(store, root, before, runner)
 
 
+def test_a_list_changed_in_place_without_growing_is_still_seen(store: SessionStore, root: Path) -> None:
+    """An edit of a saved message in a list of the same length is a rewrite too (no new message is needed to notice it)."""
+    runner: list[Message] = [user("1"), user("2"), user("3")]
+    store.checkpoint("s", runner)
+    before = log_path(root, "s").read_bytes()
+    runner[0] = user("1, edited")
+    store.checkpoint("s", runner)
+    _assert_rewritten(store, root, before, runner)
+
+
+class _AlwaysEqual(list[Message]):
+    """A list whose own == says yes to anything."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = None
+
+
+def test_a_list_subclass_cannot_hide_an_in_place_change(store: SessionStore, root: Path) -> None:
+    """The saved part is compared as lists are, whatever __eq__ a list subclass defines."""
+    runner = _AlwaysEqual([user("1"), user("2"), user("3")])
+    store.checkpoint("s", runner)
+    before = log_path(root, "s").read_bytes()
+    runner[1] = user("2, edited")
+    runner.append(user("4"))
+    store.checkpoint("s", runner)
+    _assert_rewritten(store, root, before, list(runner))
+
+
+def test_a_failed_comparison_leaves_the_saved_list_as_it_was(store: SessionStore) -> None:
+    """After a save whose list was changed in place, saving the original list's growth still extends it."""
+    runner: list[Message] = [user("1"), user("2")]
+    store.checkpoint("s", runner)
+    edited = [runner[0], user("2, edited"), user("3")]
+    cache = store._handles.session("s").checkpoint
+    assert cache is not None
+    from jsonl_store._checkpoint import saved_part
+
+    assert saved_part(edited, cache) == 0
+    assert cache.saved == runner  # grown for the comparison, and back to what was saved
+    assert saved_part([*runner, user("3")], cache) == 2
+
+
 def test_an_equal_list_rebuilt_from_a_load_extends(store: SessionStore) -> None:
     """A list made anew from load() (equal messages, other objects) plus one message appends one record."""
     store.checkpoint("s", [user("1"), user("2")])
