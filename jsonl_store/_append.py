@@ -2,7 +2,11 @@
 
 `encode` does everything that can fail on bad input, then hands the writer a `Batch`
 whose `build` runs under the append lock and only numbers the lines (spec §9.1): the
-next sequence is known only there.
+next sequence is known only there. `encode_one` and `One` are the same for the append a
+runner makes on every message (one message, at most its usage, no other option), flat:
+about a quarter of a buffered append's time was the general path's lists and keywords.
+Both share `payload_of` and `head_of`; tests/property/test_append_paths.py checks that
+the two write the same bytes and raise the same errors.
 """
 
 from __future__ import annotations
@@ -204,6 +208,40 @@ class Batch:
         return data, Line(len(data) - len(parts[-1]), None, body, len(data), sequence)
 
 
+def payload_of(
+    message: Message,
+    redact_json: Callable[[bytes], bytes],
+    blob_threshold: int,
+    blobs: dict[str, bytes] | None,
+) -> tuple[bytes, bool, dict[str, bytes] | None] | None:
+    """A message as its record holds it: encoded and checked (`_codec.encode_message`),
+    redacted, its large strings spilled into ``blobs``; with whether it was a plain dict.
+    None for a message not to be stored (``persist=False``).
+    """
+    payload, plain = _codec.encode_message(message)
+    if not (message.get("persist", True) is not False if isinstance(message, dict) else message.persist):
+        return None
+    payload = redact_json(payload)  # first: a secret must never reach a blob file
+    # Every append pays these two checks (spec §5.1): a memchr for "$" (rarely found),
+    # and a length comparison, since only a message this long can hold a string over
+    # the threshold. 36 is ord("$"): `int in bytes` is a bare memchr, while `b"$" in
+    # bytes` first tries its argument as an int and builds (then drops) a TypeError,
+    # and `find` parses its arguments; both cost more than the search.
+    if 36 in payload or len(payload) > blob_threshold:
+        payload, blobs = _blob_writes.prepare(payload, blob_threshold, blobs)
+    return payload, plain, blobs
+
+
+def head_of(
+    record_id: str, created: bytes, payload: bytes, plain: bool, trailer: bytes, sizes: _blob_writes.Sizes
+) -> bytes:
+    """The record's bytes up to its trailer (`_codec.record_head`); refuses a record over the cap."""
+    head = _codec.record_head(record_id, created, payload, plain)
+    if len(head) + len(trailer) > sizes.record_room:
+        _blob_writes.check_size(head, trailer, sizes.max_record_bytes)
+    return head
+
+
 def encode(
     session: OpenSession,
     messages: Sequence[Message],
@@ -251,26 +289,15 @@ def encode(
     created = _codec.encode_time(created_at)
     bodies: list[tuple[bytes, bytes] | None] = []
     blobs: dict[str, bytes] | None = None
-    blob_threshold, record_room = sizes.threshold, sizes.record_room
-    encode_message, record_head, usage_trailer = (
-        _codec.encode_message,
-        _codec.record_head,
-        _codec.usage_trailer,
-    )
+    blob_threshold = sizes.threshold
+    usage_trailer = _codec.usage_trailer
     redact_json = redactor.redact_json if redactor is not None else _unchanged
     for index, message in enumerate(messages):
-        payload, plain = encode_message(message)
-        if not (message.get("persist", True) is not False if isinstance(message, dict) else message.persist):
+        stored = payload_of(message, redact_json, blob_threshold, blobs)
+        if stored is None:
             bodies.append(None)
             continue
-        payload = redact_json(payload)  # first: a secret must never reach a blob file
-        # Every append pays these two checks (spec §5.1): a memchr for "$" (rarely found),
-        # and a length comparison, since only a message this long can hold a string over
-        # the threshold. 36 is ord("$"): `int in bytes` is a bare memchr, while `b"$" in
-        # bytes` first tries its argument as an int and builds (then drops) a TypeError,
-        # and `find` parses its arguments; both cost more than the search.
-        if 36 in payload or len(payload) > blob_threshold:
-            payload, blobs = _blob_writes.prepare(payload, blob_threshold, blobs)
+        payload, plain, blobs = stored
         usage = usages[index]
         timing = timings[index]
         if usage is not None:
@@ -285,10 +312,7 @@ def encode(
             trailer = shared_trailer + usage_trailer(usage)
         else:
             trailer = shared_trailer
-        head = record_head(new_id(), created, payload, plain)
-        if len(head) + len(trailer) > record_room:
-            _blob_writes.check_size(head, trailer, sizes.max_record_bytes)
-        bodies.append((head, trailer))
+        bodies.append((head_of(new_id(), created, payload, plain, trailer, sizes), trailer))
     if len(bodies) == bodies.count(None):
         return None
     if title is not None or agent_name is not None:
@@ -297,3 +321,65 @@ def encode(
     title, agent_name = redact_labels(redactor, title, agent_name)
     session.init = (created_at, parent_session_id, session_type, agent_name, title)
     return Batch(session, bodies, parent_session_id, expected_last_sequence, blobs, sizes.store)
+
+
+class One:
+    """The encoded record of a plain single append (`encode_one`), waiting for its sequence."""
+
+    __slots__ = ("blobs", "head", "sequence", "session", "store_blobs", "trailer")
+
+    def __init__(
+        self,
+        session: OpenSession,
+        head: bytes,
+        trailer: bytes,
+        blobs: dict[str, bytes] | None,
+        store_blobs: Callable[[str, dict[str, bytes]], None] | None,
+    ) -> None:
+        self.session = session
+        self.head = head
+        self.trailer = trailer
+        self.blobs = blobs
+        self.store_blobs = store_blobs
+        self.sequence = 0
+
+    def build(self, last: Line | None) -> tuple[bytes, Line]:
+        """`Batch.build` for one record with no parent, expectation or batch mark."""
+        sequence = (sequence_of(last) if last is not None else self.session.base) + 1
+        self.sequence = sequence
+        line, body = _codec.record_line(sequence, 0, self.head, self.trailer)
+        if self.blobs and self.store_blobs is not None:
+            self.store_blobs(self.session.directory, self.blobs)  # as in Batch.build
+        return line, Line(0, None, body, len(line), sequence)
+
+
+def encode_one(
+    session: OpenSession,
+    message: Message,
+    usage: ModelUsage | None,
+    sizes: _blob_writes.Sizes,
+    clock: Callable[[], datetime],
+    new_id: Callable[[], str],
+    redactor: Redactor | None,
+) -> One | None:
+    """`encode` of ``append(session, message)`` or ``append(session, message, usage=...)``.
+
+    The same checks in the same order, for the append a runner makes on every message:
+    none of the options that only `encode` handles (request id, timing, metadata, tags,
+    parent, title, agent name, session type, expectation, time) is given.
+    """
+    created_at = clock()
+    stored = payload_of(
+        message, redactor.redact_json if redactor is not None else _unchanged, sizes.threshold, None
+    )
+    if stored is None:
+        return None
+    payload, plain, blobs = stored
+    if usage is not None:
+        check_usage(usage, message)
+        trailer = _codec.usage_trailer(usage)
+    else:
+        trailer = b""
+    head = head_of(new_id(), _codec.encode_time(created_at), payload, plain, trailer, sizes)
+    session.init = (created_at, None, 0, None, None)
+    return One(session, head, trailer, blobs, sizes.store)

@@ -332,6 +332,20 @@ class SessionStore:
         made elsewhere (an imported transcript's timestamp).
         """
         try:
+            if (
+                request_id is None
+                and timing is None
+                and parent_session_id is None
+                and title is None
+                and agent_name is None
+                and type(session_type) is int
+                and not session_type
+                and metadata is None
+                and tags is None
+                and expected_last_sequence is None
+                and created_at is None
+            ):
+                return self._append_one(session_id, message, usage)
             return self._append(
                 session_id,
                 [message],
@@ -401,6 +415,26 @@ class SessionStore:
             raise
         except OSError as exc:  # as in `append`
             raise _failure(self, exc, "append_many", session_id) from exc
+
+    def _append_one(self, session_id: str, message: Message, usage: ModelUsage | None) -> int:
+        """`_append` of a runner's plain ``append(session_id, message[, usage=...])``, flat."""
+        handles = self._handles
+        session = handles.session(session_id)
+        one = _append.encode_one(
+            session, message, usage, self._sizes, handles.clock, handles.new_id, self._redactor
+        )
+        if one is None:
+            return 0  # not to be persisted
+        writer = handles.writer(session)
+        try:
+            writer.append(one.build)
+        except FileNotFoundError:
+            # As in `_append`: the session directory vanished under us; make it again, retry once.
+            session.prepared = False
+            writer.close()
+            writer = handles.writer(session)
+            writer.append(one.build)
+        return one.sequence
 
     def _append(self, session_id: str, messages: Sequence[Message], **options: Any) -> list[int]:
         handles = self._handles
