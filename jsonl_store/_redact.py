@@ -176,6 +176,15 @@ _ENV_NAME_REVERSED: Final = re.compile(
 _ENV_VALUE: Final = re.compile(r"""[ \t]?["']?""" + _VALUE)
 #: How far before '=' a secret-looking name may start.
 _ENV_NAME_LIMIT: Final = 128
+#: The '=' signs `_ENV_NAME_REVERSED` can match before: the name ends with the last letter
+#: of one of its words (passworD, passwD, pwD, secreT, tokeN, pasS, credentialS, credentiaL,
+#: keY), in either case or as U+017F (long s), which matches 's' case-insensitively, then
+#: maybe a quote, then maybe a space or tab. Code is full of '=' (``x = 1``), so the name
+#: is read backwards only where this says it may end; the scan is one pass in C.
+_ENV_LAST = "dDtTnNsSyYlL\u017f"
+_ENV_CANDIDATES: Final = re.compile(
+    f"=(?:(?<=[{_ENV_LAST}]=)|(?<=[{_ENV_LAST}][\"'\t ]=)|(?<=[{_ENV_LAST}][\"'][\t ]=))"
+)
 
 BUILTIN_KINDS: Final = (*dict.fromkeys(kind for kind, _ in BUILTIN), ENV_KIND)
 
@@ -210,16 +219,25 @@ _GATES: Final[tuple[tuple[bytes, frozenset[int] | None, re.Pattern[bytes] | None
     (b"Z", frozenset(b"I"), re.compile(rb"Z(?<=UTHORIZ)ATION")),
     (b"/", frozenset(b"m"), re.compile(rb"/(?<=hooks\.slack\.com/)")),
     # -----BEGIN, sk-, glpat-, xox?-, xapp-: the byte before, or the '-' after for BEGIN.
+    # Each with what its kinds' patterns need after it (letters, digits, '-' and '_' are
+    # never escaped either): code is full of '-' and '_' ("disk_", "task-"), and a value
+    # these let through has every string scanned for every kind.
     (
         b"-",
         frozenset(b"-ktabeoprs"),
-        re.compile(rb"-(?:----BEGIN|(?<=sk-)|(?<=glpat-)|(?<=xox.-)|(?<=xapp-))"),
+        re.compile(
+            rb"-(?:----BEGIN|(?<=sk-)(?:ant-|proj-|svcacct-|admin-|[A-Za-z0-9]{20})"
+            rb"|(?<=glpat-)[A-Za-z0-9_\-]{20}|(?<=xox[abeoprs]-)[A-Za-z0-9\-]{10}|(?<=xapp-)[0-9]-)"
+        ),
     ),
-    # gh?_, github_, sk_/rk_, aws_: the byte before.
+    # gh?_, github_pat_, sk_/rk_ live or test, aws_secret_access_key: the byte before.
     (
         b"_",
         frozenset(b"pousrbkSs"),
-        re.compile(rb"_(?:(?<=gh[pousr]_)|(?<=github_)|(?<=[sr]k_)|(?<=[Aa][Ww][Ss]_))"),
+        re.compile(
+            rb"_(?:(?<=gh[pousr]_)[A-Za-z0-9]{36}|(?<=github_)pat_|(?<=[sr]k_)(?:live|test)_"
+            rb"|(?<=aws_)secret_access_key|(?<=AWS_)SECRET_ACCESS_KEY)"
+        ),
     ),
 )
 #: After this many occurrences of a byte, one search of the rest is cheaper than the jumps.
@@ -247,6 +265,32 @@ def _holds(
         if at < 0:
             return False
     return pattern.search(data, at) is not None
+
+
+#: What `_gate` says of an encoded JSON value: no built-in secret can be in it; only an
+#: `.env` assignment can (a '=' and none of the other kinds' pieces); any kind can.
+_NONE, _ASSIGNMENTS, _ANY = 0, 1, 2
+
+
+def _gate(data: bytes) -> int:
+    """The pre-filter of the built-in kinds over an encoded JSON value: `_NONE`, `_ASSIGNMENTS` or `_ANY`."""
+    find, short = data.find, len(data) <= _SHORT
+    found = _NONE
+    for byte, before, pattern in _GATES:
+        at = find(byte)  # most bytes are not there: no call beyond this one
+        if at < 0:
+            continue
+        if pattern is None:
+            # '=': an `.env` assignment, or an Azure "AccountKey=" / "SharedAccessKey=",
+            # which the other kinds' scan finds (its anchor is "Key=").
+            if b"Key=" in data:
+                return _ANY
+            found = _ASSIGNMENTS
+            continue
+        # A short value: one search from the first occurrence costs less than jumps.
+        if pattern.search(data, at) is not None if short else _holds(data, at, byte, before, pattern):
+            return _ANY
+    return found
 
 
 def marker(kind: str) -> str:
@@ -309,12 +353,16 @@ def _builtin() -> tuple[re.Pattern[str], list[tuple[str, re.Pattern[str]]]]:
     return _combined(BUILTIN)
 
 
-def _builtin_find(text: str) -> list[Found]:
-    """The secrets of built-in kinds in ``text``, maybe overlapping (see `_leftmost`)."""
+def _builtin_find(text: str, *, anchors: bool = True) -> list[Found]:
+    """The secrets of built-in kinds in ``text``, maybe overlapping (see `_leftmost`).
+
+    ``anchors=False`` looks for `.env` assignments only: for a string of a JSON value in
+    which `_GATES` found none of the other kinds' pieces (`Redactor.redact_json`).
+    """
     found: list[Found] = []
     end = 0  # where the last match ended: matches do not overlap
     builtin_pattern, kind_patterns = _builtin()
-    for anchor in _ANCHORS_IN_TEXT.finditer(text):
+    for anchor in _ANCHORS_IN_TEXT.finditer(text) if anchors else ():
         at = anchor.start()
         if at < end:
             continue
@@ -332,13 +380,14 @@ def _builtin_find(text: str) -> list[Found]:
             )
             end = match.end()
             break
-    at = text.find("=")
-    while at >= 0:
+    if "=" not in text:
+        return found
+    for candidate in _ENV_CANDIDATES.finditer(text):
+        at = candidate.start()
         name = _ENV_NAME_REVERSED.match(text[max(0, at - _ENV_NAME_LIMIT) : at][::-1])
         value = _ENV_VALUE.match(text, at + 1) if name is not None else None
         if value is not None:
             found.append(Found(ENV_KIND, *value.span("secret")))
-        at = text.find("=", at + 1)
     return found
 
 
@@ -375,7 +424,10 @@ class Redactor:
 
     def find(self, text: str) -> list[Found]:
         """Every secret in ``text``, left to right, none overlapping another."""
-        found = _builtin_find(text) if self._builtin else []
+        return self._find(text, anchors=True)
+
+    def _find(self, text: str, *, anchors: bool) -> list[Found]:
+        found = _builtin_find(text, anchors=anchors) if self._builtin else []
         for kind, pattern in self._extra:
             for match in pattern.finditer(text):
                 start, end = match.span("secret") if "secret" in pattern.groupindex else match.span()
@@ -385,7 +437,14 @@ class Redactor:
 
     def redact(self, text: str) -> str:
         """``text`` with every secret replaced by `marker` of its kind."""
-        found = self.find(text)
+        return self._redact(text, self.find(text))
+
+    def _redact_assignments(self, text: str) -> str:
+        """`redact` of a string that can hold no built-in secret but an `.env` assignment."""
+        return self._redact(text, self._find(text, anchors=False))
+
+    @staticmethod
+    def _redact(text: str, found: list[Found]) -> str:
         if not found:
             return text
         pieces: list[str] = []
@@ -400,17 +459,9 @@ class Redactor:
 
     def might_hold(self, data: bytes) -> bool:
         """False only when the JSON ``data`` surely holds no secret (the cheap pre-filter)."""
-        if self._builtin:
-            find, short = data.find, len(data) <= _SHORT
-            for byte, before, pattern in _GATES:
-                at = find(byte)  # most bytes are not there: no call beyond this one
-                if at < 0:
-                    continue
-                if pattern is None:
-                    return True
-                # A short value: one search from the first occurrence costs less than jumps.
-                if pattern.search(data, at) is not None if short else _holds(data, at, byte, before, pattern):
-                    return True
+        return (self._builtin and _gate(data) != _NONE) or self._extra_might_match(data)
+
+    def _extra_might_match(self, data: bytes) -> bool:
         if not self._extra:
             return False
         # A JSON text without a backslash holds each of its strings as it is (nothing is
@@ -431,11 +482,34 @@ class Redactor:
         decoded value re-encodes to its own bytes (msgspec keeps key order and writes
         numbers as it read them).
         """
-        if not self.might_hold(data):
+        redact = self._text_redactor(data)
+        if redact is None:
             return data
         value = _decode(data)
-        redacted = _walk(value, self.redact)
+        redacted = _walk(value, redact)
         return data if redacted is value else _encode(redacted)
+
+    def _text_redactor(self, data: bytes) -> Callable[[str], str] | None:
+        """What `redact_json` applies to each string of ``data``; None when none can hold a secret.
+
+        Where `_GATES` found only '=' signs (code is full of them) and no user pattern may
+        match, only `.env` assignments are looked for: the built-in kinds' scan of each
+        string is skipped. A subclass that changes `find`, `redact` or `might_hold` gets
+        its own `redact` on every string `might_hold` lets through.
+        """
+        cls = type(self)
+        if (
+            cls.find is not Redactor.find
+            or cls.redact is not Redactor.redact
+            or cls.might_hold is not Redactor.might_hold
+        ):
+            return self.redact if self.might_hold(data) else None
+        gate = _gate(data) if self._builtin else _NONE
+        if self._extra_might_match(data):
+            return self.redact
+        if gate == _NONE:
+            return None
+        return self.redact if gate == _ANY else self._redact_assignments
 
 
 class CallableRedactor(Redactor):
