@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from ._errors import name_file
-from ._fs import FILE_MODE, SAFE_FLAGS, FileSystem, open_regular
+from ._fs import FILE_MODE, SAFE_FLAGS, FileSystem, open_regular_stat
 from ._ids import new_uuid7
 from ._paths import tmp_name
 
@@ -87,11 +87,11 @@ def read_whole(fs: FileSystem, path: str, limit: int | None = None) -> bytes | N
     `UnsafePath` when ``path`` is a symlink or not a regular file (never followed).
     """
     try:
-        fd = open_regular(fs, path, os.O_RDONLY)
+        fd, st = open_regular_stat(fs, path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     try:
-        size = fs.fstat(fd).st_size
+        size = st.st_size
         if limit is not None and size > limit:
             raise FileTooLarge(size, limit)
         data = fs.pread(fd, size, 0) if size else b""

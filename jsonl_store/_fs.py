@@ -113,29 +113,44 @@ def open_regular(
     device; the ``fstat`` of the opened descriptor is the check (no race with a rename).
     ``FileNotFoundError`` and other errors of ``open`` pass through.
     """
-    name = os.path.basename(path)
-    if session_id is None:
-        session_id = session_id_of(os.path.dirname(path))
+    return open_regular_stat(fs, path, flags, mode, session_id=session_id)[0]
+
+
+def open_regular_stat(
+    fs: FileSystem, path: str, flags: int, mode: int = FILE_MODE, *, session_id: str | None = None
+) -> tuple[int, StatResult]:
+    """`open_regular`, and the ``fstat`` it checked with (a reader wants the size: no second call)."""
     try:
         fd = fs.open(path, flags | SAFE_FLAGS, mode)
     except OSError as exc:
         what = _REFUSED.get(exc.errno or 0)
         if what is None:
             raise
-        message = f"{name} {what}; the store never follows or opens it"
+        message = f"{os.path.basename(path)} {what}; the store never follows or opens it"
         raise UnsafePath(
-            message, errno=exc.errno, strerror=exc.strerror, filename=path, session_id=session_id, path=path
+            message,
+            errno=exc.errno,
+            strerror=exc.strerror,
+            filename=path,
+            session_id=_session_of(path, session_id),
+            path=path,
         ) from exc
     try:
-        st_mode = fs.fstat(fd).st_mode
+        st = fs.fstat(fd)
     except BaseException:
         fs.close(fd)
         raise
-    if not stat.S_ISREG(st_mode):
+    if not stat.S_ISREG(st.st_mode):
         fs.close(fd)
-        message = f"{name} is {describe_mode(st_mode)}, not a regular file; the store never opens it"
-        raise UnsafePath(message, filename=path, session_id=session_id, path=path)
-    return fd
+        message = f"{os.path.basename(path)} is {describe_mode(st.st_mode)}, not a regular file; the store never opens it"
+        raise UnsafePath(message, filename=path, session_id=_session_of(path, session_id), path=path)
+    return fd, st
+
+
+def _session_of(path: str, session_id: str | None) -> str | None:
+    # Only an error names the session: working it out from the path on every open cost
+    # list_sessions a tenth of its time.
+    return session_id_of(os.path.dirname(path)) if session_id is None else session_id
 
 
 def check_directory(fs: FileSystem, path: str, *, session_id: str | None = None) -> bool:

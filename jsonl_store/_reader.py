@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Self
 
 from . import _blobs, _codec, _snapshots
-from ._fs import FileSystem, open_regular
+from ._fs import FileSystem, open_regular_stat
 from ._log import FLAGS_READ, Line, backward, last_good, scan
 from ._paths import LOG_NAME
 from ._problems import DISCARD, KEPT_AFTER_GAP, SKIPPED, Problem, Reporter
@@ -49,15 +49,11 @@ class LogReader:
         self.fd: int | None
         try:
             # Raises `UnsafePath` for a symlink or anything but a regular file.
-            self.fd = open_regular(fs, self.path, FLAGS_READ, session_id=session_id or None)
+            self.fd, st = open_regular_stat(fs, self.path, FLAGS_READ, session_id=session_id or None)
         except FileNotFoundError:
             self.fd, self.size = None, 0
         else:
-            try:
-                self.size = fs.fstat(self.fd).st_size
-            except BaseException:
-                fs.close(self.fd)
-                raise
+            self.size = st.st_size
 
     @property
     def exists(self) -> bool:

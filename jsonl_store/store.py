@@ -641,10 +641,12 @@ class SessionStore:
         if parent_session_id is not None:
             validate_session_id(parent_session_id)
         found = []
-        for name in self._session_names():
+        for name, mode in self._session_entries():
             directory = os.path.join(self.root, name)
             try:
-                if not self._handles.check_dir(name, directory):
+                # The listing's lstat already told a directory; anything else is checked
+                # again, and a symlink or a FIFO in a session's place raises UnsafePath.
+                if not stat.S_ISDIR(mode) and not self._handles.check_dir(name, directory):
                     continue  # deleted since the listing
                 summary = self._summary(name, directory)
             except UnsafePath as exc:
@@ -675,6 +677,10 @@ class SessionStore:
         silently; a symlink or a FIFO with a session's name is a session gone wrong, which
         `list_sessions` and `verify` report.
         """
+        return [name for name, _ in self._session_entries()]
+
+    def _session_entries(self) -> list[tuple[str, int]]:
+        """`_session_names`, each with the mode its ``lstat`` gave."""
         try:
             names = self._fs.listdir(self.root)
         except FileNotFoundError:
@@ -688,7 +694,7 @@ class SessionStore:
             except FileNotFoundError:
                 continue
             if not stat.S_ISREG(mode):
-                found.append(name)
+                found.append((name, mode))
         return found
 
     @_storage_errors
