@@ -1,7 +1,7 @@
 """Benchmarks of jsonl_store side by side with the floor and the stores users pick instead.
 
     python benchmarks/bench.py --quick                 # CI: well under 2 minutes
-    python benchmarks/bench.py --plot bench.png --json bench.json   # full: 5-10 minutes
+    python benchmarks/bench.py --plot bench.png --json bench.json   # full: about 4 minutes
 
 Measures, in one run and on the same records (0.8 KB assistant messages with a tool call
 and usage; 10 KB tool results): the floor (bare encode+write, +fdatasync, atomic file

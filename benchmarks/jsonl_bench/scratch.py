@@ -38,7 +38,7 @@ def disk_usage(root: str) -> int:
 
 
 def fmt_bytes(n: int) -> str:
-    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale:
             return f"{n / scale:,.2f} {unit}"
     return f"{n:,} B"
