@@ -80,6 +80,10 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+def _missing(session_id: str) -> SessionNotFound:
+    return SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
+
+
 def _failure(store: SessionStore, exc: OSError, method: str, session_id: object) -> StorageError:
     """The `StorageError` a public method raises for an ``OSError`` (raise it ``from exc``).
 
@@ -821,15 +825,14 @@ class SessionStore:
         )  # fmt: skip
         if self._redactor is not None:
             update.redact(self._redactor)
-        missing = SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
         if not self._handles.check_dir(session_id, directory):
-            raise missing
+            raise _missing(session_id)
         with self._handles.lock(session_id):
             meta = self._read_meta(session_id, directory)
             if meta is None:
                 # No (readable) metadata: a session exists only if its log does.
                 if not _dirs.exists(self._fs, os.path.join(directory, LOG_NAME)):
-                    raise missing
+                    raise _missing(session_id)
                 meta = SessionMeta(
                     created_at=_session.first_record_time(self._fs, directory) or self._handles.clock()
                 )

@@ -1,7 +1,7 @@
-"""Where a buffered append's time goes: each part of it timed alone, beside the floor.
+"""Where an append's and an update_session's time goes, part by part, beside their floors.
 
-    python benchmarks/append_profile.py            # about 20 seconds
-    python benchmarks/append_profile.py --json parts.json
+    python benchmarks/profile_parts.py             # about 20 seconds
+    python benchmarks/profile_parts.py --json parts.json
 
 The record is the benchmark's 0.8 KB assistant message with a tool call and usage
 (`jsonl_bench.workload`). Each part is what one `SessionStore.append(session, message,
@@ -11,17 +11,27 @@ no reason to be slower than its fastest run but a busy machine). The parts that 
 may skip are summed; the last rows are the whole append, with and without redaction, so
 what the sum leaves out is the Python that joins the parts. Figures are printed, never
 asserted.
+
+The second table times the phases of real ``update_session(title=...)`` calls
+(``durability="fsync"``), each phase measured inside the call by wrapping the function
+that does it, as medians of ``--updates`` calls, beside the floor's durable file
+replacement (`jsonl_bench.floor.replace_file`) timed in turn with them.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import fcntl
 import os
+import shutil
+import statistics
 import sys
 import tempfile
+import time
 import timeit
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import orjson
@@ -29,9 +39,10 @@ import orjson
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [p for p in (_HERE, os.path.dirname(_HERE)) if p not in sys.path]
 
+from jsonl_bench import floor as floors  # noqa: E402
 from jsonl_bench import workload  # noqa: E402
 
-from jsonl_store import SessionStore, _append, _codec  # noqa: E402
+from jsonl_store import SessionStore, UserMessage, _append, _codec, _meta, _session  # noqa: E402
 from jsonl_store._handles import now  # noqa: E402
 from jsonl_store._ids import new_uuid7  # noqa: E402
 from jsonl_store._redact import DEFAULT  # noqa: E402
@@ -93,6 +104,74 @@ def measure(number: int, repeat: int) -> list[tuple[str, float, bool]]:
         os.close(fd)
         for store in stores:
             store.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextmanager
+def _timed(owner: Any, name: str, label: str, into: dict[str, list[float]]) -> Iterator[None]:
+    """Time every call of ``owner.name`` into ``into[label]`` while the block runs."""
+    real = getattr(owner, name)
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            into[label].append(time.perf_counter() - start)
+
+    setattr(owner, name, timed)
+    try:
+        yield
+    finally:
+        setattr(owner, name, real)
+
+
+def measure_update(updates: int) -> list[tuple[str, float]]:
+    """(phase, median µs) of ``update_session(title=...)``, and the floor timed in turn."""
+    scratch = tempfile.mkdtemp(prefix="jsonl-update-profile-")
+    store = SessionStore(os.path.join(scratch, "store"))
+    store.append("s", UserMessage(content="hello"))
+    floor_path = os.path.join(scratch, "meta.json")
+    times: dict[str, list[float]] = collections.defaultdict(list)
+    handles = store._handles  # the store's own session lock, wrapped like the rest
+    real_lock = handles.lock
+
+    def lock(session_id: str) -> AbstractContextManager[Any]:
+        inner = real_lock(session_id)
+
+        @contextmanager
+        def held() -> Iterator[None]:
+            start = time.perf_counter()
+            with inner:
+                times["lock taken"].append(time.perf_counter() - start)
+                yield
+                released = time.perf_counter()
+            times["lock released"].append(time.perf_counter() - released)
+
+        return held()
+
+    handles.lock = lock  # type: ignore[method-assign]
+    try:
+        with (
+            _timed(store, "_read_meta", "meta.json read (for the merge)", times),
+            _timed(_meta, "write", "meta.json written (temp, fdatasync, rename, dir fsync)", times),
+            _timed(_session, "summary", "the summary returned (last record, fork.json)", times),
+        ):
+            for index in range(updates):
+                start = time.perf_counter()
+                store.update_session("s", title=f"title {index}")
+                times["update_session(), whole"].append(time.perf_counter() - start)
+                start = time.perf_counter()
+                floors.replace_file(floor_path, floors.META_LIKE)
+                times["floor: temp file, fsync, rename, dir fsync"].append(time.perf_counter() - start)
+    finally:
+        handles.lock = real_lock  # type: ignore[method-assign]
+        store.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+    order = ["floor: temp file, fsync, rename, dir fsync", "lock taken", "meta.json read (for the merge)",
+             "meta.json written (temp, fdatasync, rename, dir fsync)", "lock released",
+             "the summary returned (last record, fork.json)", "update_session(), whole"]  # fmt: skip
+    return [(name, statistics.median(times[name]) * 1e6) for name in order]
 
 
 def report(rows: list[tuple[str, float, bool]]) -> str:
@@ -110,13 +189,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--number", type=int, default=20_000, help="calls per run (default: 20,000)")
     parser.add_argument("--repeat", type=int, default=7, help="runs per part (default: 7)")
+    parser.add_argument("--updates", type=int, default=300, help="update_session calls (default: 300)")
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
     args = parser.parse_args(argv)
     rows = measure(args.number, args.repeat)
     print(report(rows))
+    phases = measure_update(args.updates)
+    floor = phases[0][1]
+    print(f"\n{'update_session phase (median)':56} {'us':>7} {'x floor':>8}")
+    for name, us in phases:
+        print(f"{name:56} {us:7.1f} {us / floor:8.2f}")
     if args.json:
         with open(args.json, "wb") as out:
-            out.write(orjson.dumps([{"part": n, "us": us, "every_append": m} for n, us, m in rows]))
+            out.write(
+                orjson.dumps(
+                    {
+                        "append": [{"part": n, "us": us, "every_append": m} for n, us, m in rows],
+                        "update_session": [{"phase": n, "us": us} for n, us in phases],
+                    }
+                )
+            )
     return 0
 
 
