@@ -52,8 +52,9 @@ from ._errors import (
     storage_error,
 )
 from ._fs import OS_FS, FileSystem
-from ._handles import SHARED_LISTINGS, Handles, now
+from ._handles import SHARED_LISTINGS, Handles, OpenSession, now
 from ._ids import new_uuid7
+from ._log import Line, LogWriter
 from ._meta import Origin, SessionMeta
 from ._paths import FORK_NAME, LOG_NAME, is_session_id, validate_session_id
 from ._problems import CORRUPT_KINDS, LEFT_FOR_READERS, UNUSABLE_KINDS, Forward, Problem, Reporter
@@ -429,15 +430,7 @@ class SessionStore:
         )
         if one is None:
             return 0  # not to be persisted
-        writer = handles.writer(session)
-        try:
-            writer.append(one.build)
-        except FileNotFoundError:
-            # As in `_append`: the session directory vanished under us; make it again, retry once.
-            session.prepared = False
-            writer.close()
-            writer = handles.writer(session)
-            writer.append(one.build)
+        self._write(session, handles.writer, one.build)
         return one.sequence
 
     def _append(self, session_id: str, messages: Sequence[Message], **options: Any) -> list[int]:
@@ -455,17 +448,24 @@ class SessionStore:
         )
         if batch is None:
             return [0] * len(messages)  # nothing to persist
-        writer = handles.writer(session)
+        self._write(session, handles.writer, batch.build)
+        return batch.sequences
+
+    @staticmethod
+    def _write(
+        session: OpenSession,
+        writer_of: Callable[[OpenSession], LogWriter],
+        build: Callable[[Line | None], tuple[bytes, Line]],
+    ) -> None:
+        """``writer_of(session).append(build)``; when the session directory vanished under
+        us (another process deleted it), the session is made again and the write retried once."""
+        writer = writer_of(session)
         try:
-            writer.append(batch.build)
+            writer.append(build)
         except FileNotFoundError:
-            # The session directory vanished under us (deleted by another process):
-            # make it again and retry once.
             session.prepared = False
             writer.close()
-            writer = handles.writer(session)
-            writer.append(batch.build)
-        return batch.sequences
+            writer_of(session).append(build)
 
     # -- reading ------------------------------------------------------------------------
 
@@ -860,16 +860,7 @@ class SessionStore:
         # If the session has to be made (anew) for this record, it starts with defaults,
         # not with what an earlier append of this store would have given it.
         session.init = None
-        writer = self._handles.usage_writer(session)
-        try:
-            writer.append(build)
-        except FileNotFoundError:
-            # As in `_append`: the session directory vanished under us (removed by another
-            # process), so make the session again and retry once.
-            session.prepared = False
-            writer.close()
-            writer = self._handles.usage_writer(session)
-            writer.append(build)
+        self._write(session, self._handles.usage_writer, build)
 
     @_storage_errors
     def usage(self, session_id: str) -> Iterator[dict[str, Any]]:
