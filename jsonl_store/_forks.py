@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 
 import msgspec
 
-from . import _atomic, _codec, _lines
-from ._fs import FileSystem
+from . import _atomic, _codec, _lines, _snapshots
+from ._fs import FileSystem, StatResult
 from ._paths import FORK_NAME
 from ._problems import LEFT_FOR_READERS, Problem, Reporter
 from ._reader import LogReader
@@ -37,6 +37,44 @@ class DamagedFork(Exception):
 
 _decoder = msgspec.json.Decoder(ForkPoint)
 _encoder = msgspec.json.Encoder()
+
+
+class Absences:
+    """Session directories seen holding no ``fork.json``, kept while the directory is unchanged.
+
+    Most sessions are no fork, and finding so costs a failed ``open`` (about 5 µs from
+    Python), once per session of every `SessionStore.list_sessions`. A ``fork.json`` is
+    only ever made in a session's directory, which sets the directory's modification and
+    change times, so absence stays true while the directory's ``lstat`` (which the
+    listing makes anyway) gives the same times, device and inode; as for the snapshot
+    listings (`_snapshots.Listings`, git's "racily clean" rule), a directory is trusted
+    only once it has been unchanged for `_snapshots.SETTLED_NS`. Only absence is kept: a
+    fork's file is read, and judged, every time.
+
+    Shared by threads without a lock: each entry is one immutable tuple, replaced whole.
+    """
+
+    #: Directories remembered at most; then all are forgotten at once.
+    KEPT = 1 << 16
+
+    def __init__(self) -> None:
+        self._keys: dict[str, tuple[object, object, int, int]] = {}
+
+    def read(self, fs: FileSystem, directory: str, st: StatResult, now: int) -> ForkPoint | None:
+        """`read`, skipped for a directory known fork-less; ``st`` is its ``lstat`` taken after ``now``."""
+        key = _snapshots.change_key(st)
+        if key is not None and self._keys.get(directory) == key:
+            return None
+        point = read(fs, directory)
+        if point is None and key is not None and max(key[2], key[3]) + _snapshots.SETTLED_NS <= now:
+            if len(self._keys) >= self.KEPT:
+                self._keys.clear()
+            self._keys[directory] = key
+        return point
+
+
+#: The real file system's directories are the same for every store of this process.
+SHARED_ABSENCES = Absences()
 
 
 def encode(point: ForkPoint) -> bytes:

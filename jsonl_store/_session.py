@@ -8,6 +8,7 @@ The raw log's records are read through `_reader.LogReader`.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from . import _codec, _forks, _meta
@@ -17,6 +18,7 @@ from ._meta import SessionMeta
 from ._paths import DAMAGED_SUFFIX, META_NAME
 from ._problems import DISCARD, MOVE_ASIDE, Problem, Reporter
 from ._reader import LogReader, record_summary
+from ._records import ForkPoint
 from ._view import SessionSummary
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -54,12 +56,17 @@ def first_record_time(fs: FileSystem, directory: str) -> datetime | None:
 
 
 def summary(
-    fs: FileSystem, session_id: str, directory: str, meta: SessionMeta | None
+    fs: FileSystem,
+    session_id: str,
+    directory: str,
+    meta: SessionMeta | None,
+    read_fork: Callable[[], ForkPoint | None] | None = None,
 ) -> SessionSummary | None:
     """The session's summary from its metadata and its last complete record (None: no session).
 
     Only the last complete record is read (about 4 KiB), and only its sequence and time
-    are decoded, so listing stays cheap for long logs.
+    are decoded, so listing stays cheap for long logs. ``read_fork`` reads the fork point
+    (default: `_forks.read` of ``directory``; a listing passes its cached one).
     """
     last_sequence, last_time, first_time = 0, None, None
     with LogReader(fs, session_id, directory) as log:
@@ -73,7 +80,7 @@ def summary(
     if meta is None and not exists:
         return None
     try:
-        fork = _forks.read(fs, directory)
+        fork = read_fork() if read_fork is not None else _forks.read(fs, directory)
     except _forks.DamagedFork:
         fork = None  # verify names it; the summary is the session's own
     if fork is not None and last_sequence == 0:

@@ -53,7 +53,7 @@ KEPT_DIRECTORIES = 4096
 clock = time.time_ns
 
 
-def _change_key(st: StatResult) -> tuple[object, object, int, int] | None:
+def change_key(st: StatResult) -> tuple[object, object, int, int] | None:
     """What changes whenever an entry of the directory is made, removed or renamed."""
     mtime = getattr(st, "st_mtime_ns", None)
     if mtime is None:
@@ -94,7 +94,7 @@ class Listings:
             st = fs.stat(directory)
         except FileNotFoundError:
             return
-        key = _change_key(st)
+        key = change_key(st)
         entry = self._entries.get(directory)
         if key is not None and entry is not None and entry[0] == key:
             kept, more = entry[1], entry[2]

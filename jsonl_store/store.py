@@ -51,7 +51,7 @@ from ._errors import (
     UnsupportedFormat,
     storage_error,
 )
-from ._fs import OS_FS, FileSystem
+from ._fs import OS_FS, FileSystem, StatResult
 from ._handles import SHARED_LISTINGS, Handles, OpenSession, now
 from ._ids import new_uuid7
 from ._log import Line, LogWriter
@@ -61,6 +61,7 @@ from ._problems import CORRUPT_KINDS, LEFT_FOR_READERS, UNUSABLE_KINDS, Forward,
 from ._reader import LogReader
 from ._records import ContextSnapshot, ForkPoint, Message, MessageTiming, ModelUsage, RawMessageRecord
 from ._snapshots import Listings
+from ._snapshots import clock as _snapshots_clock
 from ._tool_batches import INTERRUPTED_NOTICE
 from ._view import SessionSummary, SessionView
 
@@ -165,6 +166,7 @@ class SessionStore:
         # A file system passed in gets a listing cache of its own (`SHARED_LISTINGS`
         # holds only for the real one).
         self._listings = SHARED_LISTINGS if fs is None else Listings()
+        self._absences = _forks.SHARED_ABSENCES if fs is None else _forks.Absences()
         self._on_problem = on_problem
         self._handles = Handles(
             self.root,
@@ -632,12 +634,16 @@ class SessionStore:
         return self._summary(session_id, directory)
 
     def _summary(
-        self, session_id: str, directory: str, meta: SessionMeta | None = _UNSET
+        self,
+        session_id: str,
+        directory: str,
+        meta: SessionMeta | None = _UNSET,
+        read_fork: Callable[[], ForkPoint | None] | None = None,
     ) -> SessionSummary | None:
         """The session's summary; ``meta`` when the caller has just read or written it."""
         if meta is _UNSET:
             meta = _session.read_meta(self._fs, session_id, directory, Reporter())
-        return _session.summary(self._fs, session_id, directory, meta)
+        return _session.summary(self._fs, session_id, directory, meta, read_fork)
 
     @_storage_errors
     def list_sessions(self, *, parent_session_id: str | None = None) -> list[SessionSummary]:
@@ -645,14 +651,18 @@ class SessionStore:
         if parent_session_id is not None:
             validate_session_id(parent_session_id)
         found = []
-        for name, mode in self._session_entries():
+        now = _snapshots_clock()  # before the listing's lstats (`_forks.Absences`)
+        absences = self._absences
+        for name, st in self._session_entries():
             directory = os.path.join(self.root, name)
             try:
                 # The listing's lstat already told a directory; anything else is checked
                 # again, and a symlink or a FIFO in a session's place raises UnsafePath.
-                if not stat.S_ISDIR(mode) and not self._handles.check_dir(name, directory):
+                if not stat.S_ISDIR(st.st_mode) and not self._handles.check_dir(name, directory):
                     continue  # deleted since the listing
-                summary = self._summary(name, directory)
+                summary = self._summary(
+                    name, directory, read_fork=functools.partial(absences.read, self._fs, directory, st, now)
+                )
             except UnsafePath as exc:
                 # One broken session must not hide the others: skip it, and say why.
                 self._sink(_recovery.unsafe_problem(exc))
@@ -683,8 +693,8 @@ class SessionStore:
         """
         return [name for name, _ in self._session_entries()]
 
-    def _session_entries(self) -> list[tuple[str, int]]:
-        """`_session_names`, each with the mode its ``lstat`` gave."""
+    def _session_entries(self) -> list[tuple[str, StatResult]]:
+        """`_session_names`, each with what its ``lstat`` gave."""
         try:
             names = self._fs.listdir(self.root)
         except FileNotFoundError:
@@ -694,11 +704,11 @@ class SessionStore:
             if not is_session_id(name):
                 continue
             try:
-                mode = self._fs.lstat(os.path.join(self.root, name)).st_mode
+                st = self._fs.lstat(os.path.join(self.root, name))
             except FileNotFoundError:
                 continue
-            if not stat.S_ISREG(mode):
-                found.append((name, mode))
+            if not stat.S_ISREG(st.st_mode):
+                found.append((name, st))
         return found
 
     @_storage_errors
