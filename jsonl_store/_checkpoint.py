@@ -42,8 +42,8 @@ class CheckpointCache:
     """Ids of the session context as of a log offset, so a checkpoint reads only new bytes."""
 
     __slots__ = (
-        "boundary", "ids", "last_id", "last_offset", "last_sequence", "log_end", "saved", "saved_ids",
-        "saved_idset", "saved_mutex", "snapshot_version",
+        "boundary", "ids", "last_id", "last_offset", "last_sequence", "log_end", "saved", "saved_count",
+        "saved_ids", "saved_idset", "saved_mutex", "snapshot_version",
     )  # fmt: skip
 
     def __init__(self, snapshot_version: int, log_end: int, ids: dict[Any, int], last_sequence: int) -> None:
@@ -61,9 +61,12 @@ class CheckpointCache:
         #: ids of its persisted messages in order: a list that starts with it needs only
         #: its new part looked at.
         self.saved: list[Message] = []
+        #: How many of ``saved`` were saved: `saved_part` grows the list for a moment.
+        self.saved_count = 0
         self.saved_ids: list[str] = []
         self.saved_idset: set[str] = set()
-        #: Guards ``saved``, which `saved_part` grows for a moment outside the session lock.
+        #: Held by `saved_part` while it has ``saved`` grown, and by `remember` to grow it
+        #: for good; never waited for (see `saved_part`).
         self.saved_mutex = threading.Lock()
 
 
@@ -92,28 +95,45 @@ def check_messages(messages: object) -> None:
 
 
 def saved_part(messages: Sequence[Message], cache: CheckpointCache | None) -> int:
-    """How many leading messages are the list the last save against ``cache`` stored, unchanged."""
-    if cache is None or not cache.saved:
+    """How many leading messages are the list the last save against ``cache`` stored, unchanged.
+
+    The first ``cache.saved_count`` items of a ``cache.saved`` list never change: a
+    comparison grows the list and shrinks it back, `remember` grows it, and anything
+    else puts a new list in its place.
+    """
+    if cache is None or not cache.saved_count:
         return 0
-    with cache.saved_mutex:
-        saved = cache.saved
-        count = len(saved)
+    mutex = cache.saved_mutex
+    # Not waited for: a message's __eq__ runs during the comparison, and one that used
+    # the store would otherwise wait for itself. Busy means the comparison by slices.
+    if not isinstance(messages, list) or not mutex.acquire(blocking=False):
+        count, saved = cache.saved_count, cache.saved
         if len(messages) < count:
             return 0
-        if not isinstance(messages, list):
-            return count if list(messages[:count]) == saved else 0
+        if isinstance(messages, list):
+            prefix = list.__getitem__(messages, slice(0, count))
+        else:
+            prefix = list(messages[:count])
+        return count if prefix == saved[:count] else 0
+    try:
+        count, saved = cache.saved_count, cache.saved
+        if len(messages) < count:
+            return 0
         # A slice of the caller's list would touch (incref) every message, about 4 ns each
         # at 100,000 messages, in memory scattered over the heap. Comparing two whole lists
         # whose items are the same objects reads only the two arrays of references
         # (CPython's list_richcompare skips identical items without touching them): so our
-        # copy grows by the new part for the comparison (O(new)) and shrinks back.
-        saved.extend(messages[count:])
+        # copy grows by the new part for the comparison (O(new)) and shrinks back. Both
+        # through `list` itself: a list subclass's own methods have no say in this.
+        tail = list.__getitem__(messages, slice(count, None))
         try:
-            # list.__eq__ itself: a list subclass's own __eq__ has no say in this.
+            saved.extend(tail)
             same = list.__eq__(saved, messages) is True
         finally:
             del saved[count:]
         return count if same else 0
+    finally:
+        mutex.release()
 
 
 def ids_of(messages: Sequence[Message], start: int) -> list[str]:
@@ -255,21 +275,34 @@ def plan(
 
 def remember(cache: CheckpointCache, messages: Sequence[Message], saved: int, fresh_ids: list[str]) -> None:
     """After an extending save: the caller's list as stored, for the next save to skip over."""
-    with cache.saved_mutex:
-        if saved:
-            cache.saved.extend(messages[saved:])
-            cache.saved_ids.extend(fresh_ids)
-            cache.saved_idset.update(fresh_ids)
+    if saved:
+        new = (
+            list.__getitem__(messages, slice(saved, None))
+            if isinstance(messages, list)
+            else list(messages[saved:])
+        )
+        if cache.saved_mutex.acquire(blocking=False):
+            try:
+                cache.saved.extend(new)
+            finally:
+                cache.saved_mutex.release()
         else:
-            cache.saved = list(messages)
-            cache.saved_ids = fresh_ids
-            cache.saved_idset = set(fresh_ids)
+            # A comparison has the list grown (another thread's, or one inside a message's
+            # __eq__ in this thread): a new list takes its place, the rare O(list) case.
+            cache.saved = cache.saved[:saved] + new
+        cache.saved_ids.extend(fresh_ids)
+        cache.saved_idset.update(fresh_ids)
+        cache.saved_count = saved + len(new)
+    else:
+        whole = list(messages)
+        cache.saved, cache.saved_ids, cache.saved_idset = whole, fresh_ids, set(fresh_ids)
+        cache.saved_count = len(whole)
 
 
 def forget_list(cache: CheckpointCache) -> None:
     """After a rewrite: the next save matches the caller's whole list again."""
-    with cache.saved_mutex:
-        cache.saved, cache.saved_ids, cache.saved_idset = [], [], set()
+    cache.saved_count = 0
+    cache.saved, cache.saved_ids, cache.saved_idset = [], [], set()
 
 
 class SessionState(Protocol):
@@ -312,12 +345,12 @@ def save(
         session.checkpoint = cache
         # The saved part counts only against the very cache it was saved with, as saved
         # (another thread of this store may have saved meanwhile).
-        if saved and (cache is not before or len(cache.saved) != saved or len(prefix_ids) != prefix_count):
+        if saved and (cache is not before or cache.saved_count != saved or len(prefix_ids) != prefix_count):
             saved = 0
         prefix = prefix_ids if saved else prefix_ids[:prefix_count]
         if not saved:
-            fresh_ids = prefix + fresh_ids
-        found = plan(messages, cache, saved, prefix, fresh_ids)
+            fresh_ids = prefix + fresh_ids  # the whole list's ids: matched from the start
+        found = plan(messages, cache, saved, prefix if saved else [], fresh_ids)
         if found.consistent:
             sequences = store.append_many(session_id, found.new, **append_options) if found.new else []
         else:

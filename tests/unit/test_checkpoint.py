@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-from helpers import log_path, read_tree
+from helpers import fails_after, log_path, read_tree
 
 from jsonl_store import (
     AssistantMessage,
@@ -404,3 +407,138 @@ def test_a_duplicate_of_a_saved_id_in_the_new_part_is_refused(store: SessionStor
     with pytest.raises(InvalidMessage):
         store.checkpoint("s", runner)
     assert len(stored(store, "s")) == 2
+
+
+# ---------------------------------------------------------------------------------------
+# The saved list under threads, re-entry and list subclasses (the comparison grows the
+# store's copy for a moment, outside the session lock)
+# ---------------------------------------------------------------------------------------
+
+
+def _texts(messages: list[Message]) -> list[str]:
+    """The texts of a context's messages (all user turns here)."""
+    return [str(m.content) for m in messages]  # type: ignore[union-attr]
+
+
+class _Slow(str):
+    """Text whose == waits for ``release``, after setting ``entered``: a comparison held open."""
+
+    entered = threading.Event()
+    release = threading.Event()
+
+    def __eq__(self, other: object) -> bool:
+        type(self).entered.set()
+        type(self).release.wait(10)
+        return str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+def test_a_comparison_in_another_thread_leaves_a_save_an_append(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save made while another thread's comparison has the saved list grown appends its one message."""
+    runner: list[UserMessage] = [user("1"), user("2")]
+    store.checkpoint("s", runner)
+    cache = store._handles.session("s").checkpoint
+    _Slow.entered.clear()
+    _Slow.release.clear()
+    real_state, paused = _checkpoint.state, threading.Event()
+
+    def state(*args: Any, **kwargs: Any) -> Any:
+        found = real_state(*args, **kwargs)
+        if threading.current_thread().name == "saver" and not paused.is_set():
+            paused.set()
+            _Slow.entered.wait(10)  # the other thread's comparison is under way now
+        return found
+
+    monkeypatch.setattr(_checkpoint, "state", state)
+    rebuilt = [
+        UserMessage(id=runner[0].id, content="1"),
+        UserMessage(id=runner[1].id, content=_Slow("2")),
+        user("x"),
+    ]
+    outcome: dict[str, object] = {}
+    saver = threading.Thread(
+        target=lambda: outcome.update(a=store.checkpoint("s", [*runner, user("3")])), name="saver"
+    )
+    comparer = threading.Thread(target=lambda: outcome.update(b=_checkpoint.saved_part(rebuilt, cache)))
+    saver.start()
+    assert paused.wait(10)
+    comparer.start()
+    assert _Slow.entered.wait(10)
+    time.sleep(0.2)  # the saver goes on while the list is grown
+    _Slow.release.set()
+    saver.join(10)
+    comparer.join(10)
+    assert outcome == {"a": [3], "b": 2}
+    view = store.load("s")
+    assert view.snapshot is None and _texts(view.messages) == ["1", "2", "3"]
+
+
+def test_a_message_whose_comparison_saves_the_same_session_does_not_wait_for_itself(
+    store: SessionStore,
+) -> None:
+    """A message's __eq__ that checkpoints the session being compared finishes: nothing waits for its own thread."""
+    runner: list[UserMessage] = [user("1"), user("2")]
+    store.checkpoint("s", runner)
+
+    class Auditing(str):
+        def __eq__(self, other: object) -> bool:
+            store.checkpoint("s", runner)  # the same session, from inside the comparison
+            return str.__eq__(self, other)
+
+        __hash__ = str.__hash__
+
+    rebuilt = [runner[0], UserMessage(id=runner[1].id, content=Auditing("2")), user("3")]
+    with fails_after(10, "checkpoint waited for itself"):
+        assert store.checkpoint("s", rebuilt) == [3]
+    assert _texts(store.load("s").messages) == ["1", "2", "3"]
+
+
+class _OwnSlices(list[Message]):
+    """A list whose slices are its own idea (and fail half-way): the comparison must not use them."""
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            raise AssertionError("the comparison used the subclass's own slicing")
+        return list.__getitem__(self, index)
+
+
+def test_a_list_subclass_with_its_own_slices_is_compared_as_a_list(store: SessionStore) -> None:
+    """A list subclass's slicing has no say: the saved part is found, and the store's copy is left as saved."""
+    runner: list[UserMessage] = [user("1"), user("2")]
+    store.checkpoint("s", runner)
+    cache = store._handles.session("s").checkpoint
+    grown = _OwnSlices([*runner, user("3")])
+    assert _checkpoint.saved_part(grown, cache) == 2
+    assert cache is not None and cache.saved == runner and cache.saved_count == 2
+
+
+def test_a_save_that_lost_its_saved_part_to_another_thread_still_appends(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When another thread saved between a save's comparison and its lock, the whole list is matched: an append, no snapshot."""
+    runner: list[UserMessage] = [user("1"), user("2")]
+    store.checkpoint("s", runner)
+    real_check, paused, resume = _checkpoint.check_unique, threading.Event(), threading.Event()
+
+    def check_unique(*args: Any) -> None:
+        real_check(*args)
+        if threading.current_thread().name == "late":
+            paused.set()
+            resume.wait(10)  # before the session lock: the other save happens here
+
+    monkeypatch.setattr(_checkpoint, "check_unique", check_unique)
+    outcome: dict[str, object] = {}
+    late = threading.Thread(
+        target=lambda: outcome.update(late=store.checkpoint("s", [*runner, user("a")])), name="late"
+    )
+    late.start()
+    assert paused.wait(10)
+    assert store.checkpoint("s", [*runner, user("b")]) == [3]
+    resume.set()
+    late.join(10)
+    assert outcome == {"late": [4]}
+    view = store.load("s")
+    assert view.snapshot is None and _texts(view.messages) == ["1", "2", "b", "a"]
