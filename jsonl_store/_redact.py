@@ -267,6 +267,8 @@ def _holds(
     return pattern.search(data, at) is not None
 
 
+#: The methods whose replacement `Redactor.redact_json` must call, wherever it is made.
+_OVERRIDABLE: Final = frozenset({"find", "redact", "might_hold"})
 #: What `_gate` says of an encoded JSON value: no built-in secret can be in it; only an
 #: `.env` assignment can (a '=' and none of the other kinds' pieces); any kind can.
 _NONE, _ASSIGNMENTS, _ANY = 0, 1, 2
@@ -494,14 +496,15 @@ class Redactor:
 
         Where `_GATES` found only '=' signs (code is full of them) and no user pattern may
         match, only `.env` assignments are looked for: the built-in kinds' scan of each
-        string is skipped. A subclass that changes `find`, `redact` or `might_hold` gets
-        its own `redact` on every string `might_hold` lets through.
+        string is skipped. A subclass (or an instance) that replaces `find`, `redact` or
+        `might_hold` gets its own `redact` on every string `might_hold` lets through.
         """
         cls = type(self)
         if (
             cls.find is not Redactor.find
             or cls.redact is not Redactor.redact
             or cls.might_hold is not Redactor.might_hold
+            or not _OVERRIDABLE.isdisjoint(vars(self))  # one replaced on the instance (a mock)
         ):
             return self.redact if self.might_hold(data) else None
         gate = _gate(data) if self._builtin else _NONE

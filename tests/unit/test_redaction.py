@@ -126,3 +126,11 @@ def test_the_pre_filter_finds_a_secret_in_a_large_value_after_many_near_misses(
     data = msgspec.json.encode({"content": noise + text, "tool_call_id": "x_y-z"})
     assert len(data) > 4096
     assert msgspec.json.decode(Redactor().redact_json(data))["content"] == noise + redacted
+
+
+def test_a_redact_replaced_on_the_instance_is_called_for_every_string() -> None:
+    """A `redact` set on one redactor (a mock, a wrapper) is what redact_json applies, '=' or not."""
+    redactor = Redactor()
+    redactor.redact = lambda text: "replaced"  # type: ignore[method-assign]
+    assert redactor.redact_json(b'{"a":"x=1"}') == b'{"replaced":"replaced"}'
+    assert redactor.redact_json(b'{"a":"AKIAIOSFODNN7EXAMPLE"}') == b'{"replaced":"replaced"}'
