@@ -51,7 +51,7 @@ from ._errors import (
     UnsupportedFormat,
     storage_error,
 )
-from ._fs import OS_FS, FileSystem, StatResult
+from ._fs import OS_FS, FileSystem
 from ._handles import SHARED_LISTINGS, Handles, OpenSession, now
 from ._ids import new_uuid7
 from ._log import Line, LogWriter
@@ -653,13 +653,20 @@ class SessionStore:
         found = []
         now = _snapshots_clock()  # before the listing's lstats (`_forks.Absences`)
         absences = self._absences
-        for name, st in self._session_entries():
+        for name in self._session_candidates():
             directory = os.path.join(self.root, name)
             try:
-                # The listing's lstat already told a directory; anything else is checked
-                # again, and a symlink or a FIFO in a session's place raises UnsafePath.
-                if not stat.S_ISDIR(st.st_mode) and not self._handles.check_dir(name, directory):
+                # One lstat per entry, right before its summary is read: a directory is
+                # read; a regular file is no session; anything else is checked again, and a
+                # symlink or a FIFO in a session's place raises UnsafePath.
+                try:
+                    st = self._fs.lstat(directory)
+                except FileNotFoundError:
                     continue  # deleted since the listing
+                if stat.S_ISREG(st.st_mode):
+                    continue
+                if not stat.S_ISDIR(st.st_mode) and not self._handles.check_dir(name, directory):
+                    continue
                 summary = self._summary(
                     name, directory, read_fork=functools.partial(absences.read, self._fs, directory, st, now)
                 )
@@ -691,25 +698,23 @@ class SessionStore:
         silently; a symlink or a FIFO with a session's name is a session gone wrong, which
         `list_sessions` and `verify` report.
         """
-        return [name for name, _ in self._session_entries()]
+        found = []
+        for name in self._session_candidates():
+            try:
+                mode = self._fs.lstat(os.path.join(self.root, name)).st_mode
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISREG(mode):
+                found.append(name)
+        return found
 
-    def _session_entries(self) -> list[tuple[str, StatResult]]:
-        """`_session_names`, each with what its ``lstat`` gave."""
+    def _session_candidates(self) -> list[str]:
+        """The root's entries named as sessions are, sorted (no file system call per entry)."""
         try:
             names = self._fs.listdir(self.root)
         except FileNotFoundError:
             return []
-        found = []
-        for name in sorted(names):
-            if not is_session_id(name):
-                continue
-            try:
-                st = self._fs.lstat(os.path.join(self.root, name))
-            except FileNotFoundError:
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                found.append((name, st))
-        return found
+        return [name for name in sorted(names) if is_session_id(name)]
 
     @_storage_errors
     def create_session(

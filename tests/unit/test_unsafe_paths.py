@@ -13,6 +13,7 @@ import os
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import classes, fails_after
@@ -241,6 +242,29 @@ def test_list_sessions_skips_a_broken_session_with_a_problem_and_lists_the_other
         ("unsafe-path", str(root / "linked")),
     ]
     assert sorted((p.kind, p.path) for p in store.verify()) == sorted((p.kind, p.path) for p in seen)
+
+
+def test_a_session_directory_replaced_by_a_symlink_during_a_listing_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A directory swapped for a symlink while earlier sessions are summarised is seen as one: never read through."""
+    root = tmp_path / "store"
+    store = SessionStore(root, durability="none")
+    for sid in ("a-first", "z-later"):
+        store.append(sid, UserMessage(content=sid))
+    seen: list[Problem] = []
+    listing_store = SessionStore(root, on_problem=seen.append)
+    real_summary = listing_store._summary
+
+    def summary(session_id: str, *args: Any, **kwargs: Any) -> Any:
+        if session_id == "a-first":  # the listing is made; z-later becomes a symlink to a-first
+            os.rename(root / "z-later", tmp_path / "moved-away")
+            (root / "z-later").symlink_to(root / "a-first", target_is_directory=True)
+        return real_summary(session_id, *args, **kwargs)
+
+    monkeypatch.setattr(listing_store, "_summary", summary)
+    assert [s.session_id for s in listing_store.list_sessions()] == ["a-first"]
+    assert [(p.kind, p.path) for p in seen] == [("unsafe-path", str(root / "z-later"))]
 
 
 def test_store_root_reached_through_a_symlink_is_used_as_the_user_chose(tmp_path: Path) -> None:
