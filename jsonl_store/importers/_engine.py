@@ -198,7 +198,9 @@ class _FileRun:
             value, why = line.parse()
             if value is None and not line.terminated:
                 return  # a write in progress: read it next time, once it is whole
-            self.offset, self.next_line = line.end, line.number + 1
+            # A whole last line without its newline yet: the newline, when it comes, is
+            # read as the rest of this line, so the next line keeps its own number.
+            self.offset, self.next_line = line.end, line.number + 1 if line.terminated else line.number
             if value is None:
                 if line.data is not None and not line.data.strip():
                     continue  # an empty line: nothing there, nothing damaged
