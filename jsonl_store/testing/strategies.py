@@ -29,6 +29,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from .._blobs import MARKER_KEY
 from .._records import (
     AssistantMessage,
     Message,
@@ -63,7 +64,11 @@ def session_ids() -> st.SearchStrategy[str]:
 
 
 def json_values(*, max_leaves: int = 8) -> st.SearchStrategy[Any]:
-    """JSON values that round-trip unchanged: huge integers, finite floats, nesting."""
+    """JSON values that round-trip unchanged: huge integers, finite floats, nesting.
+
+    No object has the key ``"$blob"``, which marks a large string kept in a blob file
+    (spec §5.1): a message holding one is refused (`InvalidMessage`).
+    """
     leaves = st.one_of(
         st.none(),
         st.booleans(),
@@ -74,7 +79,8 @@ def json_values(*, max_leaves: int = 8) -> st.SearchStrategy[Any]:
     return st.recursive(
         leaves,
         lambda children: (
-            st.lists(children, max_size=3) | st.dictionaries(texts(max_size=6), children, max_size=3)
+            st.lists(children, max_size=3)
+            | st.dictionaries(texts(max_size=6).filter(lambda key: key != MARKER_KEY), children, max_size=3)
         ),
         max_leaves=max_leaves,
     )

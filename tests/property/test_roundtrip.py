@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from jsonl_store import (
     ToolMessage,
     UserMessage,
 )
+from jsonl_store.testing.strategies import json_values as storable_json_values
 
 # ---------------------------------------------------------------------------------------
 # Strategies
@@ -239,3 +241,21 @@ def test_any_value_either_round_trips_or_is_refused_with_nothing_written(
         return
     _, record = reader.records(session)
     assert strictly_equal(record.message, message)
+
+
+@given(value=storable_json_values(max_leaves=12))
+@settings(max_examples=examples(300))
+def test_json_values_are_storable_so_no_object_has_the_blob_key(value: object) -> None:
+    """json_values never makes an object keyed "$blob" (reserved for blob markers, spec §5.1), which a store refuses."""
+
+    def keys(item: object) -> list[str]:
+        if isinstance(item, dict):
+            return [*item, *(k for inner in item.values() for k in keys(inner))]
+        if isinstance(item, list):
+            return [k for inner in item for k in keys(inner)]
+        return []
+
+    assert "$blob" not in keys(value)
+    with tempfile.TemporaryDirectory() as root, SessionStore(root, durability="none") as store:
+        store.append("s", {"role": "user", "content": "x", "x_extra": value})
+        assert store.load("s").messages[0]["x_extra"] == value  # type: ignore[index]
