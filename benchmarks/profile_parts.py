@@ -48,13 +48,15 @@ from jsonl_store._ids import new_uuid7  # noqa: E402
 from jsonl_store._redact import DEFAULT  # noqa: E402
 
 
-def _best(call: Callable[[], object], number: int, repeat: int) -> float:
-    """Microseconds per call: the best of ``repeat`` runs of ``number`` calls."""
-    return min(timeit.repeat(call, number=number, repeat=repeat)) / number * 1e6
+def _median(call: Callable[[], object], number: int, repeat: int) -> tuple[float, float]:
+    """Microseconds per call, the median of ``repeat`` runs of ``number`` calls, and half their range (a fraction)."""
+    runs = [seconds / number * 1e6 for seconds in timeit.repeat(call, number=number, repeat=repeat)]
+    middle = statistics.median(runs)
+    return middle, (max(runs) - min(runs)) / 2 / middle
 
 
-def measure(number: int, repeat: int) -> list[tuple[str, float, bool]]:
-    """(part, µs per call, whether every store must pay it) for each part, then the wholes."""
+def measure(number: int, repeat: int) -> list[tuple[str, float, float, bool]]:
+    """(part, median µs per call, its spread, whether every store must pay it) per part, then the wholes."""
     message, usage = workload.store_messages(workload.ASSISTANT, 0, 1)[0]
     record = workload.record_dicts(workload.ASSISTANT, 0, 1)[0]
     payload, plain = _codec.encode_message(message)
@@ -99,7 +101,7 @@ def measure(number: int, repeat: int) -> list[tuple[str, float, bool]]:
         ("append(), redact=False", appender(stores[1]), False),
     ]
     try:
-        return [(name, _best(call, number, repeat), needed) for name, call, needed in parts]
+        return [(name, *_median(call, number, repeat), needed) for name, call, needed in parts]
     finally:
         os.close(fd)
         for store in stores:
@@ -174,14 +176,16 @@ def measure_update(updates: int) -> list[tuple[str, float]]:
     return [(name, statistics.median(times[name]) * 1e6) for name in order]
 
 
-def report(rows: list[tuple[str, float, bool]]) -> str:
+def report(rows: list[tuple[str, float, float, bool]]) -> str:
     floor = rows[0][1]
-    needed = sum(us for _, us, must in rows if must)
-    lines = [f"{'part':48} {'us':>7} {'x floor':>8}"]
-    for name, us, _ in rows:
-        lines.append(f"{name:48} {us:7.2f} {us / floor:8.2f}")
+    needed = sum(us for _, us, _, must in rows if must)
+    lines = [f"{'part (median)':48} {'us':>7} {'spread':>7} {'x floor':>8}"]
+    for name, us, spread, _ in rows:
+        lines.append(f"{name:48} {us:7.2f} {f'±{spread:.0%}':>7} {us / floor:8.2f}")
         if name.startswith("sequence"):
-            lines.append(f"{'sum of the parts every append pays':48} {needed:7.2f} {needed / floor:8.2f}")
+            lines.append(
+                f"{'sum of the parts every append pays':48} {needed:7.2f} {'':>7} {needed / floor:8.2f}"
+            )
     return "\n".join(lines)
 
 
@@ -204,7 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             out.write(
                 orjson.dumps(
                     {
-                        "append": [{"part": n, "us": us, "every_append": m} for n, us, m in rows],
+                        "append": [
+                            {"part": n, "us": us, "spread": sp, "every_append": m} for n, us, sp, m in rows
+                        ],
                         "update_session": [{"phase": n, "us": us} for n, us in phases],
                     }
                 )
