@@ -26,7 +26,7 @@ from ._forks import DamagedFork
 from ._forks import read as _forks_read
 from ._fs import FileSystem, check_directory, describe_mode, open_regular, register_descriptor_cache
 from ._ids import new_uuid7
-from ._log import FLAGS_READ, LogWriter
+from ._log import FLAGS_READ, Line, LogWriter
 from ._meta import SessionMeta
 from ._paths import (
     BLOBS_DIR,
@@ -222,6 +222,15 @@ class Handles:
         for old in evicted:
             old.close()
         return session
+
+    def known_log_end(self, session_id: str) -> tuple[Line | None] | None:
+        """`LogWriter.known_last` of the session's raw-log writer, if this store has one open.
+
+        Opens nothing: a session this store has not written gets None (read the file).
+        """
+        session = self._sessions.get(session_id)
+        writer = session.log if session is not None else None
+        return writer.known_last() if writer is not None else None
 
     def saw(self, session_id: str, sequence: int) -> None:
         """Remember that the caller has seen the session up to ``sequence`` (for `checkpoint`).

@@ -565,6 +565,27 @@ class LogWriter:
         finally:
             self.mutex.release()
 
+    def known_last(self) -> tuple[Line | None] | None:
+        """``(last,)``: the log's last complete line as this writer left it, when one
+        ``fstat`` shows that nobody changed the file since; None when that is not known.
+
+        What ``last_good`` reading the file's end would find, without reading it: the
+        file has the size this writer's last locked look gave it and is still linked,
+        which is the test an append makes before it trusts ``last`` (spec §9.2).
+        Never waits: an append in progress on this writer makes it None.
+        """
+        if not self.mutex.acquire(blocking=False):
+            return None
+        try:
+            if self.fd < 0 or self.pid != _process.pid or self.failed is not None or self.size < 0:
+                return None
+            st = self.fs.fstat(self.fd)
+            if st.st_nlink == 0 or st.st_size != self.size:
+                return None
+            return (self.last,)
+        finally:
+            self.mutex.release()
+
     def _lock(self) -> None:
         fs, fd = self.fs, self.fd
         try:

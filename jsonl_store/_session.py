@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from . import _codec, _forks, _meta
 from ._fs import FileSystem
-from ._log import scan
+from ._log import Line, scan
 from ._meta import SessionMeta
 from ._paths import DAMAGED_SUFFIX, META_NAME
 from ._problems import DISCARD, MOVE_ASIDE, Problem, Reporter
@@ -61,22 +61,32 @@ def summary(
     directory: str,
     meta: SessionMeta | None,
     read_fork: Callable[[], ForkPoint | None] | None = None,
+    known_end: tuple[Line | None] | None = None,
 ) -> SessionSummary | None:
     """The session's summary from its metadata and its last complete record (None: no session).
 
     Only the last complete record is read (about 4 KiB), and only its sequence and time
     are decoded, so listing stays cheap for long logs. ``read_fork`` reads the fork point
     (default: `_forks.read` of ``directory``; a listing passes its cached one).
+    ``known_end`` is ``(last complete line,)`` of a log that exists, when a writer knows
+    it unchanged (`LogWriter.known_last`): then the log is not read. It is used only with
+    ``meta``, since without it the first record's time is read from the log anyway.
     """
     last_sequence, last_time, first_time = 0, None, None
-    with LogReader(fs, session_id, directory) as log:
-        exists = log.exists
-        if log.size:
-            _, line = log.last_good()
-            if line is not None:
-                last_sequence, last_time = record_summary(line.body)
-            if meta is None:
-                first_time = first_record_time(fs, directory)
+    if known_end is not None and meta is not None:
+        exists = True
+        line = known_end[0]
+        if line is not None:
+            last_sequence, last_time = record_summary(line.body)
+    else:
+        with LogReader(fs, session_id, directory) as log:
+            exists = log.exists
+            if log.size:
+                _, line = log.last_good()
+                if line is not None:
+                    last_sequence, last_time = record_summary(line.body)
+                if meta is None:
+                    first_time = first_record_time(fs, directory)
     if meta is None and not exists:
         return None
     try:

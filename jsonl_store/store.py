@@ -854,7 +854,11 @@ class SessionStore:
             _meta.check_writable(meta, session_id)
             if update.apply(meta, session_id):
                 _meta.write(self._fs, directory, meta, durable=self._durable)
-        summary = self._summary(session_id, directory, meta)
+        # The log's end as this store's writer left it, when nobody changed the file since:
+        # no read of it after the two fsyncs (spec §9.2's test, one fstat).
+        summary = _session.summary(
+            self._fs, session_id, directory, meta, known_end=self._handles.known_log_end(session_id)
+        )
         assert summary is not None
         return summary
 

@@ -292,6 +292,8 @@ class StoreModel(RuleBasedStateMachine):
             session.metadata,
             session.version,
         )
+        # The log's end as the summary sees it, whichever store last appended or deleted.
+        assert summary.message_count == len(session.log)
 
     @staticmethod
     def _merge(

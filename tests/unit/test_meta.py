@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
 import pytest
-from helpers import meta_path, read_tree
+from helpers import log_path, meta_path, read_tree
 
 from jsonl_store import (
     InvalidArgument,
@@ -16,6 +18,7 @@ from jsonl_store import (
     ReadOnlySession,
     SessionNotFound,
     SessionStore,
+    SessionSummary,
     UnsupportedFormat,
     UserMessage,
     _meta,
@@ -78,6 +81,61 @@ def test_two_stores_updating_different_fields_never_clobber_each_other(root: Pat
     summary = runtime.get_session("s")
     assert summary is not None
     assert (summary.title, summary.metadata, summary.pinned) == ("renamed by user", {"turns": 3}, True)
+
+
+def _fresh_summary(root: Path, session_id: str) -> SessionSummary:
+    """The session's summary as a store that never wrote it reads it from the files."""
+    with SessionStore(root, durability="none") as reader:
+        summary = reader.get_session(session_id)
+    assert summary is not None
+    return summary
+
+
+def test_update_summary_is_what_a_fresh_reader_sees(store: SessionStore, root: Path) -> None:
+    """The summary update_session returns equals the one read from the files by another store."""
+    store.append("s", user("one"))
+    store.append_many("s", [user("two"), user("three")])
+    summary = store.update_session("s", title="t")
+    assert summary.message_count == 3
+    assert summary == _fresh_summary(root, "s")
+
+
+def test_update_summary_counts_what_another_process_appended(store: SessionStore, root: Path) -> None:
+    """Records another process appended after this store's last append are in the summary."""
+    store.append("s", user("mine"))
+    code = (
+        "import sys; from jsonl_store import SessionStore, UserMessage;"
+        "SessionStore(sys.argv[1], durability='none').append_many('s', [UserMessage(content='a'), UserMessage(content='b')])"
+    )
+    subprocess.run([sys.executable, "-c", code, str(root)], check=True, timeout=120)
+    summary = store.update_session("s", title="t")
+    assert summary.message_count == 3
+    assert summary == _fresh_summary(root, "s")
+
+
+def test_update_summary_after_another_store_made_the_session_anew(store: SessionStore, root: Path) -> None:
+    """A log deleted and made again under this store's open writer is read, not remembered."""
+    for text in ("a", "b", "c"):
+        store.append("s", user(text))
+    with SessionStore(root, durability="none") as other:
+        assert other.delete_session("s")
+        other.append("s", user("new"))
+    summary = store.update_session("s", title="t")
+    assert summary.message_count == 1
+    assert summary == _fresh_summary(root, "s")
+
+
+def test_update_summary_leaves_out_a_torn_tail_written_after_this_store(
+    store: SessionStore, root: Path
+) -> None:
+    """Bytes a crashed writer left after this store's last append do not count as a record."""
+    store.append("s", user("a"))
+    store.append("s", user("b"))
+    with open(log_path(root, "s"), "ab") as log:
+        log.write(b'{"sequence":3,"id":"01')  # what a crash mid-write leaves
+    summary = store.update_session("s", title="t")
+    assert summary.message_count == 2
+    assert summary == _fresh_summary(root, "s")
 
 
 def test_runtime_update_never_overwrites_what_a_user_set(store: SessionStore) -> None:
