@@ -224,9 +224,10 @@ class Handles:
         return session
 
     def known_log_end(self, session_id: str) -> tuple[Line | None] | None:
-        """`LogWriter.known_last` of the session's raw-log writer, if this store has one open.
+        """`LogWriter.known_last` of the session's raw-log writer; None without one.
 
-        Opens nothing: a session this store has not written gets None (read the file).
+        Opens nothing: a session whose log this store has not appended to (or whose
+        descriptor it let go) gets None, and the caller reads the file.
         """
         session = self._sessions.get(session_id)
         writer = session.log if session is not None else None

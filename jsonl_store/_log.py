@@ -566,21 +566,37 @@ class LogWriter:
             self.mutex.release()
 
     def known_last(self) -> tuple[Line | None] | None:
-        """``(last,)``: the log's last complete line as this writer left it, when one
-        ``fstat`` shows that nobody changed the file since; None when that is not known.
+        """``(last,)``: the line this writer knows the log's good part to end with (batch
+        ends only, spec §8.7), when the file at the log's path is still the one it wrote
+        and has the size it left; None when that is not known.
 
-        What ``last_good`` reading the file's end would find, without reading it: the
-        file has the size this writer's last locked look gave it and is still linked,
-        which is the test an append makes before it trusts ``last`` (spec §9.2).
-        Never waits: an append in progress on this writer makes it None.
+        What reading the log's end would find, without reading it. The test is the one an
+        append makes under its lock before it trusts ``last`` (spec §9.2's size, §9.3's
+        link count), made without the lock, plus a ``lstat`` of the path: a log that is
+        still linked is not necessarily still *here* (its directory moved aside, or a hard
+        link kept, and the session made anew). A same-size rewrite of the file in place is
+        outside the format (§9.5) and goes unseen, as it would by the next append. Never
+        waits (an append in progress on this writer makes it None), and never raises: an
+        error of either call makes it None, and the caller reads the file.
         """
         if not self.mutex.acquire(blocking=False):
             return None
         try:
             if self.fd < 0 or self.pid != _process.pid or self.failed is not None or self.size < 0:
                 return None
-            st = self.fs.fstat(self.fd)
-            if st.st_nlink == 0 or st.st_size != self.size:
+            try:
+                st = self.fs.fstat(self.fd)
+                if st.st_nlink == 0 or st.st_size != self.size:
+                    return None
+                here = self.fs.lstat(self.path)
+            except OSError:
+                return None
+            # A `FileSystem` of the caller's may give no inode numbers: then nothing is known.
+            identity = (getattr(st, "st_dev", None), getattr(st, "st_ino", None))
+            if identity[1] is None or identity != (
+                getattr(here, "st_dev", None),
+                getattr(here, "st_ino", None),
+            ):
                 return None
             return (self.last,)
         finally:

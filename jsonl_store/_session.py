@@ -68,9 +68,10 @@ def summary(
     Only the last complete record is read (about 4 KiB), and only its sequence and time
     are decoded, so listing stays cheap for long logs. ``read_fork`` reads the fork point
     (default: `_forks.read` of ``directory``; a listing passes its cached one).
-    ``known_end`` is ``(last complete line,)`` of a log that exists, when a writer knows
-    it unchanged (`LogWriter.known_last`): then the log is not read. It is used only with
-    ``meta``, since without it the first record's time is read from the log anyway.
+    ``known_end`` is ``(line,)``, the line the log's good part ends with, when a writer
+    knows the file at the log's path unchanged (`LogWriter.known_last`): then the log is
+    not read. It is used only with ``meta``, since without it the first record's time is
+    read from the log anyway.
     """
     last_sequence, last_time, first_time = 0, None, None
     if known_end is not None and meta is not None:

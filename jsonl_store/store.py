@@ -854,8 +854,9 @@ class SessionStore:
             _meta.check_writable(meta, session_id)
             if update.apply(meta, session_id):
                 _meta.write(self._fs, directory, meta, durable=self._durable)
-        # The log's end as this store's writer left it, when nobody changed the file since:
-        # no read of it after the two fsyncs (spec §9.2's test, one fstat).
+        # The log's end as this store's writer left it, when an fstat and an lstat show the
+        # file at the log's path unchanged since (`LogWriter.known_last`): no reopening and
+        # reading of it, which after a durable write's fsyncs cost more than the rest.
         summary = _session.summary(
             self._fs, session_id, directory, meta, known_end=self._handles.known_log_end(session_id)
         )

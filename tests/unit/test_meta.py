@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -24,6 +26,7 @@ from jsonl_store import (
     _meta,
 )
 from jsonl_store._meta import SessionMeta
+from jsonl_store.testing import SimulatedFileSystem
 
 
 def user(text: str = "hi") -> UserMessage:
@@ -123,6 +126,45 @@ def test_update_summary_after_another_store_made_the_session_anew(store: Session
     summary = store.update_session("s", title="t")
     assert summary.message_count == 1
     assert summary == _fresh_summary(root, "s")
+
+
+def test_update_summary_after_the_directory_was_moved_aside_and_made_anew(
+    store: SessionStore, root: Path
+) -> None:
+    """A log still linked under another name (its directory moved aside) is not the session's any more."""
+    for text in ("a", "b", "c"):
+        store.append("s", user(text))
+    (root / "s").rename(root / "s-old")
+    with SessionStore(root, durability="none") as other:
+        other.append("s", user("new"))
+    summary = store.update_session("s", title="t")
+    assert summary.message_count == 1
+    assert summary == _fresh_summary(root, "s")
+
+
+def test_update_summary_after_a_hard_linked_log_was_deleted(store: SessionStore, root: Path) -> None:
+    """A hard link kept elsewhere (a backup) does not make a deleted log the session's."""
+    for text in ("a", "b", "c"):
+        store.append("s", user(text))
+    os.link(log_path(root, "s"), root.parent / "backup.jsonl")
+    with SessionStore(root, durability="none") as other:
+        assert other.delete_session("s")
+        other.append("s", user("new"))
+    summary = store.update_session("s", title="t")
+    assert summary.message_count == 1
+    assert summary == _fresh_summary(root, "s")
+
+
+def test_update_summary_reads_the_log_when_looking_at_it_fails() -> None:
+    """An error of the writer's look at the log's path (ESTALE) falls back to reading it, not to raising."""
+    fs = SimulatedFileSystem()
+    store = SessionStore("/store", fs=fs, durability="none")
+    store.append("s", user("a"))
+    store.append("s", user("b"))
+    fs.fail_next("stat", errno.ESTALE, path="/store/s/messages.jsonl")
+    summary = store.update_session("s", title="t")
+    assert fs.faults_fired == 1
+    assert (summary.title, summary.message_count) == ("t", 2)
 
 
 def test_update_summary_leaves_out_a_torn_tail_written_after_this_store(
