@@ -306,6 +306,17 @@ def register_dialect(name: str, dialect: Dialect) -> None:
     _DIALECTS[name] = dialect
 
 
+def stored_dialect(metadata: dict[str, Any]) -> str:
+    """The dialect a session's metadata names (``metadata["dialect"]``, as importers and
+    adapters write it), when it is a registered one; else ``"neutral"``.
+
+    A name this process has not registered reads as neutral rather than failing a load:
+    the messages are still given back, only their tool batches are read the neutral way.
+    """
+    name = metadata.get("dialect")
+    return name if isinstance(name, str) and name in _DIALECTS else "neutral"
+
+
 def resolve(dialect: str | Dialect) -> Dialect:
     """The dialect a ``dialect=`` argument names (a registered name, or a `Dialect` itself)."""
     if isinstance(dialect, str):

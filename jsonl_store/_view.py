@@ -54,6 +54,10 @@ class SessionView:
     raw_tail: list[RawMessageRecord] = dataclasses.field(default_factory=list)
     #: Damage met while reading (never the ordinary remains of a crash at the tail).
     problems: list[Problem] = dataclasses.field(default_factory=list)
+    #: The dialect the session's messages are in (``metadata["dialect"]`` when registered,
+    #: as an import of a Claude Code or Codex transcript sets it): how `messages` and
+    #: `model_context` read its tool batches.
+    dialect: str = "neutral"
 
     @property
     def exists(self) -> bool:
@@ -78,8 +82,8 @@ class SessionView:
 
     @property
     def messages(self) -> list[Message]:
-        """The provider-safe model context (the seed's repair rule; last batch kept open)."""
-        return provider_safe(self.context)
+        """The provider-safe model context (the seed's repair rule; last batch kept open), in the session's `dialect`."""
+        return provider_safe(self.context, dialect=self.dialect)
 
     def model_context(
         self, *, mid_history: ToolBatchPolicy = "drop", close_last: bool = True
@@ -88,6 +92,9 @@ class SessionView:
 
         ``mid_history="drop"`` drops incomplete batches in the middle (the default rule);
         ``"close"`` keeps them and answers each missing call with an interruption notice.
-        ``close_last`` does the same for the batch at the very end.
+        ``close_last`` does the same for the batch at the very end. Both in the session's
+        `dialect`.
         """
-        return repair_context(self.context, mid_history=mid_history, close_last=close_last)
+        return repair_context(
+            self.context, mid_history=mid_history, close_last=close_last, dialect=self.dialect
+        )

@@ -37,7 +37,7 @@ from . import (
     _sources,
     _usage,
 )
-from ._dialects import Dialect
+from ._dialects import Dialect, stored_dialect
 from ._errors import (
     CorruptSession,
     InvalidArgument,
@@ -516,13 +516,14 @@ class SessionStore:
             snapshot=snapshot,
             raw_tail=tail,
             problems=found.problems,
+            dialect=stored_dialect(meta.metadata) if meta else "neutral",
         )
         self._handles.saw(session_id, view.last_sequence)
         return view
 
     @_storage_errors
     def resume(
-        self, session_id: str, *, notice: str = INTERRUPTED_NOTICE, dialect: str | Dialect = "neutral"
+        self, session_id: str, *, notice: str = INTERRUPTED_NOTICE, dialect: str | Dialect | None = None
     ) -> SessionView:
         """Load the session after closing its interrupted tool batch in the log, once.
 
@@ -531,14 +532,17 @@ class SessionStore:
         an id derived from the call: spec §9.9) is appended in one batch, only if the log
         still ends where it was loaded; then the session is loaded again. Idempotent, and
         safe with several processes: concurrent resumes store the closing results once.
-        ``dialect`` reads the stored messages' tool calls (see `repair_context`); the
-        results it makes must be messages the store holds (dicts with a ``role``).
+        ``dialect`` reads the stored messages' tool calls (see `repair_context`); None,
+        the default, is the session's own (`SessionView.dialect`). The results it makes
+        must be messages the store holds (dicts with a ``role``).
         """
         if not isinstance(notice, str) or not notice:
             raise InvalidArgument(f"notice must be a non-empty str, got {notice!r}")
         while True:
             view = self.load(session_id)
-            closing = _resume.closing_results(view.context, notice, dialect)
+            closing = _resume.closing_results(
+                view.context, notice, view.dialect if dialect is None else dialect
+            )
             if not closing:
                 return view
             try:

@@ -246,6 +246,33 @@ def test_codex_function_calls_pair_with_their_outputs(tmp_path: Path) -> None:
     assert is_provider_valid(store.load(sid).context, dialect="openai-responses")
 
 
+def test_a_codex_session_loads_in_its_own_dialect(tmp_path: Path) -> None:
+    """load().messages of an imported rollout keeps every output its call got: the view reads openai-responses."""
+    name = "codex-0.58.0-rollout-shell-calls-truncated.jsonl"
+    store = SessionStore(tmp_path / "s", durability="none")
+    sid = str(import_codex(store, CODEX / name).files[0].session_id)
+    view = store.load(sid)
+    assert view.dialect == "openai-responses"
+    outputs = [m for m in view.context if isinstance(m, dict) and m.get("type") == "function_call_output"]
+    assert len(outputs) == 39
+    assert view.messages == view.context  # nothing is interrupted, so nothing is dropped
+    assert is_provider_valid(view.model_context(), dialect="openai-responses")
+
+
+def test_resume_closes_a_dangling_call_in_the_sessions_dialect(tmp_path: Path) -> None:
+    """resume() with no dialect given closes the open Bash call the Anthropic way, as the session's metadata says."""
+    name = "cc-1.0.17-dangling-tool-use.jsonl"
+    store = SessionStore(tmp_path / "s", durability="none")
+    sid = str(import_claude_code(store, CC / name).files[0].session_id)
+    view = store.load(sid)
+    assert view.dialect == "anthropic"
+    assert is_provider_valid(view.model_context(), dialect="anthropic")
+    resumed = store.resume(sid)
+    assert is_provider_valid(resumed.context, dialect="anthropic")
+    closing = resumed.context[-1]
+    assert isinstance(closing, dict) and blocks(closing["content"], "tool_result")[0]["is_error"] is True
+
+
 def test_codex_compacted_lines_become_snapshots(tmp_path: Path) -> None:
     """Each ``compacted`` line of the synthetic rollout is one snapshot, the last one holding the last summary."""
     path = CODEX / "SYNTHETIC-codex-schema-drift-composite.jsonl"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from jsonl_store import (
     AssistantMessage,
     Dialect,
     InvalidArgument,
+    SessionStore,
     ToolCall,
     ToolMessage,
     UserMessage,
@@ -338,3 +340,20 @@ def test_anthropic_text_left_of_a_duplicate_result_moves_after_the_notices() -> 
         {"role": "user", "content": [{"type": "text", "text": "hurry"}]},
     ]
     assert is_provider_valid(closed, dialect="anthropic")
+
+
+def test_a_view_reads_the_dialect_its_metadata_names_and_neutral_for_an_unknown_one(tmp_path: Path) -> None:
+    """metadata["dialect"] picks how load().messages reads tool batches; a name not registered reads as neutral."""
+    store = SessionStore(tmp_path / "s", durability="none")
+    call = {"role": "assistant", "type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"}
+    output = {"role": "tool", "type": "function_call_output", "call_id": "c1", "output": "a b"}
+    store.append_many("r", [{"role": "user", "content": "list"}, call, output])
+    neutral = store.load("r")
+    assert neutral.dialect == "neutral"
+    assert output not in neutral.messages  # read the neutral way, the output answers no call
+    store.update_session("r", metadata={"dialect": "openai-responses"})
+    view = store.load("r")
+    assert view.dialect == "openai-responses"
+    assert view.messages == view.context
+    store.update_session("r", metadata={"dialect": "no-such-dialect"})
+    assert store.load("r").dialect == "neutral"
