@@ -92,8 +92,10 @@ def _lines(report: ImportReport, root: str) -> Iterator[str]:
             yield f"  {damaged}"
         if f.damaged_count > len(f.damaged):
             yield f"  ... and {f.damaged_count - len(f.damaged)} more damaged lines"
-    files = _format.plural(len(report.files), "file")
+    refused = sum(1 for f in report.files if f.problem is not None)
+    files = _format.plural(len(report.files) - refused, "file")
     yield (
         f"{files} imported into {root}: {report.added} records added, {report.present} already present, "
         f"{report.skipped} lines skipped, {report.damaged_count} damaged"
+        + (f"; {_format.plural(refused, 'file')} not imported" if refused else "")
     )

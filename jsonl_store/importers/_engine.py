@@ -27,6 +27,7 @@ for all three:
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -43,6 +44,7 @@ from .. import (
     ModelUsage,
     SequenceConflict,
     SessionStore,
+    SessionSummary,
     StorageError,
     UnsupportedValue,
     encode_session_id,
@@ -169,6 +171,10 @@ def clean_title(value: object) -> str | None:
 # ---------------------------------------------------------------------------------------
 
 
+#: How much of a first line `_FileRun.first_line_digest` reads (a longer one counts by its start).
+FIRST_LINE_BYTES = 1 << 16
+
+
 class _FileRun:
     """One file being imported: its lines, the damage met, and how far it was read."""
 
@@ -190,6 +196,15 @@ class _FileRun:
             if line.number >= HEAD_LINES:
                 break
         return found
+
+    def first_line_digest(self) -> str | None:
+        """A digest of the file's first line, what tells this file from another naming the
+        same session (a file that grew keeps its first line); None while it is incomplete."""
+        start = os.pread(self.fd, FIRST_LINE_BYTES, 0)
+        end = start.find(b"\n")
+        if end < 0:
+            return None if len(start) < FIRST_LINE_BYTES else hashlib.sha256(start).hexdigest()[:32]
+        return hashlib.sha256(start[:end]).hexdigest()[:32]
 
     def parsed(self, offset: int, number: int) -> Iterator[Parsed]:
         """The JSON objects from ``offset`` on; damaged lines are reported, not given."""
@@ -305,7 +320,29 @@ class _Writer:
         return True
 
 
-def _create(store: SessionStore, fmt: Format, target: Target, path: str) -> None:
+def _other_file(summary: SessionSummary | None, fmt: Format, head: str | None, path: str) -> str | None:
+    """The problem of a file naming a session another file was imported into, else None.
+
+    Its records' positions are byte offsets in that other file: reading on from them would
+    silently skip this file's first part, so nothing of it is imported.
+    """
+    origin = summary.metadata.get("imported_from") if summary is not None else None
+    if not isinstance(origin, dict) or origin.get("tool") != fmt.tool:
+        return None
+    recorded = origin.get("head")
+    if not isinstance(recorded, str) or head is None or recorded == head:
+        return None
+    other = origin.get("file")
+    assert summary is not None  # an origin was read from it
+    return (
+        f"session {summary.session_id!r} holds an import of another file"
+        + (f" ({other!r})" if isinstance(other, str) else "")
+        + f" whose first line differs from this one's: not importing {os.path.basename(path)!r} into it"
+        " (import it into another store, or delete the session to import this file instead)"
+    )
+
+
+def _create(store: SessionStore, fmt: Format, target: Target, path: str, head: str | None = None) -> None:
     summary = store.get_session(target.session_id)
     if summary is not None:
         title = clean_title(target.title)
@@ -321,7 +358,11 @@ def _create(store: SessionStore, fmt: Format, target: Target, path: str) -> None
         parent_session_id=target.parent,
         metadata={
             "dialect": fmt.dialect,
-            "imported_from": {"tool": fmt.tool, "file": os.path.basename(path)},
+            "imported_from": {
+                "tool": fmt.tool,
+                "file": os.path.basename(path),
+                **({"head": head} if head is not None else {}),
+            },
         },
     )
 
@@ -373,11 +414,15 @@ def _import_open(store: SessionStore, fmt: Format, path: str, fd: int) -> FileRe
         return FileReport(path, None, problem=str(exc))
     if main is None:
         return FileReport(path, None, problem=f"no {fmt.tool} transcript in its first {HEAD_LINES} lines")
+    head = run.first_line_digest()
+    problem = _other_file(store.get_session(main.session_id), fmt, head, path)
+    if problem is not None:
+        return FileReport(path, main.session_id, problem=problem)
     try:
         offset, number, state = _saved_position(store, fmt, main.session_id, run.size)
         out = Collector(main, state)
         fmt.parse(path, run.parsed(offset, number), out)
-        writers = _write(store, fmt, path, out, run)
+        writers = _write(store, fmt, path, out, run, head)
     except StorageError:
         raise
     except SequenceConflict as exc:
@@ -405,12 +450,14 @@ def _import_open(store: SessionStore, fmt: Format, path: str, fd: int) -> FileRe
     )
 
 
-def _write(store: SessionStore, fmt: Format, path: str, out: Collector, run: _FileRun) -> list[_Writer]:
+def _write(
+    store: SessionStore, fmt: Format, path: str, out: Collector, run: _FileRun, head: str | None
+) -> list[_Writer]:
     used = {event.session_id for event in out.events} | {out.main.session_id}
     writers: dict[str, _Writer] = {}
     for session_id, target in out.targets.items():
         if session_id in used:
-            _create(store, fmt, target, path)
+            _create(store, fmt, target, path, head if session_id == out.main.session_id else None)
             writers[session_id] = _Writer(store, session_id, run)
     for event in out.events:
         writers[event.session_id].write(event)

@@ -221,6 +221,25 @@ def test_a_grown_file_adds_only_its_new_lines(tmp_path: Path, store: SessionStor
         "one", "two", "three", "four"]  # fmt: skip
 
 
+def test_another_file_naming_the_same_session_is_refused_whole(tmp_path: Path, store: SessionStore) -> None:
+    """A second file with the same session id is not imported: read on from the first file's offsets, it would lose its start."""
+    first = write(tmp_path / "a.jsonl", [user("a1", "from A, one"), user("a2", "from A, two")])
+    second = write(
+        tmp_path / "b.jsonl", [user("b1", "from B, one"), user("b2", "from B, two"), user("b3", "three")]
+    )
+    assert import_claude_code(store, first).added == 2
+    before = read_tree(store.root)
+    report = import_claude_code(store, second)
+    assert not report.ok and report.added == 0
+    problem = report.files[0].problem
+    assert problem is not None and "'a.jsonl'" in problem and "first line differs" in problem
+    assert read_tree(store.root) == before
+    # The first file, grown, still imports: its first line is what it was.
+    write(first, [user("a3", "from A, three")], mode="a")
+    assert import_claude_code(store, first).added == 1
+    assert [m["content"] for m in contents(store, MAIN)] == ["from A, one", "from A, two", "from A, three"]
+
+
 def test_importing_twice_writes_nothing(tmp_path: Path, store: SessionStore) -> None:
     """The second import of an unchanged file leaves every byte of the store as it was."""
     path = write(tmp_path / f"{SID}.jsonl", [user("u1", "one"), assistant("a1", "m1", use("c1"))])
