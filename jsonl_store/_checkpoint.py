@@ -4,7 +4,7 @@ The session context's message ids are cached as of a log offset (`CheckpointCach
 an extending save reads only the bytes appended since. The caller's list is cached too,
 as it was last saved: a list that only grew since is recognised by one comparison of
 references done in C (`saved_part`), and only its new messages are looked at (spec
-§8.8: a save costs O(new messages), and the comparison about a nanosecond per message).
+§10, "Saving a whole message list": a save costs O(new messages), and the comparison about a nanosecond per message).
 """
 
 from __future__ import annotations
@@ -241,7 +241,7 @@ def plan(
     saved_ids: list[str],
     fresh_ids: list[str],
 ) -> Plan:
-    """Match the caller's list against the stored context by id (spec §8.8).
+    """Match the caller's list against the stored context by id (spec §10, "Saving a whole message list").
 
     The stored messages the list names must keep their order, and a list that ends with
     new messages extends the context. With ``saved`` (the first messages are those the
