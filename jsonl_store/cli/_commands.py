@@ -148,7 +148,7 @@ def demo(args: argparse.Namespace) -> int:
             view, closed, added_note="added on restore: the call was interrupted", width=width()
         ),
         "",
-        f"The process was killed while {', '.join(_format.open_calls(view.context, closed))} ran. view.messages",
+        f"The process was killed while {', '.join(_format.open_calls(view, closed))} ran. view.messages",
         "keeps that last tool batch open; model_context(close_last=True) answers each open call",
         "with an error result, so a provider accepts the context and the model knows the call",
         "may have run in part.",

@@ -17,6 +17,7 @@ import msgspec
 import orjson
 
 from .. import ContextSnapshot, Message, Problem, RawMessageRecord, SessionSummary, SessionView
+from .._dialects import resolve
 from . import _frameworks
 from ._blocks import Block, Styled, Table
 from ._safe import escape, json_escape
@@ -423,15 +424,18 @@ def render_records(
     return lines
 
 
-def open_calls(context: Sequence[Message], closed: Sequence[Message]) -> list[str]:
-    """The ids of the calls the repair answered: results in ``closed`` not in ``context``."""
-    present = {id(message) for message in context}
-    out = []
-    for message in closed:
-        if id(message) not in present:
-            data = message_dict(message)
-            out.append(f"{data.get('name') or '?'} [{data.get('tool_call_id', '?')}]")
-    return out
+def open_calls(view: SessionView, closed: Sequence[Message]) -> list[str]:
+    """``name [call id]`` of each call the repair answered: what the messages in ``closed``
+    but not in ``view.context`` answer, read in the session's dialect."""
+    reading = resolve(view.dialect)
+    present = {id(message) for message in view.context}
+    names = {call_id: name for message in view.context for call_id, name in reading.calls(message)}
+    return [
+        f"{names.get(call_id) or '?'} [{call_id}]"
+        for message in closed
+        if id(message) not in present
+        for call_id in reading.answers(message)
+    ]
 
 
 # ---------------------------------------------------------------------------------------

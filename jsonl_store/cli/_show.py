@@ -38,7 +38,7 @@ def _context_entries(view: SessionView, messages: list[Message]) -> list[dict[st
 
 
 def _open_batch(view: SessionView, closed: list[Message], *, closing: bool) -> list[Block]:
-    pending = _format.open_calls(view.context, closed)
+    pending = _format.open_calls(view, closed)
     if not pending or closing:
         return []
     return [

@@ -104,3 +104,51 @@ def test_a_terminal_sees_a_progress_bar_a_pipe_does_not(tmp_path: Path) -> None:
             os.close(follower)
     assert child.returncode == 0 and b"files imported" in out
     assert b"importing" in seen
+
+
+def test_show_names_the_open_call_of_an_imported_session_in_its_dialect(tmp_path: Path) -> None:
+    """show on a Claude Code import ending inside a Bash call says that call is open, by name and id."""
+    source = DATA / "claude-code" / "cc-1.0.17-dangling-tool-use.jsonl"
+    done = cli("--root", "s", "import", "claude-code", str(source), "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    session_id = json.loads(done.stdout)["files"][0]["session_id"]
+    lines = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
+    calls = [b for d in lines for b in (d.get("message") or {}).get("content") or []
+             if isinstance(b, dict) and b.get("type") == "tool_use"]  # fmt: skip
+    answered = {b.get("tool_use_id") for d in lines for b in (d.get("message") or {}).get("content") or []
+                if isinstance(b, dict) and b.get("type") == "tool_result"}  # fmt: skip
+    (dangling,) = [c for c in calls if c["id"] not in answered]
+    shown = cli("--root", "s", "show", session_id, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert (
+        f"The last tool batch is open: {dangling['name']} [{dangling['id']}] without a result."
+        in shown.stdout
+    )
+
+
+def test_a_refused_file_is_counted_as_not_imported(tmp_path: Path) -> None:
+    """The totals line counts a file refused whole (another file's session) apart from the imported ones, and exits 1."""
+    for name, uuids in (("a.jsonl", ["a1", "a2"]), ("b.jsonl", ["b1"])):
+        (tmp_path / name).write_text(
+            "".join(
+                json.dumps(
+                    {
+                        "type": "user",
+                        "sessionId": "same",
+                        "uuid": u,
+                        "timestamp": "2025-01-01T00:00:00Z",
+                        "message": {"role": "user", "content": f"from {name}"},
+                    }
+                )
+                + "\n"
+                for u in uuids
+            ),
+            encoding="utf-8",
+        )
+    assert cli("--root", "s", "import", "claude-code", "a.jsonl", cwd=tmp_path).returncode == 0
+    both = cli("--root", "s", "import", "claude-code", "a.jsonl", "b.jsonl", cwd=tmp_path)
+    assert both.returncode == 1
+    last = both.stdout.splitlines()[-1]
+    assert last.startswith("1 file imported into s: 0 records added,") and last.endswith(
+        "; 1 file not imported"
+    )
