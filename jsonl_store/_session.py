@@ -75,19 +75,14 @@ def summary(
     """
     last_sequence, last_time, first_time = 0, None, None
     if known_end is not None and meta is not None:
-        exists = True
-        line = known_end[0]
-        if line is not None:
-            last_sequence, last_time = record_summary(line.body)
+        exists, line = True, known_end[0]
     else:
         with LogReader(fs, session_id, directory) as log:
-            exists = log.exists
-            if log.size:
-                _, line = log.last_good()
-                if line is not None:
-                    last_sequence, last_time = record_summary(line.body)
-                if meta is None:
-                    first_time = first_record_time(fs, directory)
+            exists, line = log.exists, log.last_good()[1] if log.size else None
+            if log.size and meta is None:
+                first_time = first_record_time(fs, directory)
+    if line is not None:
+        last_sequence, last_time = record_summary(line.body)
     if meta is None and not exists:
         return None
     try:
