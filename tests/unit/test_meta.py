@@ -6,6 +6,7 @@ import errno
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -116,39 +117,31 @@ def test_update_summary_counts_what_another_process_appended(store: SessionStore
     assert summary == _fresh_summary(root, "s")
 
 
-def test_update_summary_after_another_store_made_the_session_anew(store: SessionStore, root: Path) -> None:
-    """A log deleted and made again under this store's open writer is read, not remembered."""
-    for text in ("a", "b", "c"):
-        store.append("s", user(text))
-    with SessionStore(root, durability="none") as other:
-        assert other.delete_session("s")
-        other.append("s", user("new"))
-    summary = store.update_session("s", title="t")
-    assert summary.message_count == 1
-    assert summary == _fresh_summary(root, "s")
+def _delete(root: Path, other: SessionStore) -> None:
+    """Another store deletes the session."""
+    assert other.delete_session("s")
 
 
-def test_update_summary_after_the_directory_was_moved_aside_and_made_anew(
-    store: SessionStore, root: Path
-) -> None:
-    """A log still linked under another name (its directory moved aside) is not the session's any more."""
-    for text in ("a", "b", "c"):
-        store.append("s", user(text))
+def _move_aside(root: Path, other: SessionStore) -> None:
+    """The session's directory is moved aside, its log still linked there."""
     (root / "s").rename(root / "s-old")
-    with SessionStore(root, durability="none") as other:
-        other.append("s", user("new"))
-    summary = store.update_session("s", title="t")
-    assert summary.message_count == 1
-    assert summary == _fresh_summary(root, "s")
 
 
-def test_update_summary_after_a_hard_linked_log_was_deleted(store: SessionStore, root: Path) -> None:
-    """A hard link kept elsewhere (a backup) does not make a deleted log the session's."""
+def _link_then_delete(root: Path, other: SessionStore) -> None:
+    """A hard link to the log is kept elsewhere (a backup), then another store deletes the session."""
+    os.link(log_path(root, "s"), root.parent / "backup.jsonl")
+    assert other.delete_session("s")
+
+
+@pytest.mark.parametrize("gone", [_delete, _move_aside, _link_then_delete])
+def test_update_summary_of_a_session_made_anew_under_the_open_writer(
+    store: SessionStore, root: Path, gone: Callable[[Path, SessionStore], None]
+) -> None:
+    """A log deleted, moved aside or kept only by a hard link, and the session made anew, is read, not remembered."""
     for text in ("a", "b", "c"):
         store.append("s", user(text))
-    os.link(log_path(root, "s"), root.parent / "backup.jsonl")
     with SessionStore(root, durability="none") as other:
-        assert other.delete_session("s")
+        gone(root, other)
         other.append("s", user("new"))
     summary = store.update_session("s", title="t")
     assert summary.message_count == 1
