@@ -326,14 +326,15 @@ def _other_file(summary: SessionSummary | None, fmt: Format, head: str | None, p
     Its records' positions are byte offsets in that other file: reading on from them would
     silently skip this file's first part, so nothing of it is imported.
     """
-    origin = summary.metadata.get("imported_from") if summary is not None else None
+    if summary is None:
+        return None
+    origin = summary.metadata.get("imported_from")
     if not isinstance(origin, dict) or origin.get("tool") != fmt.tool:
         return None
     recorded = origin.get("head")
     if not isinstance(recorded, str) or head is None or recorded == head:
         return None
     other = origin.get("file")
-    assert summary is not None  # an origin was read from it
     return (
         f"session {summary.session_id!r} holds an import of another file"
         + (f" ({other!r})" if isinstance(other, str) else "")
@@ -368,10 +369,9 @@ def _create(store: SessionStore, fmt: Format, target: Target, path: str, head: s
 
 
 def _saved_position(
-    store: SessionStore, fmt: Format, session_id: str, size: int
+    summary: SessionSummary | None, fmt: Format, size: int
 ) -> tuple[int, int, dict[str, Any]]:
-    """Where the last import of this session's file stopped: ``(offset, next line, state)``."""
-    summary = store.get_session(session_id)
+    """Where the last import of the session's file stopped: ``(offset, next line, state)``."""
     saved = summary.metadata.get("import") if summary is not None else None
     if not isinstance(saved, dict) or saved.get("tool") != fmt.tool:
         return 0, 1, {}
@@ -415,11 +415,12 @@ def _import_open(store: SessionStore, fmt: Format, path: str, fd: int) -> FileRe
     if main is None:
         return FileReport(path, None, problem=f"no {fmt.tool} transcript in its first {HEAD_LINES} lines")
     head = run.first_line_digest()
-    problem = _other_file(store.get_session(main.session_id), fmt, head, path)
+    before = store.get_session(main.session_id)
+    problem = _other_file(before, fmt, head, path)
     if problem is not None:
         return FileReport(path, main.session_id, problem=problem)
     try:
-        offset, number, state = _saved_position(store, fmt, main.session_id, run.size)
+        offset, number, state = _saved_position(before, fmt, run.size)
         out = Collector(main, state)
         fmt.parse(path, run.parsed(offset, number), out)
         writers = _write(store, fmt, path, out, run, head)
