@@ -507,9 +507,9 @@ class Redactor:
             or not _OVERRIDABLE.isdisjoint(vars(self))  # one replaced on the instance (a mock)
         ):
             return self.redact if self.might_hold(data) else None
-        gate = _gate(data) if self._builtin else _NONE
         if self._extra_might_match(data):
             return self.redact
+        gate = _gate(data) if self._builtin else _NONE
         if gate == _NONE:
             return None
         return self.redact if gate == _ANY else self._redact_assignments
