@@ -253,8 +253,12 @@ def test_a_codex_session_loads_in_its_own_dialect(tmp_path: Path) -> None:
     sid = str(import_codex(store, CODEX / name).files[0].session_id)
     view = store.load(sid)
     assert view.dialect == "openai-responses"
-    outputs = [m for m in view.context if isinstance(m, dict) and m.get("type") == "function_call_output"]
-    assert len(outputs) == 39
+    in_source = [d["payload"]["call_id"] for d in source(CODEX / name)
+                 if d["type"] == "response_item" and d["payload"]["type"] == "function_call_output"]  # fmt: skip
+    outputs = [
+        m["call_id"] for m in view.context if isinstance(m, dict) and m.get("type") == "function_call_output"
+    ]
+    assert outputs == in_source and len(outputs) == 39
     assert view.messages == view.context  # nothing is interrupted, so nothing is dropped
     assert is_provider_valid(view.model_context(), dialect="openai-responses")
 
