@@ -191,13 +191,32 @@ PASSWORD_KIND: Final = "password"
 # The last three letters of the secret words (passwORD, passWD, PWD, pASS, secRET, toKEN,
 # credentiALS, credentIAL, api_KEY ...), then what may stand between a name and its '='
 # or ':' (a quote, a space, a JSON-escaped quote: a JSON text shown inside a string), in
-# fixed widths: a look-behind must have one. Found from each separator backwards in one
-# pass in C; only the few candidates are read back (`_NAME_REVERSED`).
+# fixed widths: a look-behind must have one. Found from each separator backwards in C;
+# only the few candidates are read back (`_NAME_REVERSED`). One pattern per separator: a
+# pattern starting with one literal character is searched for at memchr speed, one
+# starting with a class ("[=:]") is tried at every position, some 15 times slower.
 _ENDINGS = "(?:ord|swd|pwd|ass|ret|ken|als|ial|key)"
 _TEXT_GAPS = ("", "[\"' \t]", "(?:[\"'][ \t]|\\\\[\"'])", "\\\\[\"'][ \t]")
-_NAME_CANDIDATES: Final = re.compile(
-    "[=:](?:" + "|".join(f"(?<={_ENDINGS}{gap}.)" for gap in _TEXT_GAPS) + ")", re.ASCII | re.IGNORECASE
+# Before the full look-behinds, one that checks the character just before the separator
+# (a last letter or a gap's), which rules out most separators in code at once.
+_NAME_CANDIDATES: Final = tuple(
+    re.compile(
+        f"{sep}(?<=[dstnly\"' \t]{sep})(?:" + "|".join(f"(?<={_ENDINGS}{gap}.)" for gap in _TEXT_GAPS) + ")",
+        re.ASCII | re.IGNORECASE,
+    )
+    for sep in "=:"
 )
+
+
+def _candidates(text: str) -> list[int]:
+    """Where a '=' or ':' follows a name that may end with a secret word, in text order."""
+    found = [m.start() for m in _NAME_CANDIDATES[0].finditer(text)] if "=" in text else []
+    if ":" in text:
+        found += [m.start() for m in _NAME_CANDIDATES[1].finditer(text)]
+        found.sort()
+    return found
+
+
 #: The text before a candidate's separator, reversed: the gap, then a secret word ending there.
 _NAME_REVERSED: Final = re.compile(
     r"""[ \t]?["']?\\?(?:drowssap|dwssap|terces|nekot|s?laitnederc"""
@@ -323,8 +342,7 @@ _CURL_USER: Final = re.compile(
 
 def _assignments(text: str) -> Iterator[Found]:
     """The values names say are secret, certain or guessed (`_judge`)."""
-    for candidate in _NAME_CANDIDATES.finditer(text):
-        at = candidate.start()
+    for at in _candidates(text):
         name = _NAME_REVERSED.match(text[max(0, at - _NAME_LIMIT) : at][::-1])
         value = _value_after(text, at + 1) if name is not None else None
         if name is None or value is None:
@@ -339,9 +357,9 @@ def _assignments(text: str) -> Iterator[Found]:
 
 def _passwords(text: str) -> Iterator[Found]:
     """The passwords of URLs' user info and of curl's ``-u``, certain or guessed (`_judge`)."""
-    matches = [*(_URL_USERINFO.finditer(text) if "://" in text else ())]
-    if "-u" in text:
-        matches += _CURL_USER.finditer(text)
+    # Each pattern starts with a literal, so one pass finds where it can start (see
+    # `_NAME_CANDIDATES`): cheaper than testing for "://" or "-u " first.
+    matches = [*_URL_USERINFO.finditer(text), *_CURL_USER.finditer(text)]
     for match in matches:
         user, password = match.group(1, 2)
         verdict = None if password == user else _judge(password, quoted=True, tight=True)
@@ -391,9 +409,9 @@ _GATES: Final[tuple[tuple[bytes, frozenset[int] | None, re.Pattern[bytes]], ...]
         b"-",
         frozenset(b"-ktabeoprsi"),
         re.compile(
-            rb"-(?:----BEGIN|(?<=sk-)(?:ant-|proj-|svcacct-|admin-|[A-Za-z0-9]{20})"
+            rb"-(?:----BEGIN|(?<=[abeoprskti]-)(?:(?<=sk-)(?:ant-|proj-|svcacct-|admin-|[A-Za-z0-9]{20})"
             rb"|(?<=glpat-)[A-Za-z0-9_\-]{20}|(?<=xox[abeoprs]-)[A-Za-z0-9\-]{10}|(?<=xapp-)[0-9]-"
-            rb"|(?<=pypi-)AgE)"
+            rb"|(?<=pypi-)AgE))"
         ),
     ),
     # gh?_, github_pat_, sk_/rk_ live or test, aws_secret_access_key, npm_, :_authToken.
@@ -401,15 +419,17 @@ _GATES: Final[tuple[tuple[bytes, frozenset[int] | None, re.Pattern[bytes]], ...]
         b"_",
         frozenset(b"pousrbkSsm:"),
         re.compile(
-            rb"_(?:(?<=gh[pousr]_)[A-Za-z0-9]{36}|(?<=github_)pat_|(?<=[sr]k_)(?:live|test)_"
+            rb"_(?<=[pousrbkSsm:]_)(?:(?<=gh[pousr]_)[A-Za-z0-9]{36}|(?<=github_)pat_|(?<=[sr]k_)(?:live|test)_"
             rb"|(?<=aws_)secret_access_key|(?<=AWS_)SECRET_ACCESS_KEY|(?<=npm_)[A-Za-z0-9]{36}"
             rb"|(?<=:_)authToken)"
         ),
     ),
 )
-#: The name-based and password pre-filter over encoded JSON: a candidate separator (as
+#: The name-based and password pre-filter over encoded JSON: (byte, the bytes that may
+#: stand just before it, pattern), as `_GATES`: a candidate separator (as
 #: `_NAME_CANDIDATES`, with the gaps a JSON encoding writes: '\\"', '\\t'), a URL with user
-#: info, or curl's ``-u``; also Azure's "Key=", which the other kinds' scan finds.
+#: info, curl's ``-u``. A record's own keys end in an unescaped '"' before their ':'
+#: ("content":); those are skipped unread, since no string's text holds them.
 _BYTE_GAPS = (
     b"",
     b"[\"' \t]",
@@ -417,11 +437,68 @@ _BYTE_GAPS = (
     b"(?:\\\\[\"'][ \t]|[\"']\\\\t)",
     b"\\\\[\"']\\\\t",
 )
-_NAMED_GATE: Final = re.compile(
-    b"[=:](?:" + b"|".join(b"(?<=" + _ENDINGS.encode() + gap + b".)" for gap in _BYTE_GAPS) + b")"
-    rb"|://[^/\s\"@]{1,384}@|-(?<![A-Za-z0-9_\-]-)(?:u|-user)[ \t=]",
-    re.IGNORECASE,
+_NAME_ENDS = frozenset(b"dDsStTnNlLyY' \t")
+_GAPS_RE = b"|".join(b"(?<=" + _ENDINGS.encode() + gap + b".)" for gap in _BYTE_GAPS)
+#: Where a '=' or ':' may assign a name-based value, or a ':' start a URL with user info.
+#: Each first checks the one byte before (a record's own key ends in an unescaped '"'
+#: before its ':', "content":, and no string's text holds one), then the names.
+_EQUALS_GATE: Final = re.compile(b"=(?<=[dDsStTnNlLyY\"' \t]=)(?:" + _GAPS_RE + b")", re.IGNORECASE)
+_COLON_GATE: Final = re.compile(
+    b":(?:(?:(?<=[dDsStTnNlLyY' \t]:)|(?<=\\\\\":))(?:" + _GAPS_RE + rb')|//[^/\s"@]{1,384}@)', re.IGNORECASE
 )
+#: curl's option in front of a user and its password.
+_DASH_GATE: Final = re.compile(rb"-(?:u|-user)(?:[ =]|\\t)")
+
+
+def _named_gate(data: bytes) -> bool:
+    """Whether a name-based value or a password may be in a string of the encoded ``data``.
+
+    As `_holds` does: from one occurrence of '=', ':' or '-' to the next (memchr; a
+    multi-byte ``bytes.find`` is some 50 times slower), trying the pattern only where the
+    bytes around allow it, and after a number of occurrences that grows with the size
+    (a search of the rest costs about as much as 512 bytes per jump) one search of the rest.
+    """
+    if len(data) <= _SHORT:  # as in `_gate`: one search costs less than the jumps
+        gates = ((b"=", _EQUALS_GATE), (b":", _COLON_GATE), (b"-", _DASH_GATE))
+        return any((at := data.find(b)) >= 0 and p.search(data, at) is not None for b, p in gates)
+    jumps = _JUMPS + len(data) // 512
+    return (
+        _jump(data, 0x3D, _NAME_ENDS_EQUALS, jumps, _EQUALS_GATE)
+        or _jump(data, 0x3A, _NAME_ENDS, jumps, _COLON_GATE)
+        or _jump(data, 0x2D, None, jumps, _DASH_GATE)
+    )
+
+
+#: '=' after a quote: in a string's text it is escaped (\"), so it is never a record's own.
+_NAME_ENDS_EQUALS = _NAME_ENDS | frozenset(b'"')
+
+
+def _jump(
+    data: bytes, byte: int, before: frozenset[int] | None, jumps: int, pattern: re.Pattern[bytes]
+) -> bool:
+    """`_named_gate` for one byte: ``before`` the bytes just before it that let the pattern
+    be tried (None: for '-', the byte after must be 'u' or '-')."""
+    find, end = data.find, len(data) - 1
+    at = find(byte)
+    while at >= 0 and jumps:
+        jumps -= 1
+        if before is None:
+            tried = at < end and data[at + 1] in (0x75, 0x2D)  # -u, --user
+        else:
+            previous = data[at - 1]
+            # ':' after an unescaped '"' ends a record's own key ("content":), which no
+            # string's text holds; an escaped one (\") ends a key in a JSON text shown.
+            tried = previous in before or (previous == 0x22 and data[at - 2] == 0x5C)
+            tried = tried or (byte == 0x3A and at < end and data[at + 1] == 0x2F)  # ://
+        if tried and pattern.match(data, at) is not None:
+            return True
+        at = find(byte, at + 1)
+    return at >= 0 and pattern.search(data, at) is not None
+
+
+#: Above this size a value is taken to hold a name-based candidate (`_gate`): code
+#: of this size always does, and the search of its strings would repeat the gates' passes.
+_BIG: Final = 64 * 1024
 #: After this many occurrences of a byte, one search of the rest is cheaper than the jumps.
 _JUMPS: Final = 8
 #: Up to this size one search from a byte's first occurrence costs less than the jumps.
@@ -452,7 +529,7 @@ def _holds(
 #: The methods whose replacement `Redactor.redact_json` must call, wherever it is made.
 _OVERRIDABLE: Final = frozenset({"find", "redact", "might_hold"})
 #: What `_gate` says of an encoded JSON value: no built-in secret can be in it; only a
-#: name-based value or a password can (`_NAMED_GATE`); any kind can.
+#: name-based value or a password can (`_named_gate`); any kind can.
 _NONE, _NAMED, _ANY = 0, 1, 2
 
 
@@ -466,9 +543,11 @@ def _gate(data: bytes) -> int:
         # A short value: one search from the first occurrence costs less than jumps.
         if pattern.search(data, at) is not None if short else _holds(data, at, byte, before, pattern):
             return _ANY
-    if b"Key=" in data:  # Azure's "AccountKey=" / "SharedAccessKey=": the other kinds' scan
+    if find(b"=") >= 0 and b"Key=" in data:  # Azure's "AccountKey=" / "SharedAccessKey="
         return _ANY
-    return _NAMED if _NAMED_GATE.search(data) is not None else _NONE
+    if len(data) > _BIG:
+        return _NAMED
+    return _NAMED if _named_gate(data) else _NONE
 
 
 def marker(kind: str) -> str:
@@ -746,7 +825,7 @@ class Redactor:
         """What `redact_json` applies to each string of ``data``; None when none can hold a secret.
 
         Where `_GATES` found none of the formats' pieces, only a name-based value or a
-        password (`_NAMED_GATE`), and no user pattern may match, only those are looked for: the built-in kinds' scan of each
+        password (`_named_gate`), and no user pattern may match, only those are looked for: the built-in kinds' scan of each
         string is skipped. A subclass (or an instance) that replaces `find`, `redact` or
         `might_hold` gets its own `redact` on every string `might_hold` lets through.
         """
