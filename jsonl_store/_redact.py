@@ -197,11 +197,19 @@ PASSWORD_KIND: Final = "password"
 # starting with a class ("[=:]") is tried at every position, some 15 times slower.
 _ENDINGS = "(?:ord|swd|pwd|ass|ret|ken|als|ial|key)"
 _TEXT_GAPS = ("", "[\"' \t]", "(?:[\"'][ \t]|\\\\[\"'])", "\\\\[\"'][ \t]")
-# Before the full look-behinds, one that checks the character just before the separator
-# (a last letter or a gap's), which rules out most separators in code at once.
+# Before the full look-behinds, cheap ones: for ':' the character just before (a last
+# letter or a gap's), for '=' (code is full of " = ") the last letter before each gap.
+
+
+def _guard(separator: str) -> str:
+    if separator == ":":
+        return "(?<=[dstnly\"' \t]:)"
+    return "(?:" + "|".join(f"(?<=[dstnly]{gap}=)" for gap in _TEXT_GAPS) + ")"
+
+
 _NAME_CANDIDATES: Final = tuple(
     re.compile(
-        f"{sep}(?<=[dstnly\"' \t]{sep})(?:" + "|".join(f"(?<={_ENDINGS}{gap}.)" for gap in _TEXT_GAPS) + ")",
+        sep + _guard(sep) + "(?:" + "|".join(f"(?<={_ENDINGS}{gap}.)" for gap in _TEXT_GAPS) + ")",
         re.ASCII | re.IGNORECASE,
     )
     for sep in "=:"
