@@ -315,7 +315,7 @@ def compare(sample: int) -> None:
             rows.append((name, *_theirs(items, secret_paths, clean_paths, found)))
     print(f"\nlabelled set {len(items)}; clean sample {len(clean)} corpus files (every {step}th)")
     print(
-        "| scanner | labelled found whole | recall | findings in clean files | clean files flagged | precision |"
+        "| scanner | labelled found (this one: removed whole) | recall | findings in clean files | clean files flagged | precision |"
     )
     print("|---|---|---|---|---|---|")
     for name, hit, false_findings, flagged in rows:
@@ -332,14 +332,14 @@ def _ours(items: list[Labelled], clean: list[Item]) -> tuple[int, int, int]:
 def _theirs(
     items: list[Labelled], secret_paths: list[str], clean_paths: list[str], found: dict[str, list[str]]
 ) -> tuple[int, int, int]:
+    """A scanner's hits on the labelled set: a reported value holding a piece of the secret
+    (a private key's header line counts for its block), and its findings in clean files."""
     hit = 0
     for item, path in zip(items, secret_paths, strict=True):
-        # Found whole: one reported value holds the secret's random part, as shown.
-        pieces = [
-            p for p in item.text.splitlines() if p and any(p in v or v in p for v in found.get(path, []) if v)
-        ]
-        hit += bool(found.get(path)) and any(
-            item.secret[:12] in v or (item.secret[:12] in p) for v in found[path] for p in pieces
+        values = found.get(path, [])
+        pieces = {item.secret[i : i + 8] for i in range(0, max(1, len(item.secret) - 7), 4)}
+        hit += any(any(piece in value for piece in pieces) for value in values) or (
+            item.kind == "private-key" and bool(values)
         )
     false_findings = sum(len(found.get(path, [])) for path in clean_paths)
     flagged = sum(bool(found.get(path)) for path in clean_paths)
