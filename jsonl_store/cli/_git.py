@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -27,22 +28,60 @@ from . import _commands as c
 from . import _safe
 
 DRIVER = "jsonl-store"
-#: What git runs: %O base, %A ours (and the result), %B theirs, %P the path in the repository.
-DRIVER_COMMAND = "jsonl-store git merge-driver %O %A %B %P"
-CONFIG: dict[str, str] = {
-    f"merge.{DRIVER}.name": "jsonl_store sessions: keep both branches' records",
-    f"merge.{DRIVER}.driver": DRIVER_COMMAND,
-    # For the internal merge of several merge bases, take their own common ancestor's
-    # version (the "binary" driver's choice for a virtual ancestor): a valid log that both
-    # sides hold, never one with conflict markers in it.
-    f"merge.{DRIVER}.recursive": "binary",
-}
+#: The driver's arguments: %O base, %A ours (and the result), %B theirs, %P the path in the repository.
+DRIVER_ARGS = "git merge-driver %O %A %B %P"
+#: The first line of the conflict the driver writes (`_merge.conflict_markers`), which the
+#: fallback below looks for to tell "the driver wrote a conflict" from "it never ran".
+_OURS_MARKER = "<<<<<<< ours"
+# What runs when the driver did not finish (its interpreter or package is gone, it crashed):
+# git counts any non-zero exit as a conflict but keeps %A as the driver left it, which is
+# ours untouched, a valid file that one `git add` would commit as the merge. So unless the
+# driver wrote its conflict, this writes ours and theirs whole between git's markers, in
+# POSIX sh with grep, cat, tail and mv only (git runs drivers with the shell, gitattributes(5)),
+# so `verify` fails and nothing of theirs is lost. %A's quoting is git's own.
+_WHY_FALLBACK = (
+    "jsonl-store: the merge driver did not finish (run jsonl-store git setup again if "
+    "jsonl_store was moved or removed); both versions are kept in the file as a conflict"
+)
+_FALLBACK = " ".join(
+    (
+        f"{{ grep -qx '{_OURS_MARKER}' %A || {{",
+        # A side's last line may lack its newline; a marker must still start a line.
+        f"{{ echo '{_OURS_MARKER}'; cat %A; [ -z \"$(tail -c 1 %A)\" ] || echo;",
+        "echo '======='; cat %B; [ -z \"$(tail -c 1 %B)\" ] || echo; echo '>>>>>>> theirs'; }",
+        "> %A.jsonl-store.tmp && mv %A.jsonl-store.tmp %A;",
+        f"echo '{_WHY_FALLBACK}' >&2; }}; exit 1; }}",
+    )
+)
 DRIVER_HELP = (
     "merge one session file: git runs this with %O %A %B %P; the result goes into OURS "
     "(exit 0), or both versions between conflict markers (exit 1)"
 )
 #: Refs that may name the commit being merged in, besides git merge's GITHEAD_<commit>.
 _THEIR_REFS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "REBASE_HEAD")
+
+
+def driver_command(executable: str) -> str:
+    """The driver command `setup` writes: ``executable -m jsonl_store.cli`` by absolute path.
+
+    git runs it with its own ``PATH`` (an IDE's, a GUI client's, one without the virtual
+    environment), so the command names this interpreter instead of looking ``jsonl-store``
+    up, quoted for the shell git runs drivers with (gitattributes(5)); `_FALLBACK` makes a
+    driver that cannot run a visible conflict.
+    """
+    return f"{shlex.quote(executable)} -m jsonl_store.cli {DRIVER_ARGS} || {_FALLBACK}"
+
+
+def config(executable: str) -> dict[str, str]:
+    """The repository config `setup` writes, for the interpreter at ``executable``."""
+    return {
+        f"merge.{DRIVER}.name": "jsonl_store sessions: keep both branches' records",
+        f"merge.{DRIVER}.driver": driver_command(executable),
+        # For the internal merge of several merge bases, take their own common ancestor's
+        # version (the "binary" driver's choice for a virtual ancestor): a valid log that
+        # both sides hold, never one with conflict markers in it.
+        f"merge.{DRIVER}.recursive": "binary",
+    }
 
 
 def register(command: Callable[..., argparse.ArgumentParser]) -> None:
@@ -105,8 +144,10 @@ def setup(args: argparse.Namespace) -> int:
             f"the store '{_safe.escape(root)}' is outside the repository '{_safe.escape(repo)}': "
             "git would never read its .gitattributes"
         )
+    if not sys.executable or not os.path.isabs(sys.executable):
+        raise c.CliError("cannot tell this Python interpreter's path, which the merge driver must name")
     lines = []
-    for key, value in CONFIG.items():
+    for key, value in config(sys.executable).items():
         if _run_git("config", "--local", "--get", key, cwd=repo) != (value + "\n").encode():
             if _run_git("config", "--local", key, value, cwd=repo) is None:
                 raise c.CliError(f"git could not set {key} in '{_safe.escape(repo)}'")
