@@ -22,8 +22,10 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import NamedTuple
 
-from .. import install_gitattributes
+from .. import ForkPoint, install_gitattributes
+from .._paths import FORK_NAME, LOG_NAME
 from . import _commands as c
 from . import _safe
 
@@ -189,8 +191,15 @@ class _TreeFiles(Mapping[str, bytes]):
         return len(self._names)
 
 
-def _side_files(path: str, data: bytes, commits: Sequence[str]) -> Mapping[str, bytes] | None:
-    """The session directory of the first commit whose ``path`` is exactly ``data``; None if none is."""
+class _Side(NamedTuple):
+    """What a merge of a raw log needs of one side besides the file: its session directory and its forks."""
+
+    files: Mapping[str, bytes]
+    forks: list[ForkPoint]
+
+
+def _side(path: str, data: bytes, commits: Sequence[str]) -> _Side | None:
+    """The session directory and forks of the first commit whose ``path`` is exactly ``data``; None if none is."""
     wanted = _run_git("hash-object", "--no-filters", "--stdin", data=data)
     if wanted is None:
         return None
@@ -201,11 +210,61 @@ def _side_files(path: str, data: bytes, commits: Sequence[str]) -> Mapping[str, 
         listing = _run_git(
             "ls-tree", "-z", "--name-only", commit, "--", f"{directory}/" if directory else "."
         )
-        if listing is None:
+        forks = _forks_of(commit, directory)
+        if listing is None or forks is None:
             return None
         names = [os.path.basename(os.fsdecode(n)) for n in listing.split(b"\0") if n]
-        return _TreeFiles(commit, directory, names)
+        return _Side(_TreeFiles(commit, directory, names), forks)
     return None
+
+
+def _forks_of(commit: str, directory: str) -> list[ForkPoint] | None:
+    """The fork points, in ``commit``, of the store's sessions that fork from the one in ``directory``.
+
+    A fork lives in a sibling directory (``<root>/<fork>/fork.json``, spec §2) and names its
+    source by id, so every fork file of the store root is read, in one ``git cat-file``.
+    None when git cannot list them.
+    """
+    from .. import _forks
+
+    root, session_id = os.path.split(directory)
+    listing = _run_git("ls-tree", "-r", "-z", "--full-tree", commit, "--", f"{root}/" if root else ".")
+    if listing is None:
+        return None
+    blobs = []
+    for entry in filter(None, listing.split(b"\0")):
+        info, _, name = entry.partition(b"\t")
+        parts = os.fsdecode(name).split("/")[len(root.split("/")) if root else 0 :]
+        if info.startswith(b"100") and parts[1:] == [FORK_NAME]:  # a regular file, not a symlink
+            blobs.append(info.split()[2])
+    if not blobs:
+        return []
+    out = _run_git("cat-file", "--batch", data=b"".join(blob + b"\n" for blob in blobs))
+    if out is None:
+        return None
+    points = []
+    for data in _batch_contents(out):
+        try:
+            point = _forks.decode(data)
+        except _forks.DamagedFork:
+            continue  # a reader reports it as `bad-fork`; where it branches is unknown
+        if point.session_id == session_id:
+            points.append(point)
+    return points
+
+
+def _batch_contents(out: bytes) -> Iterator[bytes]:
+    """Each object's bytes in ``git cat-file --batch`` output (``<oid> <type> <size>\\n<bytes>\\n``)."""
+    at = 0
+    while at < len(out):
+        header_end = out.index(b"\n", at)
+        header = out[at:header_end].split()
+        if len(header) != 3:  # "<oid> missing"
+            at = header_end + 1
+            continue
+        size = int(header[2])
+        yield out[header_end + 1 : header_end + 1 + size]
+        at = header_end + 1 + size + 1
 
 
 def _their_commits() -> list[str]:
@@ -226,15 +285,22 @@ def merge_driver(args: argparse.Namespace) -> int:
     base, ours, theirs = _read(args.base), _read(args.ours), _read(args.theirs)
     path = args.path.replace(os.sep, "/")
     name = os.path.basename(path)
-    ours_files = theirs_files = None
-    if name == "messages.jsonl":
-        ours_files = _side_files(path, ours, ["HEAD"])
-        theirs_files = _side_files(path, theirs, _their_commits())
+    mine = other = None
+    if name == LOG_NAME:
+        mine = _side(path, ours, ["HEAD"])
+        other = _side(path, theirs, _their_commits())
     # Imported here: every other command starts without the merge code.
     from .._merge import MergeResult, merge_session_file
 
     result: MergeResult = merge_session_file(
-        name, base, ours, theirs, ours_files=ours_files, theirs_files=theirs_files
+        name,
+        base,
+        ours,
+        theirs,
+        ours_files=mine.files if mine else None,
+        theirs_files=other.files if other else None,
+        ours_forks=mine.forks if mine else (),
+        theirs_forks=other.forks if other else (),
     )
     temporary = f"{args.ours}.jsonl-store.tmp"
     with open(temporary, "wb") as file:

@@ -455,3 +455,56 @@ def test_a_driver_that_cannot_run_leaves_a_conflict_verify_reports(
     assert SessionStore(repo / "sessions").verify(SID) != []
     assert run("jsonl-store", "--root", "sessions", "verify", SID, cwd=repo, ok=False).returncode == 1
     assert f"UU {path}" in git("status", "--porcelain", cwd=repo).stdout.splitlines()
+
+
+def fork_view(store: SessionStore, session_id: str) -> tuple[list[str], list[str]]:
+    """What a fork reads: its records' contents, and its session context's."""
+    return contents(store, session_id), [str(m.content) for m in classes(store.load(session_id).messages)]
+
+
+@pytest.mark.parametrize("into", ["main", "side"])
+@pytest.mark.parametrize("forked_on", ["main", "side"])
+def test_a_fork_made_on_a_branch_reads_the_same_records_after_the_merge(
+    repo: Path, forked_on: str, into: str
+) -> None:
+    """A fork branched at a branch's own record reads what it read before, whichever way the branches merge."""
+    base = git("rev-parse", "HEAD", cwd=repo).stdout.strip()
+    other = "side" if forked_on == "main" else "main"
+    # The other branch's record is older, so without the fork that branch would lead and
+    # the forked branch's records would be renumbered after it.
+    with branch(repo, other, start=base) as store:
+        store.append(SID, UserMessage(content=f"{other} 1"))
+    commit(repo, other)
+    with branch(repo, forked_on, start=base) as store:
+        store.append(SID, UserMessage(content=f"{forked_on} 1"))
+        store.fork(SID, 3, "forked")
+        store.append("forked", UserMessage(content="fork's own"))
+        store.append(SID, UserMessage(content=f"{forked_on} 2"))
+        before = fork_view(store, "forked")
+    commit(repo, forked_on)
+    assert before == (["base 1", "base 2", f"{forked_on} 1", "fork's own"],) * 2
+    git("checkout", "-q", into, cwd=repo)
+    merge = git("merge", "side" if into == "main" else "main", "-m", "merge", cwd=repo)
+    assert "CONFLICT" not in merge.stdout + merge.stderr
+    store = SessionStore(repo / "sessions")
+    assert store.verify() == []
+    assert fork_view(store, "forked") == before
+    assert contents(store) == ["base 1", "base 2", f"{forked_on} 1", f"{forked_on} 2", f"{other} 1"]
+
+
+def test_forks_made_on_both_branches_leave_a_conflict_that_keeps_everything(repo: Path) -> None:
+    """Each branch forked at its own record: no order keeps both branch points, so git reports a conflict."""
+    for name in ("side", "main"):
+        with branch(repo, name) as store:
+            store.append(SID, UserMessage(content=f"{name} 1"))
+            store.fork(SID, 3, f"fork-{name}")
+            store.append(SID, UserMessage(content=f"{name} 2"))
+        commit(repo, name)
+    path = f"sessions/{SID}/messages.jsonl"
+    sides = [git("show", f"{name}:{path}", cwd=repo).stdout for name in ("main", "side")]
+    merge = git("merge", "side", "-m", "merge side", cwd=repo, ok=False)
+    assert merge.returncode == 1 and f"CONFLICT (content): Merge conflict in {path}" in merge.stdout
+    assert "forked past their common records" in merge.stderr
+    merged = (repo / path).read_text().splitlines()
+    assert all(line in merged for side in sides for line in side.splitlines())
+    assert SessionStore(repo / "sessions").verify(SID) != []
