@@ -6,8 +6,9 @@ file both branches changed (gitattributes(5), "Defining a custom merge driver"):
 the result in %A and exits 0, or leaves both versions there and exits 1.
 
 The merge itself is `jsonl_store.merge_session_file`. What git does not hand a driver is
-the rest of each side's session directory, which a log merge needs (a side's snapshots
-decide whose records may move), so this module looks it up: ours is ``HEAD``'s tree, and
+the rest of each side's session directory and the forks of the session beside it, which a
+log merge needs (a side's snapshots and forks decide whose records may move), so this
+module looks them up: ours is ``HEAD``'s tree, and
 theirs is the commit git names in ``GITHEAD_<commit>`` (``git merge`` sets it for each
 merged head) or in ``MERGE_HEAD``/``CHERRY_PICK_HEAD``/``REVERT_HEAD``/``REBASE_HEAD``.
 A side counts as found only when that commit's blob at %P is exactly the file git handed
