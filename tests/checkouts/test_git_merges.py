@@ -508,3 +508,23 @@ def test_forks_made_on_both_branches_leave_a_conflict_that_keeps_everything(repo
     merged = (repo / path).read_text().splitlines()
     assert all(line in merged for side in sides for line in side.splitlines())
     assert SessionStore(repo / "sessions").verify(SID) != []
+
+
+def test_the_fallback_keeps_both_files_whole_when_a_last_line_lacks_its_newline(tmp_path: Path) -> None:
+    """The driver's interpreter is missing: each marker still starts a line, and both files are kept byte for byte."""
+    from jsonl_store.cli._git import driver_command
+
+    files = {"base": b"", "ours": b"ours 1\nours 2 torn", "theirs": b"theirs 1\n"}
+    for name, data in files.items():
+        (tmp_path / f"{name} it's").write_bytes(data)
+    command = driver_command(str(tmp_path / "gone" / "python"))
+    # git puts each placeholder in single quotes (gitattributes(5)); these names need the escaping.
+    for placeholder, name in (("%O", "base"), ("%A", "ours"), ("%B", "theirs")):
+        command = command.replace(placeholder, shlex.quote(f"{name} it's"))
+    command = command.replace("%P", shlex.quote("sessions/s/messages.jsonl"))
+    done = subprocess.run(["sh", "-c", command], cwd=tmp_path, env=_env(), capture_output=True, check=False)
+    assert done.returncode == 1 and b"the merge driver did not finish" in done.stderr
+    assert (tmp_path / "ours it's").read_bytes() == (
+        b"<<<<<<< ours\nours 1\nours 2 torn\n=======\ntheirs 1\n>>>>>>> theirs\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["base it's", "ours it's", "theirs it's"]
