@@ -93,10 +93,10 @@ def read(fs: FileSystem, directory: str) -> ForkPoint | None:
         raise DamagedFork(f"file is {exc}") from None
     if data is None:
         return None
-    return decode(data)
+    return parse(data)
 
 
-def decode(data: bytes) -> ForkPoint:
+def parse(data: bytes) -> ForkPoint:
     """The fork point a ``fork.json``'s bytes hold (the git merge driver reads them from a commit).
 
     Raises `DamagedFork` for a file that is torn, fails its checksum or does not fit.
@@ -220,9 +220,9 @@ __all__ = [
     "Link",
     "chain",
     "create",
-    "decode",
     "encode",
     "latest_snapshot_upto",
     "link_records",
+    "parse",
     "read",
 ]

@@ -246,7 +246,7 @@ def _forks_of(commit: str, directory: str) -> list[ForkPoint] | None:
     points = []
     for data in _batch_contents(out):
         try:
-            point = _forks.decode(data)
+            point = _forks.parse(data)
         except _forks.DamagedFork:
             continue  # a reader reports it as `bad-fork`; where it branches is unknown
         if point.session_id == session_id:

@@ -48,7 +48,7 @@ def test_merge_vector(name: str, tmp_path: Path) -> None:
     known = {side: sides[side] if info["known"][side] else None for side in ("ours", "theirs")}
     data = {side: sides[side].get(file, b"") for side in sides}
     forks = {
-        side: [_forks.decode(f) for f in _files(directory / f"{side}-forks").values()]
+        side: [_forks.parse(f) for f in _files(directory / f"{side}-forks").values()]
         if (directory / f"{side}-forks").is_dir()
         else []
         for side in ("ours", "theirs")
