@@ -93,6 +93,14 @@ def read(fs: FileSystem, directory: str) -> ForkPoint | None:
         raise DamagedFork(f"file is {exc}") from None
     if data is None:
         return None
+    return parse(data)
+
+
+def parse(data: bytes) -> ForkPoint:
+    """The fork point a ``fork.json``'s bytes hold (the git merge driver reads them from a commit).
+
+    Raises `DamagedFork` for a file that is torn, fails its checksum or does not fit.
+    """
     if not data.endswith(b"\n"):
         raise DamagedFork(f"incomplete file ({len(data)} bytes, no final newline)")
     found = _lines.whole_line(data)
@@ -215,5 +223,6 @@ __all__ = [
     "encode",
     "latest_snapshot_upto",
     "link_records",
+    "parse",
     "read",
 ]
