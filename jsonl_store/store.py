@@ -225,16 +225,25 @@ class SessionStore:
     def _links(self, session_id: str, directory: str, found: Reporter) -> list[_forks.Link]:
         """The sessions this one's history is read from (spec §8.10): itself alone unless a fork.
 
-        A fork file that cannot be read, or a chain that loops, is reported (``bad-fork``)
-        and the session is read alone, from its own log.
+        A fork file that cannot be read, a source that is no session of this root, or a
+        chain that loops or is too deep, is reported (``bad-fork``) and the session is
+        read alone, from its own log. So are own records at or before the branch: they
+        are read, after the sources' records before them.
         """
+        path = os.path.join(directory, FORK_NAME)
         try:
-            if _forks.read(self._fs, directory) is None:
+            point = _forks.read(self._fs, directory)
+            if point is None:
                 return [_forks.Link(session_id, 0, None)]
-            return _forks.chain(self._fs, self._handles.directory, session_id)
+            first = _session.first_sequence(self._fs, directory)
+            links = _forks.chain(self._fs, self._handles.directory, session_id, first)
         except _forks.DamagedFork as exc:
-            found.report(Problem(os.path.join(directory, FORK_NAME), "bad-fork", str(exc), LEFT_FOR_READERS))
+            found.report(Problem(path, "bad-fork", str(exc), LEFT_FOR_READERS))
             return [_forks.Link(session_id, 0, None)]
+        if links[-1].base < point.sequence:
+            reason = _forks.early_records(first, point)
+            found.report(Problem(path, "bad-fork", reason, LEFT_FOR_READERS))
+        return links
 
     def _fork_history(
         self, links: list[_forks.Link], found: Reporter
