@@ -163,6 +163,11 @@ def _walk(
         current = point.session_id if point is not None else None
 
 
+def depth(fs: FileSystem, directory_of: Callable[[str], str], session_id: str) -> int:
+    """How many sessions the chain from ``session_id`` holds (1: no fork); as `chain` raises."""
+    return sum(1 for _ in _walk(fs, directory_of, session_id))
+
+
 def chain(
     fs: FileSystem, directory_of: Callable[[str], str], session_id: str, first_own: int = 0
 ) -> list[Link]:
@@ -252,6 +257,7 @@ __all__ = [
     "Link",
     "chain",
     "create",
+    "depth",
     "early_records",
     "encode",
     "latest_snapshot_upto",

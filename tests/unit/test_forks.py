@@ -342,6 +342,32 @@ def test_listing_twice_shows_a_fork_made_in_between(source: SessionStore) -> Non
     assert {sid: fork for sid, fork in second.items() if sid != "later"} == first
 
 
+def test_fork_refuses_a_chain_longer_than_readers_follow(source: SessionStore, root: Path) -> None:
+    """The longest chain readers follow reads whole; a fork one past it is refused and makes nothing."""
+    tip = "a"
+    for n in range(1, _forks.MAX_DEPTH):  # a and 63 forks of forks: 64 sessions, all followed
+        branch = source.get_session(tip).message_count  # type: ignore[union-attr]
+        tip = source.fork(tip, branch, f"f{n}")
+        source.append(tip, UserMessage(content=f"f{n}"))
+    assert contents(source, tip) == [f"a{i}" for i in range(1, 7)] + [
+        f"f{n}" for n in range(1, _forks.MAX_DEPTH)
+    ]
+    before = sorted(p.name for p in root.iterdir())
+    with pytest.raises(InvalidArgument, match="chain of forks"):
+        source.fork(tip, 1, "one-too-many")
+    assert sorted(p.name for p in root.iterdir()) == before
+
+
+def test_a_fork_of_a_source_whose_fork_file_is_damaged_is_refused(source: SessionStore, root: Path) -> None:
+    """A source whose own history cannot be followed cannot be forked: the fork would read nothing of it."""
+    source.fork("a", 3, "b")
+    source.append("b", UserMessage(content="b4"))
+    (root / "b" / FORK_NAME).write_bytes(b"damaged\n")
+    with pytest.raises(InvalidArgument, match="cannot be read"):
+        source.fork("b", 4, "c")
+    assert not (root / "c").exists()
+
+
 def reseal_fork_file(directory: Path, body: bytes) -> None:
     """Write ``fork.json`` as ``body`` with a checksum that holds, as a careful hand or tool would."""
     (directory / FORK_NAME).write_bytes(_codec.seal(body))
