@@ -175,11 +175,11 @@ class _Check:
         path = os.path.join(self.directory, FORK_NAME)
         first = _session.first_sequence(self.fs, self.directory)
         try:
+            point = _forks.read(self.fs, self.directory)
             links = _forks.chain(self.fs, lambda sid: os.path.join(root, sid), self.session_id, first)
         except _forks.DamagedFork as exc:
             self.problems.append(Problem(path, "bad-fork", str(exc), LEFT_FOR_READERS))
             return 0
-        point = _forks.read(self.fs, self.directory)
         if point is not None and links[-1].base < point.sequence:
             self.problems.append(
                 Problem(path, "bad-fork", _forks.early_records(first, point), LEFT_FOR_READERS)
