@@ -34,7 +34,7 @@ from typing import Any
 
 import msgspec
 
-from ._errors import InvalidArgument, SessionNotFound
+from ._errors import InvalidArgument, SessionNotFound, UnsafePath
 from ._find import find
 from ._view import SessionSummary
 from .store import SessionStore
@@ -241,8 +241,11 @@ def _logs_of(store: SessionStore, summary: SessionSummary) -> list[str]:
     point = summary.fork
     while point is not None and point.session_id not in seen:
         seen.add(point.session_id)
+        try:
+            source = store.get_session(point.session_id)
+        except UnsafePath:
+            break  # a symlink or no directory: never followed, the fork is read alone (spec §8.10)
         paths.append(os.path.join(store.root, point.session_id, "messages.jsonl"))
-        source = store.get_session(point.session_id)
         point = source.fork if source is not None else None
     return paths
 

@@ -225,16 +225,25 @@ class SessionStore:
     def _links(self, session_id: str, directory: str, found: Reporter) -> list[_forks.Link]:
         """The sessions this one's history is read from (spec §8.10): itself alone unless a fork.
 
-        A fork file that cannot be read, or a chain that loops, is reported (``bad-fork``)
-        and the session is read alone, from its own log.
+        A fork file that cannot be read, a source that is no session of this root, or a
+        chain that loops or is too deep, is reported (``bad-fork``) and the session is
+        read alone, from its own log. So are own records at or before the branch: they
+        are read, after the sources' records before them.
         """
+        path = os.path.join(directory, FORK_NAME)
         try:
-            if _forks.read(self._fs, directory) is None:
+            point = _forks.read(self._fs, directory)
+            if point is None:
                 return [_forks.Link(session_id, 0, None)]
-            return _forks.chain(self._fs, self._handles.directory, session_id)
+            first = _session.first_sequence(self._fs, directory)
+            links = _forks.chain(self._fs, self._handles.directory, session_id, first)
         except _forks.DamagedFork as exc:
-            found.report(Problem(os.path.join(directory, FORK_NAME), "bad-fork", str(exc), LEFT_FOR_READERS))
+            found.report(Problem(path, "bad-fork", str(exc), LEFT_FOR_READERS))
             return [_forks.Link(session_id, 0, None)]
+        if links[-1].base < point.sequence:
+            reason = _forks.early_records(first, point)
+            found.report(Problem(path, "bad-fork", reason, LEFT_FOR_READERS))
+        return links
 
     def _fork_history(
         self, links: list[_forks.Link], found: Reporter
@@ -971,9 +980,11 @@ class SessionStore:
         record's id, and readers read the source's records up to it, then the fork's own
         (spec §8.10), which start at ``at_sequence + 1``. Forks of forks work the same way.
         ``new_session_id`` defaults to a new UUID. Raises `SessionNotFound` for an unknown
-        source, `InvalidArgument` when ``at_sequence`` is not a record of its history or
-        ``new_session_id`` is taken. The source may go on appending: the fork keeps the
-        history as it was at the branch.
+        source, `InvalidArgument` when ``at_sequence`` is not a record of its history,
+        ``new_session_id`` is taken, or the source's history cannot be followed: a chain
+        of forks longer than readers follow (64 sessions, the new fork and every source
+        before it counted) or a source whose ``fork.json`` cannot be read.
+        The source may go on appending: the fork keeps the history as it was at the branch.
         """
         validate_session_id(session_id)
         if type(at_sequence) is not int or at_sequence < 1:
@@ -986,6 +997,7 @@ class SessionStore:
         source_dir = self._readable(session_id)
         if self._summary(session_id, source_dir) is None:
             raise SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
+        self._check_fork_depth(session_id)
         target_dir = handles.directory(target)
         # Under the source's lock: a delete of the source (which holds it too) either sees
         # this fork or has already removed what it would branch from.
@@ -1000,6 +1012,27 @@ class SessionStore:
             )
             self._make_fork(target, target_dir, point)
         return target
+
+    def _check_fork_depth(self, session_id: str) -> None:
+        """Refuse a fork of ``session_id`` that readers would not follow to its start.
+
+        Readers follow at most `_forks.MAX_DEPTH` sessions and read a longer chain as the
+        fork alone (spec §8.10): a fork one past it would silently lose its whole history.
+        A source whose own chain cannot be followed would give the fork nothing of it.
+        """
+        try:
+            sessions = _forks.depth(self._fs, self._handles.directory, session_id)
+        except _forks.DamagedFork as exc:
+            raise InvalidArgument(
+                f"session {session_id!r} cannot be forked: its history cannot be read ({exc})",
+                session_id=session_id,
+            ) from None
+        if sessions >= _forks.MAX_DEPTH:
+            raise InvalidArgument(
+                f"session {session_id!r} ends a chain of forks of {sessions} sessions; a fork of it would be "
+                f"session {sessions + 1} of the chain, and readers follow {_forks.MAX_DEPTH}",
+                session_id=session_id,
+            )
 
     def _make_fork(self, target: str, directory: str, point: ForkPoint) -> None:
         """The fork's directory, its ``fork.json`` (once), then its metadata.

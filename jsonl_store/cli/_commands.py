@@ -82,11 +82,12 @@ def root_of(args: argparse.Namespace) -> str:
     return root or os.environ.get(ROOT_ENV) or DEFAULT_ROOT
 
 
-def open_store(args: argparse.Namespace) -> SessionStore:
+def open_store(args: argparse.Namespace, on_problem: Callable[[Problem], None] | None = None) -> SessionStore:
     """The store at ``--root``; a missing root is an error, not an empty store.
 
     (`SessionStore` reads a missing root as "no sessions", which would make a mistyped
-    ``--root`` look like a clean, empty store to ``list`` and ``verify``.)
+    ``--root`` look like a clean, empty store to ``list`` and ``verify``.) Problems go to
+    `warn` unless ``on_problem`` is given.
     """
     root = root_of(args)
     if not os.path.isdir(root):
@@ -94,7 +95,7 @@ def open_store(args: argparse.Namespace) -> SessionStore:
         raise CliError(
             f"no session store at '{_safe.escape(root)}': it {state} (use --root DIR or set {ROOT_ENV})"
         )
-    return SessionStore(root, on_problem=warn)
+    return SessionStore(root, on_problem=warn if on_problem is None else on_problem)
 
 
 def existing(store: SessionStore, session_id: str) -> SessionSummary:
