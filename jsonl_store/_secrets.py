@@ -82,7 +82,7 @@ def _findings_in(
 ) -> Iterator[SecretFinding]:
     if value is _NOT_JSON:
         text = _text(raw)
-        for kind, start, end in redactor.find(text):
+        for kind, start, end, _ in redactor.find(text):
             yield SecretFinding(session_id, name, line, None, "raw", kind, mask(text[start:end]))
         return
     sequence = value.get("sequence") if isinstance(value, dict) else None
@@ -90,7 +90,7 @@ def _findings_in(
         sequence = value.get("compacted_through_sequence") if isinstance(value, dict) else None
         sequence = sequence if isinstance(sequence, int) and not isinstance(sequence, bool) else None
     for where, text in strings(value):
-        for kind, start, end in redactor.find(text):
+        for kind, start, end, _ in redactor.find(text):
             yield SecretFinding(session_id, name, line, sequence, where, kind, mask(text[start:end]))
 
 
@@ -163,7 +163,7 @@ def scan(fs: FileSystem, session_id: str, directory: str, redactor: Redactor) ->
         if data is None:
             continue
         text = _text(data)
-        for kind, start, end in redactor.find(text):
+        for kind, start, end, _ in redactor.find(text):
             found.append(
                 SecretFinding(session_id, f"{BLOBS_DIR}/{name}", 0, None, "blob", kind, mask(text[start:end]))
             )
