@@ -103,6 +103,7 @@ class AsyncSessionStore:
     repair = _in_thread(SessionStore.repair)
     scan = _in_thread(SessionStore.scan)
     redact_session = _in_thread(SessionStore.redact_session)
+    allow_findings = _in_thread(SessionStore.allow_findings)
 
     async def records(
         self, session_id: str, *, after: int = 0, containing: bytes | None = None

@@ -1147,22 +1147,44 @@ class SessionStore:
 
         Uses this store's redactor (the built-in patterns when the store was made with
         ``redact=False``). Changes nothing; a finding names the file, line, sequence, JSON
-        path and kind of a secret, and a masked preview, never the secret itself.
+        path and kind of a secret, a masked preview and its fingerprint, never the secret
+        itself; ``certain`` is False for a guess, ``allowed`` True for a value the store
+        root's allowlist clears (`allow_findings`). Raises `InvalidArgument` for an
+        allowlist line that is not a fingerprint.
         """
         from . import _secrets  # here: a store that never scans never imports it (start-up)
 
         redactor = self._redactor or _redact.DEFAULT
+        allowed = _secrets.read_allowlist(self._fs, self.root)
         names = self._session_names() if session_id is None else [session_id]
         found: list[_secrets.SecretFinding] = []
         for name in names:
             directory = self._handles.directory(name)
             if self._handles.check_dir(name, directory):
-                found.extend(_secrets.scan(self._fs, name, directory, redactor))
+                found.extend(_secrets.scan(self._fs, name, directory, redactor, allowed))
         return found
 
     @_storage_errors
+    def allow_findings(self, fingerprints: Iterable[str]) -> list[str]:
+        """Add fingerprints of `scan` findings that are no secret to the store root's allowlist.
+
+        The allowlist (``.jsonl-store-allow``, spec §18.2) is a text file meant to be
+        committed with the store: a finding whose fingerprint it holds is reported as
+        ``allowed``, and `redact_session` leaves its value as it is. Nothing stored is
+        changed. Returns the fingerprints that were not in it yet; raises `InvalidArgument`
+        for one that is not 16 lower-case hex digits (nothing is added then).
+        """
+        from . import _secrets
+
+        if isinstance(fingerprints, str) or not isinstance(fingerprints, Iterable):
+            raise InvalidArgument(f"fingerprints must be a list of str, got {fingerprints!r}")
+        return _secrets.add_to_allowlist(self._fs, self.root, fingerprints, durable=self._durable)
+
+    @_storage_errors
     def redact_session(self, session_id: str) -> list[_secrets.SecretFinding]:
-        """Rewrite a stored session without the secrets `scan` finds in it; return what was redacted.
+        """Rewrite a stored session without the certain secrets `scan` finds in it; return what was redacted.
+
+        Guesses (``certain=False``) and values the allowlist clears stay as they are.
 
         The one rewrite of stored bytes this library makes: each file holding a secret is
         written anew (new checksums; snapshots get their boundary's offsets in the new raw
@@ -1175,12 +1197,15 @@ class SessionStore:
         from . import _secrets
 
         redactor = self._redactor or _redact.DEFAULT
+        allowed = _secrets.read_allowlist(self._fs, self.root)
         directory = self._handles.directory(session_id)
         if not self._handles.check_dir(session_id, directory):
             raise SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
         self._handles.forget(session_id)
         with self._handles.lock(session_id):
-            found = _secrets.redact(self._fs, session_id, directory, redactor, lock_timeout=self.lock_timeout)
+            found = _secrets.redact(
+                self._fs, session_id, directory, redactor, lock_timeout=self.lock_timeout, allowed=allowed
+            )
         self._handles.forget(session_id)  # what it cached of the old files is stale now
         return found
 
