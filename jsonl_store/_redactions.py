@@ -85,7 +85,9 @@ class Tally(Redactor):
 
     def __init__(self, inner: Redactor) -> None:  # no super().__init__: every use is delegated
         self._inner = inner
-        self.kinds: Counter[str] = Counter()
+        #: Values replaced per kind (a dict, not a Counter: one is made per append, and a
+        #: Counter costs some 0.7 µs to make, a dict a few ns).
+        self.kinds: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"Tally({self._inner!r})"
@@ -99,14 +101,20 @@ class Tally(Redactor):
     def redact(self, text: str) -> str:
         out = self._inner.redact(text)
         if out != text:
-            self.kinds.update(new_markers(text, out))
+            self.add(new_markers(text, out))
         return out
 
     def redact_json(self, data: bytes) -> bytes:
         out = self._inner.redact_json(data)
         if out is not data:
-            self.kinds.update(new_markers(data, out))
+            self.add(new_markers(data, out))
         return out
+
+    def add(self, counts: Mapping[str, int]) -> None:
+        """Count ``counts`` (values replaced per kind) as replaced too."""
+        kinds = self.kinds
+        for kind, count in counts.items():
+            kinds[kind] = kinds.get(kind, 0) + count
 
     def redact_value(self, value: Any) -> Any:
         return _walk(value, self.redact)

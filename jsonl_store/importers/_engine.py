@@ -340,7 +340,7 @@ class _Writer:
         self.done = event.end
         self.added += 1
         if counted is not None and self.tally is not None:
-            self.tally.kinds.update(counted.kinds)
+            self.tally.add(counted.kinds)
         return True
 
 
