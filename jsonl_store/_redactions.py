@@ -13,7 +13,6 @@ import dataclasses
 import re
 from collections import Counter
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any, Final
 
 from ._redact import Found, Redactor, _walk
@@ -123,4 +122,4 @@ class Tally(Redactor):
         """What this tally counted as a `Redaction`, or None when nothing was replaced."""
         if not self.kinds:
             return None
-        return Redaction(session_id, operation, sequences, MappingProxyType(dict(self.kinds)))
+        return Redaction(session_id, operation, sequences, dict(self.kinds))

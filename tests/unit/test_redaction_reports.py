@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import pickle
 from pathlib import Path
 
 import pytest
@@ -137,6 +138,15 @@ def test_a_store_without_redaction_reports_nothing(tmp_path: Path) -> None:
     store.append("s", UserMessage(content=TOKEN))
     assert seen == []
     assert store.load("s").messages[0].content == TOKEN  # type: ignore[union-attr]
+
+
+def test_a_notice_pickles_and_compares_by_value(tmp_path: Path) -> None:
+    """A Redaction is plain data: it pickles (to another process) and equals an equal one."""
+    store, seen = _store(tmp_path)
+    store.append("s", UserMessage(content=TOKEN))
+    assert (
+        pickle.loads(pickle.dumps(seen[0])) == seen[0] == Redaction("s", "append", (1,), {"github-token": 1})
+    )
 
 
 def test_on_redact_must_be_callable(tmp_path: Path) -> None:
