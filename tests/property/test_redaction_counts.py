@@ -33,10 +33,12 @@ def test_a_notice_counts_exactly_the_certain_findings_an_append_replaced(pieces:
     text = " ".join(pieces)
     redactor = Guessing()
     seen: list[Redaction] = []
-    with tempfile.TemporaryDirectory() as root:
-        with SessionStore(root, redact=redactor, on_redact=seen.append, durability="none") as store:
-            store.append("s", UserMessage(content=text))
-            stored = str(store.load("s").messages[0].content)  # type: ignore[union-attr]
+    with (
+        tempfile.TemporaryDirectory() as root,
+        SessionStore(root, redact=redactor, on_redact=seen.append, durability="none") as store,
+    ):
+        store.append("s", UserMessage(content=text))
+        stored = str(store.load("s").messages[0].content)  # type: ignore[union-attr]
     certain = Counter(f.kind for f in redactor.find(text) if f.certain)
     told = Counter(seen[0].kinds) if seen else Counter()
     assert told == certain == new_markers(text, stored)
