@@ -54,6 +54,7 @@ from ._records import (
 )
 from ._redact import BUILTIN_KINDS as REDACTION_KINDS
 from ._redact import Redactor, redact_text
+from ._redactions import Redaction
 from ._tool_batches import (
     INTERRUPTED_NOTICE,
     close_interrupted,
@@ -115,6 +116,7 @@ __all__ = [
     "RawMessageRecord",
     "ReadOnlySession",
     "RecordTooLarge",
+    "Redaction",
     "Redactor",
     "SecretFinding",
     "SequenceConflict",

@@ -301,11 +301,13 @@ def marker(kind: str) -> str:
 
 
 class Found(NamedTuple):
-    """One secret in a text: its kind and where it is (``text[start:end]``)."""
+    """One secret in a text: its kind, where it is (``text[start:end]``), and whether it is
+    certain (rewritten by `Redactor.redact`) or a guess (reported by `scan` only)."""
 
     kind: str
     start: int
     end: int
+    certain: bool = True
 
 
 def mask(secret: str) -> str:
@@ -451,7 +453,7 @@ class Redactor:
             return text
         pieces: list[str] = []
         at = 0
-        for kind, start, end in found:
+        for kind, start, end, _ in found:
             pieces += (text[at:start], marker(kind))
             at = end
         pieces.append(text[at:])

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from .. import Problem, SessionNotFound, SessionStore, SessionSummary
+from .. import Problem, Redaction, SessionNotFound, SessionStore, SessionSummary
 from ..store import UNUSABLE_KINDS
 from . import _format, _progress, _safe, _term
 from ._blocks import Block, Styled
@@ -49,6 +49,11 @@ def emit_json(value: Any, *, indent: bool = True) -> None:
 def warn(problem: Problem) -> None:
     """The store's ``on_problem``: damage met while reading goes to stderr, once per problem."""
     _safe.write_lines(sys.stderr, [f"jsonl-store: warning: {problem}"])
+
+
+def told(redaction: Redaction) -> None:
+    """The store's ``on_redact``: values a command's write replaced by markers, counted on stderr (spec §18.1)."""
+    _safe.write_lines(sys.stderr, [f"jsonl-store: note: {redaction}"])
 
 
 def heading(text: str) -> Styled:
@@ -95,7 +100,7 @@ def open_store(args: argparse.Namespace, on_problem: Callable[[Problem], None] |
         raise CliError(
             f"no session store at '{_safe.escape(root)}': it {state} (use --root DIR or set {ROOT_ENV})"
         )
-    return SessionStore(root, on_problem=warn if on_problem is None else on_problem)
+    return SessionStore(root, on_problem=warn if on_problem is None else on_problem, on_redact=told)
 
 
 def existing(store: SessionStore, session_id: str) -> SessionSummary:

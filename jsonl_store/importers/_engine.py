@@ -18,6 +18,10 @@ for all three:
 - **Conditional appends.** Each record is appended with ``expected_last_sequence`` (spec
   §9.10): if another writer appended to the session meanwhile, the file's import stops
   with a problem instead of interleaving.
+- **Redaction, visible.** What the store's redactor replaces (`SessionStore.redactor`) is
+  replaced here, before each append, by a `Tally` that counts it per kind (spec §18.1),
+  so the report says how many values of which kinds every file lost
+  (`FileReport.redacted`); the store then finds nothing more to replace.
 - **Compactions.** A hidden marker record (``include_in_messages=False``), then
   `SessionStore.snapshot` through it with the summary as the compacted message, as
   `checkpoint` does for a rewrite. The marker's metadata keeps the summary, so a crash
@@ -36,12 +40,15 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Protocol
 
+import msgspec
+
 from .. import (
     CompactedMessage,
     InvalidArgument,
     InvalidMessage,
     JsonlStoreError,
     ModelUsage,
+    Redactor,
     SequenceConflict,
     SessionStore,
     SessionSummary,
@@ -49,6 +56,7 @@ from .. import (
     UnsupportedValue,
     encode_session_id,
 )
+from .._redactions import Tally
 from . import _source
 from ._report import MAX_LISTED_DAMAGE, DamagedLine, FileReport, ImportReport
 
@@ -234,13 +242,20 @@ class _FileRun:
 # ---------------------------------------------------------------------------------------
 
 
+def _tally(store: SessionStore) -> Tally | None:
+    """What counts the values the store's redactor replaces in a file's writes (None: it keeps them)."""
+    redactor: Redactor | None = store.redactor
+    return Tally(redactor) if redactor is not None else None
+
+
 class _Writer:
     """Stores the events of one target session, each once."""
 
-    def __init__(self, store: SessionStore, session_id: str, run: _FileRun) -> None:
+    def __init__(self, store: SessionStore, session_id: str, run: _FileRun, tally: Tally | None) -> None:
         self.store = store
         self.session_id = session_id
         self.run = run
+        self.tally = tally
         self.added = 0
         self.present = 0
         self.snapshots = 0
@@ -301,6 +316,13 @@ class _Writer:
         created_at = source_time(fields.get("timestamp"))
         if created_at is not None:
             del fields["timestamp"]  # it is the record's created_at
+        # What the store would replace is replaced here, counted, and added to the file's
+        # count once the append succeeded (a refused message stored nothing).
+        counted = _tally(self.store) if self.tally is not None else None
+        if counted is not None:
+            message = _pre_redacted(counted, message)
+            fields = _pre_redacted(counted, fields)
+            request_id = _redacted(counted, request_id)
         try:
             sequence = self.store.append(
                 self.session_id,
@@ -317,6 +339,8 @@ class _Writer:
         self.last = sequence
         self.done = event.end
         self.added += 1
+        if counted is not None and self.tally is not None:
+            self.tally.add(counted.kinds)
         return True
 
 
@@ -343,19 +367,38 @@ def _other_file(summary: SessionSummary | None, fmt: Format, head: str | None, p
     )
 
 
-def _create(store: SessionStore, fmt: Format, target: Target, path: str, head: str | None = None) -> None:
+def _pre_redacted(tally: Tally, value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` as the store would keep it, counted: through the encoded bytes, as the store
+    redacts (the cheap pre-filter first); a value JSON cannot hold is left for the store to
+    refuse with its reason."""
+    try:
+        data = msgspec.json.encode(value)
+    except (TypeError, OverflowError, ValueError, RecursionError):
+        return value
+    redacted = tally.redact_json(data)
+    return value if redacted is data else msgspec.json.decode(redacted)
+
+
+def _redacted(tally: Tally | None, text: str | None) -> str | None:
+    """``text`` as the store would keep it, counted (only what is written is counted)."""
+    return tally.redact(text) if tally is not None and text is not None else text
+
+
+def _create(
+    store: SessionStore, fmt: Format, target: Target, path: str, head: str | None, tally: Tally | None
+) -> None:
     summary = store.get_session(target.session_id)
+    title = clean_title(target.title)
     if summary is not None:
-        title = clean_title(target.title)
         if summary.title is None and title is not None:
             # The title line came after the session was made (a file that grew): a runtime
             # title, so a user's rename is never undone.
-            store.update_session(target.session_id, title=title, origin="runtime")
+            store.update_session(target.session_id, title=_redacted(tally, title), origin="runtime")
         return
     store.create_session(
         target.session_id,
-        title=clean_title(target.title),
-        agent_name=clean_title(target.agent_name),
+        title=_redacted(tally, title),
+        agent_name=_redacted(tally, clean_title(target.agent_name)),
         parent_session_id=target.parent,
         metadata={
             "dialect": fmt.dialect,
@@ -423,7 +466,8 @@ def _import_open(store: SessionStore, fmt: Format, path: str, fd: int) -> FileRe
         offset, number, state = _saved_position(before, fmt, run.size)
         out = Collector(main, state)
         fmt.parse(path, run.parsed(offset, number), out)
-        writers = _write(store, fmt, path, out, run, head)
+        tally = _tally(store)
+        writers = _write(store, fmt, path, out, run, head, tally)
     except StorageError:
         raise
     except SequenceConflict as exc:
@@ -448,18 +492,25 @@ def _import_open(store: SessionStore, fmt: Format, path: str, fd: int) -> FileRe
         damaged_count=run.damaged_count,
         snapshots=sum(w.snapshots for w in writers),
         children=tuple(sid for sid in out.targets if sid != main.session_id),
+        redacted=MappingProxyType(dict(tally.kinds) if tally is not None else {}),
     )
 
 
 def _write(
-    store: SessionStore, fmt: Format, path: str, out: Collector, run: _FileRun, head: str | None
+    store: SessionStore,
+    fmt: Format,
+    path: str,
+    out: Collector,
+    run: _FileRun,
+    head: str | None,
+    tally: Tally | None,
 ) -> list[_Writer]:
     used = {event.session_id for event in out.events} | {out.main.session_id}
     writers: dict[str, _Writer] = {}
     for session_id, target in out.targets.items():
         if session_id in used:
-            _create(store, fmt, target, path, head if session_id == out.main.session_id else None)
-            writers[session_id] = _Writer(store, session_id, run)
+            _create(store, fmt, target, path, head if session_id == out.main.session_id else None, tally)
+            writers[session_id] = _Writer(store, session_id, run, tally)
     for event in out.events:
         writers[event.session_id].write(event)
     return list(writers.values())

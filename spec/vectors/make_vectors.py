@@ -564,11 +564,14 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
         tags={"note": "[REDACTED:github-token]"},
     )
     expected = clean(log)
+    # Each finding's fingerprint (§18.2): SHA-256 of "kind:value", its first 16 hex digits.
     expected["scan"] = [
         {"file": "messages.jsonl", "line": 2, "sequence": 2, "where": "$.message.content",
-         "kind": "aws-access-key", "preview": "AKIA…(20 chars)"},
+         "kind": "aws-access-key", "preview": "AKIA…(20 chars)", "fingerprint": "63ddfff3720c7202",
+         "certain": True, "allowed": False},
         {"file": "messages.jsonl", "line": 3, "sequence": 3, "where": "$.message.content",
-         "kind": "env-secret", "preview": "corr…(21 chars)"},
+         "kind": "env-secret", "preview": "corr…(21 chars)", "fingerprint": "be41d1f098df19fe",
+         "certain": True, "allowed": False},
     ]  # fmt: skip
     expected["redact"] = {
         "messages": [
