@@ -21,6 +21,7 @@ from ._errors import (
     ParentMismatch,
     ReadOnlySession,
     RecordTooLarge,
+    RegexUnavailable,
     SequenceConflict,
     SessionHasForks,
     SessionNotFound,
@@ -31,6 +32,7 @@ from ._errors import (
     UnrecognizedRecords,
     UnsafePath,
     UnsupportedFormat,
+    UnsupportedRegex,
     UnsupportedValue,
 )
 from ._fs import FileSystem, OsFileSystem
@@ -116,6 +118,7 @@ __all__ = [
     "ReadOnlySession",
     "RecordTooLarge",
     "Redactor",
+    "RegexUnavailable",
     "SecretFinding",
     "SequenceConflict",
     "SessionHasForks",
@@ -133,6 +136,7 @@ __all__ = [
     "UnrecognizedRecords",
     "UnsafePath",
     "UnsupportedFormat",
+    "UnsupportedRegex",
     "UnsupportedValue",
     "UserMessage",
     "close_interrupted",
