@@ -118,11 +118,14 @@ def _remember(mapping: dict[str, Any], key: str, value: Any) -> None:
 
 
 def _is_claude_code_line(d: dict[str, Any]) -> bool:
-    """Whether a line is one only Claude Code writes: a message line naming its ``sessionId``,
-    or a title line (``summary``, ``custom-title``, ``ai-title``) with its text."""
+    """Whether a line is one only Claude Code writes: a line naming its ``sessionId``, a title
+    line (``summary``, ``custom-title``, ``ai-title``) with its text, or a
+    ``file-history-snapshot`` (a file may open with many of those, none naming the session)."""
     kind = d.get("type")
     if kind in _TITLES:
         return isinstance(d.get(_TITLES[kind]), str)
+    if kind == "file-history-snapshot":
+        return isinstance(d.get("snapshot"), dict)
     return isinstance(d.get("sessionId"), str) and isinstance(kind, str)
 
 

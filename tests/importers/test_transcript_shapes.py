@@ -635,3 +635,13 @@ def test_parts_of_one_split_message_are_kept_not_taken_for_duplicates(
     assert report.added == 2 and report.skipped == 0
     last = plain(list(store.records(MAIN))[-1].message)
     assert [b["id"] for b in last["content"]] == ["c1", "c2", "c3"]
+
+
+def test_a_transcript_opening_with_many_file_snapshots_is_still_claude_code(
+    tmp_path: Path, store: SessionStore
+) -> None:
+    """70 file-history-snapshot lines (no sessionId among them) before the first message still identify a Claude Code file."""
+    snapshot = {"type": "file-history-snapshot", "messageId": "m", "snapshot": {"trackedFileBackups": {}}}
+    path = write(tmp_path / f"{SID}.jsonl", [snapshot] * 70 + [user("u1", "hello")])
+    report = import_claude_code(store, path)
+    assert report.ok and report.files[0].session_id == MAIN and report.added == 1
