@@ -21,6 +21,7 @@ from ._errors import (
     ParentMismatch,
     ReadOnlySession,
     RecordTooLarge,
+    RegexUnavailable,
     SequenceConflict,
     SessionHasForks,
     SessionNotFound,
@@ -31,6 +32,7 @@ from ._errors import (
     UnrecognizedRecords,
     UnsafePath,
     UnsupportedFormat,
+    UnsupportedRegex,
     UnsupportedValue,
 )
 from ._fs import FileSystem, OsFileSystem
@@ -118,6 +120,7 @@ __all__ = [
     "RecordTooLarge",
     "Redaction",
     "Redactor",
+    "RegexUnavailable",
     "SecretFinding",
     "SequenceConflict",
     "SessionHasForks",
@@ -135,6 +138,7 @@ __all__ = [
     "UnrecognizedRecords",
     "UnsafePath",
     "UnsupportedFormat",
+    "UnsupportedRegex",
     "UnsupportedValue",
     "UserMessage",
     "close_interrupted",

@@ -115,6 +115,8 @@ def _lines(report: ImportReport, root: str, redact: bool) -> Iterator[str]:
         if f.damaged_count > len(f.damaged):
             yield f"  ... and {f.damaged_count - len(f.damaged)} more damaged lines"
     refused = sum(1 for f in report.files if f.problem is not None)
+    if report.files and refused == len(report.files):
+        return  # nothing imported: each file's own line says why (one line for one file)
     files = _format.plural(len(report.files) - refused, "file")
     yield (
         f"{files} imported into {root}: {report.added} records added, {report.present} already present, "

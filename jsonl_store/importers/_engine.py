@@ -104,15 +104,24 @@ Event = Entry | Compaction
 Parsed = tuple[_source.SourceLine, dict[str, Any]]
 
 
+#: ``stored(session_id)``: each source line id the records of a session hold, and that record's message.
+StoredLines = Callable[[str], Mapping[str, object]]
+
+
+def _nothing_stored(session_id: str) -> Mapping[str, object]:
+    return {}
+
+
 class Collector:
     """What a format's parser reports for one file: targets, events, skipped lines, its state."""
 
-    def __init__(self, main: Target, state: Mapping[str, Any]) -> None:
+    def __init__(self, main: Target, state: Mapping[str, Any], stored: StoredLines = _nothing_stored) -> None:
         self.main = main
         self.targets: dict[str, Target] = {main.session_id: main}
         self.events: list[Event] = []
         self.skipped: Counter[str] = Counter()
         self.state: dict[str, Any] = dict(state)
+        self.stored_lines = stored
 
     def target(self, target: Target) -> str:
         self.targets.setdefault(target.session_id, target)
@@ -130,6 +139,8 @@ class Format(Protocol):
 
     tool: str
     dialect: str
+    #: What a file of this format is, for the one line that refuses a file of another kind.
+    expected: str
 
     def identify(self, path: str, head: list[dict[str, Any]]) -> Target | None:
         """The session the file at ``path`` feeds, from its first lines (None: not this format)."""
@@ -411,6 +422,36 @@ def _create(
     )
 
 
+#: The record metadata keys that hold the ids of the source lines a record was made from.
+LINE_ID_KEYS = ("uuid", "uuids")
+
+
+def _stored_lines(store: SessionStore) -> StoredLines:
+    """The source line ids (`LINE_ID_KEYS`) each session holds, with their records' messages,
+    read once per session when asked.
+
+    Asked only when an import reads on from a saved position: the lines before it are
+    not read again, so a line repeated after it (a resumed or concatenated transcript)
+    is known only by what its first copy left in the records.
+    """
+    cache: dict[str, dict[str, object]] = {}
+
+    def stored(session_id: str) -> Mapping[str, object]:
+        if session_id not in cache:
+            found: dict[str, object] = {}
+            if store.get_session(session_id) is not None:
+                for record in store.records(session_id):
+                    for key in LINE_ID_KEYS:
+                        value = record.metadata.get(key)
+                        for line_id in value if isinstance(value, list) else [value]:
+                            if isinstance(line_id, str):
+                                found[line_id] = record.message
+            cache[session_id] = found
+        return cache[session_id]
+
+    return stored
+
+
 def _saved_position(
     summary: SessionSummary | None, fmt: Format, size: int
 ) -> tuple[int, int, dict[str, Any]]:
@@ -456,7 +497,9 @@ def _import_open(store: SessionStore, fmt: Format, path: str, fd: int) -> FileRe
     except JsonlStoreError as exc:  # an id too long for a session id
         return FileReport(path, None, problem=str(exc))
     if main is None:
-        return FileReport(path, None, problem=f"no {fmt.tool} transcript in its first {HEAD_LINES} lines")
+        return FileReport(
+            path, None, problem=f"not {fmt.expected}: none of its first {HEAD_LINES} lines is one"
+        )
     head = run.first_line_digest()
     before = store.get_session(main.session_id)
     problem = _other_file(before, fmt, head, path)
@@ -464,7 +507,7 @@ def _import_open(store: SessionStore, fmt: Format, path: str, fd: int) -> FileRe
         return FileReport(path, main.session_id, problem=problem)
     try:
         offset, number, state = _saved_position(before, fmt, run.size)
-        out = Collector(main, state)
+        out = Collector(main, state, _stored_lines(store) if offset else _nothing_stored)
         fmt.parse(path, run.parsed(offset, number), out)
         tally = _tally(store)
         writers = _write(store, fmt, path, out, run, head, tally)
