@@ -21,6 +21,7 @@ from ._errors import (
     ParentMismatch,
     ReadOnlySession,
     RecordTooLarge,
+    RegexUnavailable,
     SequenceConflict,
     SessionHasForks,
     SessionNotFound,
@@ -31,6 +32,7 @@ from ._errors import (
     UnrecognizedRecords,
     UnsafePath,
     UnsupportedFormat,
+    UnsupportedRegex,
     UnsupportedValue,
 )
 from ._fs import FileSystem, OsFileSystem
@@ -54,6 +56,7 @@ from ._records import (
 )
 from ._redact import BUILTIN_KINDS as REDACTION_KINDS
 from ._redact import Redactor, redact_text
+from ._redactions import Redaction
 from ._tool_batches import (
     INTERRUPTED_NOTICE,
     close_interrupted,
@@ -115,7 +118,9 @@ __all__ = [
     "RawMessageRecord",
     "ReadOnlySession",
     "RecordTooLarge",
+    "Redaction",
     "Redactor",
+    "RegexUnavailable",
     "SecretFinding",
     "SequenceConflict",
     "SessionHasForks",
@@ -133,6 +138,7 @@ __all__ = [
     "UnrecognizedRecords",
     "UnsafePath",
     "UnsupportedFormat",
+    "UnsupportedRegex",
     "UnsupportedValue",
     "UserMessage",
     "close_interrupted",

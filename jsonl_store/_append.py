@@ -102,7 +102,17 @@ def json_object(value: Mapping[str, Any] | None, name: str, redactor: Redactor |
     if not value:
         return None  # left out of the line, read back as {}
     data = _codec.encode_json(dict(value), name)
-    return msgspec.Raw(redactor.redact_json(data) if redactor is not None else data)
+    return msgspec.Raw(redact_deep(redactor.redact_json, data) if redactor is not None else data)
+
+
+def redact_deep(redact_json: Callable[[bytes], bytes], data: bytes) -> bytes:
+    """``redact_json(data)``, on a deeper stack when the caller's is too short for the value:
+    it decodes and walks it, and what `_codec.encode_message` accepted (up to
+    `_codec.MAX_DEPTH` levels, spec §4) must be stored from any call depth."""
+    try:
+        return redact_json(data)
+    except RecursionError:
+        return _codec._in_deep_stack(redact_json, data)
 
 
 def check_session_options(
@@ -221,7 +231,10 @@ def payload_of(
     payload, plain = _codec.encode_message(message)
     if not (message.get("persist", True) is not False if isinstance(message, dict) else message.persist):
         return None
-    payload = redact_json(payload)  # first: a secret must never reach a blob file
+    try:
+        payload = redact_json(payload)  # first: a secret must never reach a blob file
+    except RecursionError:  # `redact_deep`, written out: every append runs this line
+        payload = _codec._in_deep_stack(redact_json, payload)
     # Every append pays these two checks (spec §5.1): a memchr for "$" (rarely found),
     # and a length comparison, since only a message this long can hold a string over
     # the threshold. 36 is ord("$"): `int in bytes` is a bare memchr, while `b"$" in

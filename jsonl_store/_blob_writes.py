@@ -27,6 +27,7 @@ from ._blobs import (
     read_blob,
     walk,
 )
+from ._codec import with_deep_stack
 from ._errors import InvalidArgument, InvalidMessage, RecordTooLarge, UnsafePath
 from ._fs import FileSystem, describe_mode
 from ._paths import BLOBS_DIR, DAMAGED_SUFFIX, blob_aside_name, is_blob_name
@@ -98,11 +99,13 @@ def refuse_lookalike(payload: bytes) -> None:
         )
 
 
+@with_deep_stack  # a message up to MAX_DEPTH deep, from an append on any stack (spec §4)
 def spill(payload: bytes, threshold: int, blobs: dict[str, bytes]) -> bytes:
     """``payload`` with every string over ``threshold`` UTF-8 bytes replaced by its marker.
 
     The strings' bytes are added to ``blobs`` by digest (in the order met, so the same
-    message writes its blobs in the same order). Keys are never spilled.
+    message writes its blobs in the same order; a second run adds the same). Keys are
+    never spilled.
     """
     tree = _decoder.decode(payload)
     spilled: list[str] = []

@@ -11,13 +11,14 @@ without parsing. The line is still plain JSON: ``jq`` and ``grep`` work on it un
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import threading
 import zlib
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any, Final, TypeVar
+from typing import Any, Final, ParamSpec, TypeVar
 
 import msgspec
 
@@ -37,9 +38,12 @@ CRC_KEY: Final = b',"crc":"'
 SUFFIX_LENGTH: Final = len(CRC_KEY) + 8 + 2  # ,"crc":" + 8 hex digits + "}
 #: The suffix a line's CRC-32 spells, ``SUFFIX % crc``: one comparison checks key and digits.
 SUFFIX: Final = CRC_KEY + b'%08x"}'
-# msgspec encodes and decodes nested values recursively, within the interpreter's
-# recursion limit (1000 by default) less the frames already on the caller's stack: deeper
-# values fail to encode and are refused with a clear error rather than a RecursionError.
+#: The deepest a message, metadata or tags value may nest: JSON objects and arrays inside
+#: each other (spec §4). msgspec encodes and decodes recursively, within the interpreter's
+#: recursion limit less the frames already on the caller's stack, so the limit is checked
+#: on its own (`nesting`), and a value within it that the caller's stack is too deep for is
+#: encoded again in a thread with room (`_in_deep_stack`): what is accepted never depends
+#: on where `append` was called from, and every reader and printer can follow it.
 MAX_DEPTH: Final = 1000
 #: A reader that meets a value too deep for its own stack decodes it again in a fresh
 #: thread with this much room, so whatever a writer accepted (from any stack) reads back.
@@ -51,6 +55,7 @@ DEEP_STACK: Final = 3 * MAX_DEPTH
 DECODE_ERRORS: Final = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 _encoder = msgspec.json.Encoder()
 _any_decoder = msgspec.json.Decoder()
@@ -93,8 +98,87 @@ _class_decoders: Final[dict[type, Callable[[bytes], Any]]] = {
 }
 
 
+def nesting(value: object) -> int:
+    """How many JSON objects and arrays deep ``value`` goes (a scalar 0, ``[]`` 1, ``[{}]`` 2).
+
+    Walked without recursion, and stops early once past `MAX_DEPTH`. Message classes
+    count as the objects they encode to.
+    """
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        elif isinstance(item, msgspec.Struct):
+            children = [getattr(item, name) for name in item.__struct_fields__]
+        else:
+            continue
+        if level > deepest:
+            deepest = level
+            if deepest > MAX_DEPTH:
+                break
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _check_nesting(value: object, where: str) -> None:
+    if nesting(value) > MAX_DEPTH:
+        raise InvalidMessage(
+            f"value at {where} is nested deeper than {MAX_DEPTH} levels of objects and arrays"
+        )
+
+
+#: A value nested deeper than `MAX_DEPTH` encodes to more than twice as many bytes (an
+#: opening and a closing bracket per level): shorter encodings need no look at their depth.
+_SHALLOW_BYTES: Final = 2 * MAX_DEPTH
+
+
+def _within_depth(encode: Callable[[Any, str], T], value: object, where: str) -> T:
+    """``encode(value, where)`` again on a deeper stack after a RecursionError, for a value
+    within `MAX_DEPTH` (`InvalidMessage` for a deeper one)."""
+    _check_nesting(value, where)
+    return _in_deep_stack(encode, value, where)
+
+
+#: Whether msgspec's recursion counts against `sys.getrecursionlimit()`: on CPython 3.11 C
+#: code shares the interpreter's counter; from 3.12 it has a limit of its own
+#: (https://docs.python.org/3.12/whatsnew/3.12.html, "sys.setrecursionlimit").
+_SHARED_RECURSION_LIMIT: Final = sys.version_info < (3, 12)
+
+
+def _check_encoded(data: bytes, value: object, where: str) -> None:
+    """Refuse a value whose encoding succeeded on a roomy stack but is nested past `MAX_DEPTH`.
+
+    Free in the common case: with the interpreter's limit at most `MAX_DEPTH` and C code
+    counting against it, a value that encoded cannot be deeper. Otherwise fewer brackets
+    than `MAX_DEPTH` in its JSON (those inside strings counted too) mean it cannot be;
+    only the others are walked (`nesting`).
+    """
+    if _SHARED_RECURSION_LIMIT and sys.getrecursionlimit() <= MAX_DEPTH:
+        return
+    if len(data) > _SHALLOW_BYTES and data.count(b"[") + data.count(b"{") > MAX_DEPTH:
+        _check_nesting(value, where)
+
+
 def encode_message(message: object) -> tuple[bytes, bool]:
     """Encode one message; return its JSON bytes and whether it was a plain dict.
+
+    Raises `InvalidMessage` for a message nested deeper than `MAX_DEPTH`, from any
+    depth of the caller's stack.
+    """
+    try:
+        encoded = _encode_message(message, "$")
+    except RecursionError:
+        return _within_depth(_encode_message, message, "$")
+    _check_encoded(encoded[0], message, "$")
+    return encoded
+
+
+def _encode_message(message: object, where: str) -> tuple[bytes, bool]:
+    """`encode_message` on the caller's stack (RecursionError when it is too short).
 
     The message must come back *equal* when read: a value JSON cannot carry unchanged
     (NaN, a tuple, a non-str key, bytes, a custom object) raises instead of being
@@ -144,7 +228,16 @@ def decode_message(payload: bytes, plain: bool) -> Any:
 
 
 def encode_json(value: object, where: str = "$") -> bytes:
-    """Encode a metadata or tags value with the same round-trip promise as messages."""
+    """Encode a metadata or tags value with the same round-trip promise (and depth limit) as messages."""
+    try:
+        data = _encode_json(value, where)
+    except RecursionError:
+        return _within_depth(_encode_json, value, where)
+    _check_encoded(data, value, where)
+    return data
+
+
+def _encode_json(value: object, where: str) -> bytes:
     data = _encode_value(value, where)
     if _any_decoder.decode(data) != value:
         raise _explain(value, where)
@@ -152,8 +245,9 @@ def encode_json(value: object, where: str = "$") -> bytes:
 
 
 #: What encoding a value JSON cannot carry raises (a lone surrogate: UnicodeEncodeError,
-#: a ValueError; an int past 64 bits: OverflowError; nesting past the stack: RecursionError).
-_ENCODE_ERRORS: Final = (TypeError, OverflowError, ValueError, RecursionError)
+#: a ValueError; an int past 64 bits: OverflowError). A RecursionError is no fault of the
+#: value's: `_within_depth` handles it.
+_ENCODE_ERRORS: Final = (TypeError, OverflowError, ValueError)
 
 
 def _encode_value(value: object, where: str) -> bytes:
@@ -167,14 +261,11 @@ def _encode_value(value: object, where: str) -> bytes:
 def _explain(value: object, where: str) -> InvalidMessage | UnsupportedValue:
     """Find the first value that cannot round-trip and say where it is (``$.a[0]``).
 
-    Only called on the error path, so it may be slow and thorough.
+    Only called on the error path, so it may be slow and thorough. It recurses: on a
+    stack too short for the value it raises RecursionError, and `_within_depth` calls it
+    again from a deeper one.
     """
-    try:
-        found = _find_bad(value, where, 0)
-    except RecursionError:
-        return InvalidMessage(
-            f"value at {where} is nested too deeply to be encoded (about {MAX_DEPTH} levels)"
-        )
+    found = _find_bad(value, where, 0)
     if found is None:
         return InvalidMessage(f"value at {where} does not survive a JSON round trip")
     return found
@@ -378,6 +469,8 @@ def encode_record(record: RawMessageRecord) -> bytes:
 
 
 _deep_mutex = threading.Lock()
+#: ``active`` is set in the thread `_in_deep_stack` runs: there is no deeper stack to go to.
+_deep_thread = threading.local()
 
 
 def _in_deep_stack(decode: Callable[..., T], *args: Any) -> T:
@@ -387,9 +480,14 @@ def _in_deep_stack(decode: Callable[..., T], *args: Any) -> T:
     writer accepted from a shallow stack can fail in a reader called from a deeper one.
     The interpreter's limit is raised for the moment (never lowered), under a lock.
     """
+    if getattr(_deep_thread, "active", False):
+        # Called from that thread itself (a printer that reads): waiting there for
+        # another such thread would wait for the lock it holds.
+        raise msgspec.DecodeError(f"JSON nested deeper than {DEEP_STACK} levels")
     outcome: list[Any] = []
 
     def run() -> None:
+        _deep_thread.active = True
         try:
             outcome.append((True, decode(*args)))
         except BaseException as exc:  # noqa: BLE001 (handed to the calling thread)
@@ -410,6 +508,25 @@ def _in_deep_stack(decode: Callable[..., T], *args: Any) -> T:
     if isinstance(value, RecursionError):
         raise msgspec.DecodeError(f"JSON nested deeper than {DEEP_STACK} levels") from None
     raise value
+
+
+def with_deep_stack(function: Callable[P, T]) -> Callable[P, T]:
+    """``function``, called again in a thread with `DEEP_STACK` levels of room when the
+    caller's stack is too short for the value it was given.
+
+    For the readers and printers of what `append` accepted (nested up to `MAX_DEPTH`,
+    from any depth of the caller's stack): only for functions without side effects,
+    which may run twice.
+    """
+
+    @functools.wraps(function)
+    def call(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return function(*args, **kwargs)
+        except RecursionError:
+            return _in_deep_stack(functools.partial(function, *args, **kwargs))
+
+    return call
 
 
 def _decode_with_message(

@@ -39,6 +39,8 @@ class JsonlStoreError(Exception):
             # OSError keeps these in C slots, not in __dict__: copy them explicitly, or
             # an error that crossed a process boundary would lose its errno.
             fields.update(errno=self.errno, strerror=self.strerror, filename=self.filename)
+        if isinstance(self, ImportError):
+            fields["path"] = self.path  # a C slot of ImportError too
         return (_rebuild, (type(self), self.message, fields))
 
     def __str__(self) -> str:
@@ -87,6 +89,17 @@ class UnsupportedValue(JsonlStoreError, TypeError):
 
 class InvalidArgument(JsonlStoreError, ValueError):
     """An argument is out of range or contradicts what the session already holds."""
+
+
+class UnsupportedRegex(InvalidArgument):
+    """A regular expression uses what RE2 cannot match in linear time (a backreference, lookaround).
+
+    See https://github.com/google/re2/wiki/Syntax for what RE2 accepts.
+    """
+
+
+class RegexUnavailable(JsonlStoreError, ImportError):
+    """A regular expression search needs RE2 (the ``regex`` extra: ``google-re2``), which is not installed."""
 
 
 class ParentMismatch(InvalidArgument):

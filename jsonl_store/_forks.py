@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterator
 import msgspec
 
 from . import _atomic, _codec, _lines, _snapshots
-from ._fs import FileSystem, StatResult
-from ._paths import FORK_NAME
+from ._errors import UnsafePath
+from ._fs import FileSystem, StatResult, check_directory
+from ._paths import FORK_NAME, is_session_id
 from ._problems import LEFT_FOR_READERS, Problem, Reporter
 from ._reader import LogReader
 from ._records import ContextSnapshot, ForkPoint, RawMessageRecord
@@ -93,6 +94,14 @@ def read(fs: FileSystem, directory: str) -> ForkPoint | None:
         raise DamagedFork(f"file is {exc}") from None
     if data is None:
         return None
+    return parse(data)
+
+
+def parse(data: bytes) -> ForkPoint:
+    """The fork point a ``fork.json``'s bytes hold (the git merge driver reads them from a commit).
+
+    Raises `DamagedFork` for a file that is torn, fails its checksum or does not fit.
+    """
     if not data.endswith(b"\n"):
         raise DamagedFork(f"incomplete file ({len(data)} bytes, no final newline)")
     found = _lines.whole_line(data)
@@ -105,6 +114,10 @@ def read(fs: FileSystem, directory: str) -> ForkPoint | None:
         raise DamagedFork(f"does not fit the fork schema: {exc}") from None
     if point.sequence < 1:
         raise DamagedFork(f"branch sequence {point.sequence} is not positive")
+    if not is_session_id(point.session_id):
+        # A source is a session of the same root (spec §6.1): a name that is no session id
+        # ("../x", an absolute path, "", ".") would have readers open files outside it.
+        raise DamagedFork(f"the source {point.session_id!r} is not a session id")
     return point
 
 
@@ -129,36 +142,76 @@ class Link:
     check: ForkPoint | None = None
 
 
-def chain(fs: FileSystem, directory_of: Callable[[str], str], session_id: str) -> list[Link]:
+def _walk(
+    fs: FileSystem, directory_of: Callable[[str], str], session_id: str
+) -> Iterator[tuple[str, ForkPoint | None]]:
+    """Each session of the chain of forks from ``session_id`` on, with its fork point.
+
+    Raises `DamagedFork` for an unreadable fork file, a source whose directory is a
+    symlink or no directory (never followed: spec §2), a cycle, or a chain of more than
+    `MAX_DEPTH` sessions.
+    """
+    current: str | None = session_id
+    seen: set[str] = set()
+    while current is not None:
+        if current in seen or len(seen) >= MAX_DEPTH:
+            raise DamagedFork(f"the chain of forks from {session_id!r} loops or is deeper than {MAX_DEPTH}")
+        seen.add(current)
+        directory = directory_of(current)
+        if current != session_id:
+            try:
+                check_directory(fs, directory, session_id=current)
+            except UnsafePath as exc:
+                raise DamagedFork(f"the source {current!r} cannot be read: {exc}") from None
+        try:
+            point = read(fs, directory)
+        except DamagedFork as exc:
+            raise DamagedFork(f"{current}/{FORK_NAME}: {exc}") from None
+        yield current, point
+        current = point.session_id if point is not None else None
+
+
+def depth(fs: FileSystem, directory_of: Callable[[str], str], session_id: str) -> int:
+    """How many sessions the chain from ``session_id`` holds (1: no fork); as `chain` raises."""
+    return sum(1 for _ in _walk(fs, directory_of, session_id))
+
+
+def chain(
+    fs: FileSystem, directory_of: Callable[[str], str], session_id: str, first_own: int = 0
+) -> list[Link]:
     """The sessions a session's history is read from, oldest first, it last (spec §8.10).
 
     A fork that branched at or before a fork point of its own source skips that source:
-    none of the source's own records are in its history. Raises `DamagedFork` for an
-    unreadable fork file on the way, a cycle, or a chain deeper than `MAX_DEPTH`.
+    none of the source's own records are in its history. ``first_own`` is the sequence of
+    the session's own first record (0: none). When it is at or before the branch (a
+    ``fork.json`` naming a later branch than its records were numbered from), the sources
+    are read only up to the record before it: the fork's own records are never skipped
+    as if they were its source's. Raises `DamagedFork` as `_walk` does.
     """
     links: list[Link] = []
     upto: int | None = None
     check: ForkPoint | None = None
-    current = session_id
-    seen: set[str] = set()
-    while True:
-        if current in seen or len(seen) >= MAX_DEPTH:
-            raise DamagedFork(f"the chain of forks from {session_id!r} loops or is deeper than {MAX_DEPTH}")
-        seen.add(current)
-        try:
-            point = read(fs, directory_of(current))
-        except DamagedFork as exc:
-            raise DamagedFork(f"{current}/{FORK_NAME}: {exc}") from None
+    for current, point in _walk(fs, directory_of, session_id):
         base = point.sequence if point is not None else 0
+        branch = point
+        if current == session_id and 0 < first_own <= base:
+            base, branch = first_own - 1, None  # no record of the source is the branch record
         if point is not None and upto is not None and upto <= base:
-            current = point.session_id  # this source's own records start after the branch
-            continue
+            continue  # this source's own records start after the branch
         links.append(Link(current, base, upto, check))
-        if point is None:
+        if base == 0:
             break
-        upto, check, current = point.sequence, point, point.session_id
+        upto, check = base, branch
     links.reverse()
     return links
+
+
+def early_records(first_own: int, point: ForkPoint) -> str:
+    """Why a fork whose own records start at ``first_own``, at or before its branch, is damaged."""
+    return (
+        f"the fork's own records start at {first_own}, at or before its branch {point.sequence}: "
+        f"its source is read up to {first_own - 1} only"
+    )
 
 
 def _mismatch(path: str, check: ForkPoint, found: RawMessageRecord | None) -> Problem:
@@ -212,8 +265,11 @@ __all__ = [
     "Link",
     "chain",
     "create",
+    "depth",
+    "early_records",
     "encode",
     "latest_snapshot_upto",
     "link_records",
+    "parse",
     "read",
 ]

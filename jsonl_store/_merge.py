@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, Final, NamedTuple
 
@@ -25,7 +25,7 @@ import msgspec
 
 from . import _codec, _meta
 from ._paths import LOG_NAME, META_NAME, USAGE_NAME, parse_snapshot_name
-from ._records import RawMessageRecord
+from ._records import ForkPoint, RawMessageRecord
 
 #: Git's default conflict-marker length (gitattributes(5), ``conflict-marker-size``).
 MARKER_SIZE: Final = 7
@@ -173,13 +173,28 @@ def _order_key(unit: _Unit) -> tuple[datetime, str]:
 
 
 def _must_lead(boundaries: list[tuple[int, str]] | None, log: _Log, prefix_end: int) -> bool:
-    """Whether a side's records must keep their places: a snapshot's boundary lies past the prefix.
+    """Whether a side's records must keep their places: a snapshot's boundary or a fork's branch lies past the prefix.
 
     Unknown snapshots (None) may lie anywhere, so such a side must lead too.
     """
     if boundaries is None:
         return True
     return any(sequence > prefix_end and record_id in log.rests for sequence, record_id in boundaries)
+
+
+def _pinned(
+    snapshots: Mapping[str, bytes] | None, forks: Iterable[ForkPoint], side: str
+) -> list[tuple[int, str]] | None:
+    """The ``(sequence, record id)`` pairs a side's files point at: its snapshots' boundaries and its forks' branches.
+
+    A fork names its branch by sequence (spec §6.1), so a fork made on a side reads
+    someone else's records once that side's records are renumbered: like a snapshot's
+    boundary, its branch point keeps the side's records in place. None: not known.
+    """
+    boundaries = _boundaries(snapshots, side)
+    if boundaries is None:
+        return None
+    return boundaries + [(point.sequence, point.record_id) for point in forks]
 
 
 def _check_kept(base: _Log, side: _Log, name: str, other: _Log) -> None:
@@ -224,8 +239,9 @@ def _merge_log_units(
     theirs_leads = _must_lead(theirs_boundaries, theirs, prefix_end)
     if ours_leads and theirs_leads:
         raise _Unsafe(
-            "both sides may have compacted past their common records (a snapshot on each side, or "
-            "snapshots that could not be read): renumbering either side would move a snapshot's boundary"
+            "both sides may have compacted or forked past their common records (a snapshot or a fork "
+            "on each side, or snapshots that could not be read): renumbering either side would move "
+            "a snapshot's boundary or a fork's branch point"
         )
     if not ours_leads and not theirs_leads:
         ours_leads = _order_key(ours.units[common]) < _order_key(theirs.units[common])
@@ -250,6 +266,8 @@ def merge_logs(
     *,
     ours_snapshots: Mapping[str, bytes] | None,
     theirs_snapshots: Mapping[str, bytes] | None,
+    ours_forks: Iterable[ForkPoint] = (),
+    theirs_forks: Iterable[ForkPoint] = (),
     marker_size: int = MARKER_SIZE,
 ) -> MergeResult:
     """Merge three versions of a raw log (``messages.jsonl``) as spec §17 says.
@@ -257,8 +275,10 @@ def merge_logs(
     ``ours_snapshots`` and ``theirs_snapshots`` are the files of each side's session
     directory by name (only ``snapshot-*.json`` ones are read), or None when they are not
     known: a side whose snapshots are unknown may have compacted anywhere, so its records
-    must keep their places. The result is the merged log, or a conflict holding both
-    versions (`MergeResult.conflict` says why).
+    must keep their places. ``ours_forks`` and ``theirs_forks`` are the fork points
+    (``fork.json``) of each side's sessions that fork from this one: a fork that branched
+    at one of a side's own records keeps that side's records in place too. The result is
+    the merged log, or a conflict holding both versions (`MergeResult.conflict` says why).
     """
     try:
         seen: _Seen = {}
@@ -266,8 +286,8 @@ def merge_logs(
             _parse_log(base, "the base", seen),
             _parse_log(ours, "ours", seen),
             _parse_log(theirs, "theirs", seen),
-            _boundaries(ours_snapshots, "ours"),
-            _boundaries(theirs_snapshots, "theirs"),
+            _pinned(ours_snapshots, ours_forks, "ours"),
+            _pinned(theirs_snapshots, theirs_forks, "theirs"),
             (ours, theirs),
         )
     except _Unsafe as exc:
@@ -437,13 +457,16 @@ def merge_session_file(
     *,
     ours_files: Mapping[str, bytes] | None = None,
     theirs_files: Mapping[str, bytes] | None = None,
+    ours_forks: Iterable[ForkPoint] = (),
+    theirs_forks: Iterable[ForkPoint] = (),
     marker_size: int = MARKER_SIZE,
 ) -> MergeResult:
     """Merge three versions of the session file called ``name`` (what the git driver calls).
 
     ``messages.jsonl``, ``usage.jsonl`` and ``meta.json`` merge as `merge_logs`,
     `merge_usage` and `merge_meta` say (``ours_files``/``theirs_files`` are the sides'
-    session files for `merge_logs`, None when unknown); any other file, a snapshot
+    session files for `merge_logs`, None when unknown, and ``ours_forks``/``theirs_forks``
+    the fork points of the sides' forks of this session); any other file, a snapshot
     included (they are never rewritten, so two versions of one are two compactions), is
     a conflict.
     """
@@ -454,6 +477,8 @@ def merge_session_file(
             theirs,
             ours_snapshots=ours_files,
             theirs_snapshots=theirs_files,
+            ours_forks=ours_forks,
+            theirs_forks=theirs_forks,
             marker_size=marker_size,
         )
     if name == USAGE_NAME:

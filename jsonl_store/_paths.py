@@ -4,6 +4,7 @@ A session is one directory below the store root, named by its session id::
 
     <root>/.gitignore                      lock and temporary files stay out of git
     <root>/.gitattributes                  git keeps every file's bytes (no CRLF conversion)
+    <root>/.jsonl-store-allow              fingerprints of scan findings that are no secret
     <root>/<session_id>/messages.jsonl     the raw log
     <root>/<session_id>/snapshot-00000001.json
     <root>/<session_id>/meta.json
@@ -31,6 +32,8 @@ LOCK_NAME = ".lock"
 GITIGNORE_NAME = ".gitignore"
 GITATTRIBUTES_NAME = ".gitattributes"
 FORK_NAME = "fork.json"
+#: The store root's allowlist of scan findings that are no secret, one fingerprint a line (spec §18.2).
+ALLOW_NAME = ".jsonl-store-allow"
 
 SNAPSHOT_PREFIX = "snapshot-"
 SNAPSHOT_SUFFIX = ".json"

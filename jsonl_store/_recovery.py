@@ -166,16 +166,24 @@ class _Check:
     def fork(self) -> int:
         """A fork's history before its own log: readable, and still the one it branched from.
 
-        Returns the branch sequence (0 when ``fork.json`` cannot be read). Nothing here is
-        repaired: the source is another session, and a fork file is never rewritten.
+        Returns the sequence the fork's own log continues from: the branch, 0 when
+        ``fork.json`` cannot be read, the one before its first record when that record is
+        at or before the branch. Nothing here is repaired: the source is another session,
+        and a fork file is never rewritten.
         """
         root = os.path.dirname(self.directory)
         path = os.path.join(self.directory, FORK_NAME)
+        first = _session.first_sequence(self.fs, self.directory)
         try:
-            links = _forks.chain(self.fs, lambda sid: os.path.join(root, sid), self.session_id)
+            point = _forks.read(self.fs, self.directory)
+            links = _forks.chain(self.fs, lambda sid: os.path.join(root, sid), self.session_id, first)
         except _forks.DamagedFork as exc:
             self.problems.append(Problem(path, "bad-fork", str(exc), LEFT_FOR_READERS))
             return 0
+        if point is not None and links[-1].base < point.sequence:
+            self.problems.append(
+                Problem(path, "bad-fork", _forks.early_records(first, point), LEFT_FOR_READERS)
+            )
         found = Reporter()
         for link in links[:-1]:
             source = os.path.join(root, link.session_id)

@@ -2,7 +2,9 @@
 
 `scan` reads every file of a session directory (the logs, snapshots, metadata, and the
 sidecars and leftovers a reader never looks at) and reports each secret once, never its
-text. `redact` is the one rewrite this library ever makes of stored bytes (spec §18): each
+text: with its fingerprint, whether it is certain or a guess, and whether the store's
+allowlist clears it (spec §18.2). `redact` rewrites only certain findings the allowlist
+does not clear; it is the one rewrite this library ever makes of stored bytes (spec §18): each
 file that holds a secret is written anew without it (new checksums, the snapshots'
 offsets into the new raw log) and renamed over the old one, under the session lock and
 the logs' append locks, so no writer appends to a file being replaced; a leftover
@@ -14,17 +16,19 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import time
-from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
 from . import _atomic, _blob_writes, _blobs, _codec
-from ._errors import LockTimeout, UnsafePath
+from ._errors import InvalidArgument, LockTimeout, UnsafePath
 from ._fs import FileSystem, open_regular
 from ._log import FLAGS_READ
 from ._paths import (
+    ALLOW_NAME,
     BLOBS_DIR,
     CUT_INFIX,
     DAMAGED_SUFFIX,
@@ -37,7 +41,7 @@ from ._paths import (
     snapshot_name,
     snapshot_versions,
 )
-from ._redact import Redactor, mask, strings
+from ._redact import Found, Redactor, _walk, mask, strings
 
 _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
@@ -51,6 +55,9 @@ class SecretFinding(NamedTuple):
     boundary lines; None elsewhere), ``where`` the JSON path of the string
     (``$.message.content``; ``raw`` for a line that is not JSON), ``kind`` the pattern's
     kind and ``preview`` a masked hint: at most 4 leading characters and the length.
+    ``fingerprint`` names the value without showing it (`fingerprint`), ``certain`` is
+    False for a guess (reported, never rewritten) and ``allowed`` True when the store's
+    allowlist clears it (spec §18.2).
     """
 
     session_id: str
@@ -60,6 +67,124 @@ class SecretFinding(NamedTuple):
     where: str
     kind: str
     preview: str
+    fingerprint: str = ""
+    certain: bool = True
+    allowed: bool = False
+
+    @property
+    def blocking(self) -> bool:
+        """Whether `redact_session` rewrites it: certain, and not cleared by the allowlist."""
+        return self.certain and not self.allowed
+
+
+# -- fingerprints and the allowlist (spec §18.2) -------------------------------------------
+
+#: Hex digits of a fingerprint: 64 bits, so two different values share one by chance
+#: about once in 2**32 allowlisted values, and the value is not in it.
+FINGERPRINT_DIGITS: Final = 16
+FINGERPRINT_RE: Final = re.compile(f"[0-9a-f]{{{FINGERPRINT_DIGITS}}}")
+#: The largest allowlist read: a file that large is no list a person keeps.
+_ALLOW_LIMIT: Final = 1 << 20
+
+
+def fingerprint(kind: str, value: str) -> str:
+    """A finding's name in the allowlist: the first 16 hex digits of SHA-256 of ``kind:value``.
+
+    Per value, not per place: the same value of the same kind has the same fingerprint in
+    every file, line and session, so one allowlist entry clears it everywhere. The value
+    cannot be read back from it, but a short value can be found by trying candidates:
+    allowlist only what is no secret.
+    """
+    return hashlib.sha256(f"{kind}:{value}".encode("utf-8", "surrogateescape")).hexdigest()[
+        :FINGERPRINT_DIGITS
+    ]
+
+
+def _allow_lines(data: bytes, path: str) -> Iterator[str]:
+    """The fingerprints of an allowlist's text: one a line, ``#`` starts a comment."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidArgument(f"{path} is not UTF-8 text") from None
+    for number, line in enumerate(text.splitlines(), 1):
+        entry = line.partition("#")[0].strip()
+        if not entry:
+            continue
+        if not FINGERPRINT_RE.fullmatch(entry):
+            shown = entry[:40].encode("ascii", "backslashreplace").decode("ascii")
+            raise InvalidArgument(
+                f"{path}:{number}: {shown!r} is not a fingerprint ({FINGERPRINT_DIGITS} lower-case hex digits)"
+            )
+        yield entry
+
+
+def read_allowlist(fs: FileSystem, root: str) -> frozenset[str]:
+    """The fingerprints in the store root's allowlist (none when it is missing)."""
+    path = os.path.join(root, ALLOW_NAME)
+    try:
+        data = _atomic.read_whole(fs, path, _ALLOW_LIMIT)
+    except _atomic.FileTooLarge as exc:
+        raise InvalidArgument(f"{path} is {exc.size} bytes, more than an allowlist may be") from None
+    return frozenset(_allow_lines(data, path)) if data else frozenset()
+
+
+def add_to_allowlist(fs: FileSystem, root: str, fingerprints: Iterable[str], *, durable: bool) -> list[str]:
+    """Add ``fingerprints`` to the allowlist (a new file, written whole); the ones not there yet."""
+    wanted = list(dict.fromkeys(fingerprints))
+    for entry in wanted:
+        if not isinstance(entry, str) or not FINGERPRINT_RE.fullmatch(entry):
+            raise InvalidArgument(
+                f"{entry!r} is not a fingerprint ({FINGERPRINT_DIGITS} lower-case hex digits)"
+            )
+    path = os.path.join(root, ALLOW_NAME)
+    data = _atomic.read_whole(fs, path, _ALLOW_LIMIT) or b""
+    present = set(_allow_lines(data, path))
+    added = [entry for entry in wanted if entry not in present]
+    if added:
+        head = data if not data or data.endswith(b"\n") else data + b"\n"
+        if not head:
+            head = _ALLOW_HEADER
+        _atomic.replace(
+            fs, root, ALLOW_NAME, head + "".join(f"{e}\n" for e in added).encode(), durable=durable
+        )
+    return added
+
+
+_ALLOW_HEADER: Final = (
+    b"# Fingerprints of jsonl-store scan findings that are no secret (spec 18.2), one a line.\n"
+    b"# Each clears one value of one kind in every session; commit this file with the store.\n"
+)
+
+
+class _Rewrite(Redactor):
+    """What `redact` rewrites with: the store's redactor, without guesses and allowlisted values.
+
+    Where it would rewrite all it found, its own `redact` runs (a user's function too);
+    otherwise only the kept findings are replaced, each by its marker.
+    """
+
+    def __init__(self, inner: Redactor, allowed: frozenset[str]) -> None:  # delegates: no super().__init__
+        self._inner = inner
+        self._allowed = allowed
+
+    def find(self, text: str) -> list[Found]:
+        return [f for f in self._inner.find(text) if self._kept(f, text)]
+
+    def _kept(self, found: Found, text: str) -> bool:
+        return found.certain and fingerprint(found.kind, text[found.start : found.end]) not in self._allowed
+
+    def redact(self, text: str) -> str:
+        found = self._inner.find(text)
+        kept = [f for f in found if self._kept(f, text)]
+        if len(kept) == len(found):
+            return self._inner.redact(text) if found else text
+        return Redactor._redact(text, kept)
+
+    def redact_value(self, value: Any) -> Any:
+        return _walk(value, self.redact)
+
+    def might_hold(self, data: bytes) -> bool:
+        return self._inner.might_hold(data)
 
 
 def _decode(data: bytes) -> Any:
@@ -77,21 +202,37 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", "surrogateescape")
 
 
+class _Place(NamedTuple):
+    """Where a text was found: what every finding in it shares."""
+
+    session_id: str
+    file: str
+    line: int
+    sequence: int | None
+    where: str
+
+
+def _found_in(
+    redactor: Redactor, place: _Place, text: str, allowed: frozenset[str]
+) -> Iterator[SecretFinding]:
+    for kind, start, end, certain in redactor.find(text):
+        value = text[start:end]
+        mark = fingerprint(kind, value)
+        yield SecretFinding(*place, kind, mask(value), mark, certain, mark in allowed)
+
+
 def _findings_in(
-    redactor: Redactor, session_id: str, name: str, line: int, value: Any, raw: bytes
+    redactor: Redactor, place: _Place, value: Any, raw: bytes, allowed: frozenset[str]
 ) -> Iterator[SecretFinding]:
     if value is _NOT_JSON:
-        text = _text(raw)
-        for kind, start, end, _certain in redactor.find(text):
-            yield SecretFinding(session_id, name, line, None, "raw", kind, mask(text[start:end]))
+        yield from _found_in(redactor, place._replace(where="raw"), _text(raw), allowed)
         return
     sequence = value.get("sequence") if isinstance(value, dict) else None
     if not isinstance(sequence, int) or isinstance(sequence, bool):
         sequence = value.get("compacted_through_sequence") if isinstance(value, dict) else None
         sequence = sequence if isinstance(sequence, int) and not isinstance(sequence, bool) else None
     for where, text in strings(value):
-        for kind, start, end, _certain in redactor.find(text):
-            yield SecretFinding(session_id, name, line, sequence, where, kind, mask(text[start:end]))
+        yield from _found_in(redactor, place._replace(sequence=sequence, where=where), text, allowed)
 
 
 def _pieces(name: str, data: bytes) -> Iterator[tuple[int, Any, bytes]]:
@@ -145,11 +286,14 @@ def _blob_files(fs: FileSystem, directory: str) -> list[str]:
     return [name for name in names or () if is_blob_name(name)]
 
 
-def scan(fs: FileSystem, session_id: str, directory: str, redactor: Redactor) -> list[SecretFinding]:
-    """Every secret in every file of one session directory, file by file, line by line.
+def scan(
+    fs: FileSystem, session_id: str, directory: str, redactor: Redactor, allowed: frozenset[str] = frozenset()
+) -> list[SecretFinding]:
+    """Every secret and guess in every file of one session directory, file by file, line by line.
 
     A blob file (a long string a record names, spec §5.1) is one string: its findings
-    name it ``blobs/<hex>``, line 0, ``where`` ``"blob"``.
+    name it ``blobs/<hex>``, line 0, ``where`` ``"blob"``. ``allowed``: the allowlist's
+    fingerprints (`read_allowlist`), which mark a finding ``allowed``.
     """
     found: list[SecretFinding] = []
     for name in _files(fs, directory):
@@ -157,16 +301,14 @@ def scan(fs: FileSystem, session_id: str, directory: str, redactor: Redactor) ->
         if data is None:
             continue
         for line, value, raw in _pieces(name, data):
-            found.extend(_findings_in(redactor, session_id, name, line, value, raw))
+            found.extend(
+                _findings_in(redactor, _Place(session_id, name, line, None, ""), value, raw, allowed)
+            )
     for name in _blob_files(fs, directory):
         data = _read(fs, os.path.join(directory, BLOBS_DIR, name))
-        if data is None:
-            continue
-        text = _text(data)
-        for kind, start, end, _certain in redactor.find(text):
-            found.append(
-                SecretFinding(session_id, f"{BLOBS_DIR}/{name}", 0, None, "blob", kind, mask(text[start:end]))
-            )
+        if data is not None:
+            place = _Place(session_id, f"{BLOBS_DIR}/{name}", 0, None, "blob")
+            found.extend(_found_in(redactor, place, _text(data), allowed))
     return found
 
 
@@ -345,13 +487,23 @@ def _rewrite_under_lock(
 
 
 def redact(
-    fs: FileSystem, session_id: str, directory: str, redactor: Redactor, *, lock_timeout: float
+    fs: FileSystem,
+    session_id: str,
+    directory: str,
+    redactor: Redactor,
+    *,
+    lock_timeout: float,
+    allowed: frozenset[str] = frozenset(),
 ) -> list[SecretFinding]:
-    """Rewrite every file of the session that holds a secret; the caller holds the session lock.
+    """Rewrite every file of the session that holds a certain secret the allowlist does not
+    clear; the caller holds the session lock.
 
-    Returns what was redacted (`scan` before the rewrite); running it again finds nothing.
+    Returns what was rewritten (the `SecretFinding.blocking` findings of `scan` before the
+    rewrite); guesses and allowlisted values stay as they are, reported by `scan` only.
+    Running it again rewrites nothing.
     """
-    found = scan(fs, session_id, directory, redactor)
+    found = [f for f in scan(fs, session_id, directory, redactor, allowed) if f.blocking]
+    redactor = _Rewrite(redactor, allowed)
     names = _files(fs, directory)
     log: list[_Rewritten] = []
     # Blobs first, the records that name them after: a record never names a missing blob.

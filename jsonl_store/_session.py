@@ -46,13 +46,28 @@ def read_meta(fs: FileSystem, session_id: str, directory: str, reporter: Reporte
     return meta
 
 
-def first_record_time(fs: FileSystem, directory: str) -> datetime | None:
-    """When the raw log's first record was appended (None for no log or no record)."""
+def _first_line(fs: FileSystem, directory: str, limit: int | None = None) -> Line | None:
+    """The raw log's first complete record line, within ``limit`` bytes (None: no log or none).
+
+    `scan` reads in growing chunks, so a caller that takes the first line reads little.
+    """
     with LogReader(fs, os.path.basename(directory), directory) as log:
         if log.fd is None:
             return None
-        first = next(iter(scan(fs, log.fd, "", 0, min(log.size, 1 << 16), DISCARD)), None)
-        return record_summary(first.body)[1] if first is not None else None
+        end = log.size if limit is None else min(log.size, limit)
+        return next(iter(scan(fs, log.fd, "", 0, end, DISCARD)), None)
+
+
+def first_record_time(fs: FileSystem, directory: str) -> datetime | None:
+    """When the raw log's first record was appended (None for no log or no record)."""
+    first = _first_line(fs, directory, 1 << 16)
+    return record_summary(first.body)[1] if first is not None else None
+
+
+def first_sequence(fs: FileSystem, directory: str) -> int:
+    """The sequence of the raw log's first complete record (0 for no log or no record)."""
+    first = _first_line(fs, directory)
+    return record_summary(first.body)[0] if first is not None else 0
 
 
 def summary(

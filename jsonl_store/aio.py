@@ -18,6 +18,7 @@ from ._blobs import DEFAULT_MAX_RECORD_BYTES, DEFAULT_THRESHOLD
 from ._fs import FileSystem
 from ._problems import Problem
 from ._records import RawMessageRecord
+from ._redactions import Redaction
 from .store import Durability, RedactSetting, SessionStore
 
 T = TypeVar("T")
@@ -58,6 +59,7 @@ class AsyncSessionStore:
         redact: RedactSetting = True,
         blob_threshold: int = DEFAULT_THRESHOLD,
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+        on_redact: Callable[[Redaction], None] | None = None,
     ) -> None:
         self.sync = SessionStore(
             root,
@@ -70,6 +72,7 @@ class AsyncSessionStore:
             redact=redact,
             blob_threshold=blob_threshold,
             max_record_bytes=max_record_bytes,
+            on_redact=on_redact,
         )
 
     async def __aenter__(self) -> Self:
@@ -100,6 +103,7 @@ class AsyncSessionStore:
     repair = _in_thread(SessionStore.repair)
     scan = _in_thread(SessionStore.scan)
     redact_session = _in_thread(SessionStore.redact_session)
+    allow_findings = _in_thread(SessionStore.allow_findings)
 
     async def records(
         self, session_id: str, *, after: int = 0, containing: bytes | None = None

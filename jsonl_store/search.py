@@ -19,7 +19,8 @@ documented files (README, "The session directory"):
    ``tests/property/test_search_properties.py`` checks exactly that).
 
 A regular expression is matched on decoded text only (its bytes form is not a string's
-JSON form), so ``regex=True`` decodes every record.
+JSON form), so ``regex=True`` decodes every record. It is matched by RE2 (`_regex`), in
+time linear in the text searched, never by Python's backtracking `re`.
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ from typing import Any
 
 import msgspec
 
-from ._errors import InvalidArgument, SessionNotFound
+from ._errors import InvalidArgument, SessionNotFound, UnsafePath
 from ._find import find
+from ._regex import Pattern, compile_linear
 from ._view import SessionSummary
 from .store import SessionStore
 
@@ -92,7 +94,7 @@ def _plain_matcher(text: str) -> Callable[[str], tuple[int, int] | None]:
     return match
 
 
-def _regex_matcher(pattern: re.Pattern[str]) -> Callable[[str], tuple[int, int] | None]:
+def _regex_matcher(pattern: Pattern) -> Callable[[str], tuple[int, int] | None]:
     def match(value: str) -> tuple[int, int] | None:
         found = pattern.search(value)
         return None if found is None else found.span()
@@ -241,8 +243,11 @@ def _logs_of(store: SessionStore, summary: SessionSummary) -> list[str]:
     point = summary.fork
     while point is not None and point.session_id not in seen:
         seen.add(point.session_id)
+        try:
+            source = store.get_session(point.session_id)
+        except UnsafePath:
+            break  # a symlink or no directory: never followed, the fork is read alone (spec §8.10)
         paths.append(os.path.join(store.root, point.session_id, "messages.jsonl"))
-        source = store.get_session(point.session_id)
         point = source.fork if source is not None else None
     return paths
 
@@ -260,11 +265,7 @@ def _compile(text: str, regex: bool) -> tuple[Callable[[str], tuple[int, int] | 
         raise InvalidArgument(f"the text to search for must be a non-empty str, got {text!r}")
     if not regex:
         return _plain_matcher(text), needle_bytes(text)
-    try:
-        pattern = re.compile(text)
-    except re.error as exc:
-        raise InvalidArgument(f"not a valid regular expression: {exc}") from None
-    return _regex_matcher(pattern), b""
+    return _regex_matcher(compile_linear(text)), b""
 
 
 def search(
@@ -281,13 +282,17 @@ def search(
     Sessions come newest activity first (as `SessionStore.list_sessions` lists them),
     records in sequence order, and one hit per matching string (its first match). A
     session's title is searched too (``sequence`` 0) unless ``role`` is given, which keeps
-    only messages of that role. ``regex=True`` reads ``text`` as a Python regular
-    expression (`re`). ``on_session(summary)`` is called as each session is started (the
-    command's progress bar).
+    only messages of that role. ``regex=True`` reads ``text`` as an RE2 regular
+    expression (https://github.com/google/re2/wiki/Syntax), matched in time linear in
+    the text; it needs the ``regex`` extra (google-re2). ``on_session(summary)`` is
+    called as each session is started (the command's progress bar).
 
     Raises `InvalidArgument` (a `ValueError`) when ``text`` is empty or not a str, the
-    regular expression does not compile, or ``role`` is not a role; `SessionNotFound`
-    when ``session_id`` names no session; what `SessionStore.records` raises.
+    regular expression does not compile, or ``role`` is not a role; `UnsupportedRegex`
+    (an `InvalidArgument`) for what RE2 cannot match in linear time (backreferences,
+    lookaround); `RegexUnavailable` (an `ImportError`) for ``regex=True`` without
+    google-re2; `SessionNotFound` when ``session_id`` names no session; what
+    `SessionStore.records` raises.
     """
     match, needle = _compile(text, regex)
     if role is not None and role not in _ROLES:

@@ -32,6 +32,7 @@ from . import (
     _meta,
     _recovery,
     _redact,
+    _redactions,
     _resume,
     _session,
     _sources,
@@ -144,6 +145,7 @@ class SessionStore:
         redact: RedactSetting = True,
         blob_threshold: int = _blobs.DEFAULT_THRESHOLD,
         max_record_bytes: int = _blobs.DEFAULT_MAX_RECORD_BYTES,
+        on_redact: Callable[[_redactions.Redaction], None] | None = None,
     ) -> None:
         if durability not in ("fsync", "none"):
             raise InvalidArgument(f"durability must be 'fsync' or 'none', got {durability!r}")
@@ -151,6 +153,8 @@ class SessionStore:
             raise InvalidArgument(f"lock_timeout must be a positive number of seconds, got {lock_timeout!r}")
         if on_problem is not None and not callable(on_problem):
             raise InvalidArgument(f"on_problem must be callable, got {on_problem!r}")
+        if on_redact is not None and not callable(on_redact):
+            raise InvalidArgument(f"on_redact must be callable, got {on_redact!r}")
         #: Strings over ``blob_threshold`` UTF-8 bytes go to blob files; a record line is
         #: at most ``max_record_bytes`` (spec §5.1).
         self._sizes = _blob_writes.Sizes(blob_threshold, max_record_bytes)
@@ -168,6 +172,7 @@ class SessionStore:
         self._listings = SHARED_LISTINGS if fs is None else Listings()
         self._absences = _forks.SHARED_ABSENCES if fs is None else _forks.Absences()
         self._on_problem = on_problem
+        self._on_redact = on_redact
         self._handles = Handles(
             self.root,
             self._fs,
@@ -211,6 +216,22 @@ class SessionStore:
         else:
             logger.warning("%s", problem)
 
+    def _tally(self) -> _redactions.Tally | None:
+        """A counter of what this store's redactor replaces in one write (None: no redaction)."""
+        return _redactions.Tally(self._redactor) if self._redactor is not None else None
+
+    def _redacted(
+        self, tally: _redactions.Tally | None, session_id: str, operation: str, sequences: Iterable[int] = ()
+    ) -> None:
+        """Say what a write replaced (spec §18.1): to ``on_redact``, else as a warning in the log."""
+        notice = tally.notice(session_id, operation, tuple(s for s in sequences if s)) if tally else None
+        if notice is None:
+            return
+        if self._on_redact is not None:
+            self._on_redact(notice)
+        else:
+            logger.warning("%s", notice)
+
     def _report(self, problems: Iterable[Problem]) -> None:
         for problem in problems:
             self._sink(problem)
@@ -225,16 +246,25 @@ class SessionStore:
     def _links(self, session_id: str, directory: str, found: Reporter) -> list[_forks.Link]:
         """The sessions this one's history is read from (spec §8.10): itself alone unless a fork.
 
-        A fork file that cannot be read, or a chain that loops, is reported (``bad-fork``)
-        and the session is read alone, from its own log.
+        A fork file that cannot be read, a source that is no session of this root, or a
+        chain that loops or is too deep, is reported (``bad-fork``) and the session is
+        read alone, from its own log. So are own records at or before the branch: they
+        are read, after the sources' records before them.
         """
+        path = os.path.join(directory, FORK_NAME)
         try:
-            if _forks.read(self._fs, directory) is None:
+            point = _forks.read(self._fs, directory)
+            if point is None:
                 return [_forks.Link(session_id, 0, None)]
-            return _forks.chain(self._fs, self._handles.directory, session_id)
+            first = _session.first_sequence(self._fs, directory)
+            links = _forks.chain(self._fs, self._handles.directory, session_id, first)
         except _forks.DamagedFork as exc:
-            found.report(Problem(os.path.join(directory, FORK_NAME), "bad-fork", str(exc), LEFT_FOR_READERS))
+            found.report(Problem(path, "bad-fork", str(exc), LEFT_FOR_READERS))
             return [_forks.Link(session_id, 0, None)]
+        if links[-1].base < point.sequence:
+            reason = _forks.early_records(first, point)
+            found.report(Problem(path, "bad-fork", reason, LEFT_FOR_READERS))
+        return links
 
     def _fork_history(
         self, links: list[_forks.Link], found: Reporter
@@ -355,6 +385,7 @@ class SessionStore:
                 return self._append_one(session_id, message, usage)
             return self._append(
                 session_id,
+                "append",
                 [message],
                 request_id=request_id,
                 timings=[timing],
@@ -405,6 +436,7 @@ class SessionStore:
         try:
             return self._append(
                 session_id,
+                "append_many",
                 messages,
                 request_id=request_id,
                 timings=timings,
@@ -427,17 +459,21 @@ class SessionStore:
         """`_append` of a runner's plain ``append(session_id, message[, usage=...])``, flat."""
         handles = self._handles
         session = handles.session(session_id)
-        one = _append.encode_one(
-            session, message, usage, self._sizes, handles.clock, handles.new_id, self._redactor
-        )
+        tally = self._tally()
+        one = _append.encode_one(session, message, usage, self._sizes, handles.clock, handles.new_id, tally)
         if one is None:
             return 0  # not to be persisted
         self._write(session, handles.writer, one.build)
+        if tally is not None and tally.kinds:
+            self._redacted(tally, session_id, "append", (one.sequence,))
         return one.sequence
 
-    def _append(self, session_id: str, messages: Sequence[Message], **options: Any) -> list[int]:
+    def _append(
+        self, session_id: str, operation: str, messages: Sequence[Message], **options: Any
+    ) -> list[int]:
         handles = self._handles
         session = handles.session(session_id)
+        tally = self._tally()
         # Everything that can fail on bad input is checked before any file is touched.
         batch = _append.encode(
             session,
@@ -446,11 +482,13 @@ class SessionStore:
             **options,
             clock=handles.clock,
             new_id=handles.new_id,
-            redactor=self._redactor,
+            redactor=tally,
         )
         if batch is None:
             return [0] * len(messages)  # nothing to persist
         self._write(session, handles.writer, batch.build)
+        if tally is not None and tally.kinds:
+            self._redacted(tally, session_id, operation, batch.sequences)
         return batch.sequences
 
     @staticmethod
@@ -745,7 +783,7 @@ class SessionStore:
             raise InvalidArgument(f"metadata must be a mapping, got {type(metadata).__name__}")
         initial = dict(metadata or {})
         _codec.encode_json(initial, "metadata")
-        redactor = self._redactor
+        redactor = self._tally()
         if redactor is not None:
             initial = redactor.redact_value(initial)
             title = redactor.redact(title) if title is not None else None
@@ -754,6 +792,7 @@ class SessionStore:
         session.init = (self._handles.clock(), parent_session_id, session_type, agent_name, title)
         session.init_metadata = initial
         handles.prepared(session)
+        self._redacted(redactor, session_id, "create_session")
         if parent_session_id is not None and session.parent != parent_session_id:
             raise ParentMismatch(
                 f"session {session_id!r} has parent {session.parent!r}; a parent never changes "
@@ -794,16 +833,19 @@ class SessionStore:
                 f"(it is a fork of its source at #{point.sequence}); compact a later record",
                 session_id=session_id,
             )
+        tally = self._tally()
         with self._handles.lock(session_id):
-            return _compact.create(
+            snapshot = _compact.create(
                 self._handles,
                 session_id,
                 directory,
                 compacted_message,
                 compacted_through_sequence,
                 expected_version,
-                self._redactor,
+                tally,
             )
+        self._redacted(tally, session_id, "snapshot")
+        return snapshot
 
     def _require_writable(self, session_id: str, directory: str) -> SessionMeta | None:
         """Refuse to change a session this version cannot read or must not write."""
@@ -842,8 +884,9 @@ class SessionStore:
             title=title, pinned=pinned, metadata=metadata, remove_metadata=remove_metadata,
             expected_version=expected_version, origin=origin, agent_name=agent_name,
         )  # fmt: skip
-        if self._redactor is not None:
-            update.redact(self._redactor)
+        tally = self._tally()
+        if tally is not None:
+            update.redact(tally)
         if not self._handles.check_dir(session_id, directory):
             raise _missing(session_id)
         with self._handles.lock(session_id):
@@ -858,6 +901,7 @@ class SessionStore:
             _meta.check_writable(meta, session_id)
             if update.apply(meta, session_id):
                 _meta.write(self._fs, directory, meta, durable=self._durable)
+                self._redacted(tally, session_id, "update_session")
         # The log's end as this store's writer left it, when an fstat and an lstat show the
         # file at the log's path unchanged since (`LogWriter.known_last`): no reopening and
         # reading of it, which after a durable write's fsyncs cost more than the rest.
@@ -878,13 +922,15 @@ class SessionStore:
         """
         session = self._handles.session(session_id)
         line = _usage.encode(record, self._handles.clock)
-        if self._redactor is not None:
-            line = _usage.redact(line, self._redactor)
+        tally = self._tally()
+        if tally is not None:
+            line = _usage.redact(line, tally)
         build = _usage.builder(line)
         # If the session has to be made (anew) for this record, it starts with defaults,
         # not with what an earlier append of this store would have given it.
         session.init = None
         self._write(session, self._handles.usage_writer, build)
+        self._redacted(tally, session_id, "record_usage")
 
     @_storage_errors
     def usage(self, session_id: str) -> Iterator[dict[str, Any]]:
@@ -971,9 +1017,11 @@ class SessionStore:
         record's id, and readers read the source's records up to it, then the fork's own
         (spec §8.10), which start at ``at_sequence + 1``. Forks of forks work the same way.
         ``new_session_id`` defaults to a new UUID. Raises `SessionNotFound` for an unknown
-        source, `InvalidArgument` when ``at_sequence`` is not a record of its history or
-        ``new_session_id`` is taken. The source may go on appending: the fork keeps the
-        history as it was at the branch.
+        source, `InvalidArgument` when ``at_sequence`` is not a record of its history,
+        ``new_session_id`` is taken, or the source's history cannot be followed: a chain
+        of forks longer than readers follow (64 sessions, the new fork and every source
+        before it counted) or a source whose ``fork.json`` cannot be read.
+        The source may go on appending: the fork keeps the history as it was at the branch.
         """
         validate_session_id(session_id)
         if type(at_sequence) is not int or at_sequence < 1:
@@ -986,6 +1034,7 @@ class SessionStore:
         source_dir = self._readable(session_id)
         if self._summary(session_id, source_dir) is None:
             raise SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
+        self._check_fork_depth(session_id)
         target_dir = handles.directory(target)
         # Under the source's lock: a delete of the source (which holds it too) either sees
         # this fork or has already removed what it would branch from.
@@ -1000,6 +1049,27 @@ class SessionStore:
             )
             self._make_fork(target, target_dir, point)
         return target
+
+    def _check_fork_depth(self, session_id: str) -> None:
+        """Refuse a fork of ``session_id`` that readers would not follow to its start.
+
+        Readers follow at most `_forks.MAX_DEPTH` sessions and read a longer chain as the
+        fork alone (spec §8.10): a fork one past it would silently lose its whole history.
+        A source whose own chain cannot be followed would give the fork nothing of it.
+        """
+        try:
+            sessions = _forks.depth(self._fs, self._handles.directory, session_id)
+        except _forks.DamagedFork as exc:
+            raise InvalidArgument(
+                f"session {session_id!r} cannot be forked: its history cannot be read ({exc})",
+                session_id=session_id,
+            ) from None
+        if sessions >= _forks.MAX_DEPTH:
+            raise InvalidArgument(
+                f"session {session_id!r} ends a chain of forks of {sessions} sessions; a fork of it would be "
+                f"session {sessions + 1} of the chain, and readers follow {_forks.MAX_DEPTH}",
+                session_id=session_id,
+            )
 
     def _make_fork(self, target: str, directory: str, point: ForkPoint) -> None:
         """The fork's directory, its ``fork.json`` (once), then its metadata.
@@ -1110,22 +1180,44 @@ class SessionStore:
 
         Uses this store's redactor (the built-in patterns when the store was made with
         ``redact=False``). Changes nothing; a finding names the file, line, sequence, JSON
-        path and kind of a secret, and a masked preview, never the secret itself.
+        path and kind of a secret, a masked preview and its fingerprint, never the secret
+        itself; ``certain`` is False for a guess, ``allowed`` True for a value the store
+        root's allowlist clears (`allow_findings`). Raises `InvalidArgument` for an
+        allowlist line that is not a fingerprint.
         """
         from . import _secrets  # here: a store that never scans never imports it (start-up)
 
         redactor = self._redactor or _redact.DEFAULT
+        allowed = _secrets.read_allowlist(self._fs, self.root)
         names = self._session_names() if session_id is None else [session_id]
         found: list[_secrets.SecretFinding] = []
         for name in names:
             directory = self._handles.directory(name)
             if self._handles.check_dir(name, directory):
-                found.extend(_secrets.scan(self._fs, name, directory, redactor))
+                found.extend(_secrets.scan(self._fs, name, directory, redactor, allowed))
         return found
 
     @_storage_errors
+    def allow_findings(self, fingerprints: Iterable[str]) -> list[str]:
+        """Add fingerprints of `scan` findings that are no secret to the store root's allowlist.
+
+        The allowlist (``.jsonl-store-allow``, spec §18.2) is a text file meant to be
+        committed with the store: a finding whose fingerprint it holds is reported as
+        ``allowed``, and `redact_session` leaves its value as it is. Nothing stored is
+        changed. Returns the fingerprints that were not in it yet; raises `InvalidArgument`
+        for one that is not 16 lower-case hex digits (nothing is added then).
+        """
+        from . import _secrets
+
+        if isinstance(fingerprints, str) or not isinstance(fingerprints, Iterable):
+            raise InvalidArgument(f"fingerprints must be a list of str, got {fingerprints!r}")
+        return _secrets.add_to_allowlist(self._fs, self.root, fingerprints, durable=self._durable)
+
+    @_storage_errors
     def redact_session(self, session_id: str) -> list[_secrets.SecretFinding]:
-        """Rewrite a stored session without the secrets `scan` finds in it; return what was redacted.
+        """Rewrite a stored session without the certain secrets `scan` finds in it; return what was redacted.
+
+        Guesses (``certain=False``) and values the allowlist clears stay as they are.
 
         The one rewrite of stored bytes this library makes: each file holding a secret is
         written anew (new checksums; snapshots get their boundary's offsets in the new raw
@@ -1138,12 +1230,15 @@ class SessionStore:
         from . import _secrets
 
         redactor = self._redactor or _redact.DEFAULT
+        allowed = _secrets.read_allowlist(self._fs, self.root)
         directory = self._handles.directory(session_id)
         if not self._handles.check_dir(session_id, directory):
             raise SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
         self._handles.forget(session_id)
         with self._handles.lock(session_id):
-            found = _secrets.redact(self._fs, session_id, directory, redactor, lock_timeout=self.lock_timeout)
+            found = _secrets.redact(
+                self._fs, session_id, directory, redactor, lock_timeout=self.lock_timeout, allowed=allowed
+            )
         self._handles.forget(session_id)  # what it cached of the old files is stale now
         return found
 

@@ -34,6 +34,11 @@ from jsonl_store._paths import LOCK_NAME, LOG_NAME, META_NAME, USAGE_NAME, snaps
 needs_rich = pytest.mark.skipif(
     importlib.util.find_spec("rich") is None, reason='needs rich: pip install -e ".[cli]"'
 )
+#: For tests of regular expression search: RE2 comes with the regex extra (google-re2);
+#: without it (the lowest-versions CI environment) a regex search is refused, as tested.
+needs_re2 = pytest.mark.skipif(
+    importlib.util.find_spec("re2") is None, reason='needs google-re2: pip install -e ".[regex]"'
+)
 
 
 def readable(fd: int, timeout: float) -> bool:

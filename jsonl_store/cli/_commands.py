@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from .. import Problem, SessionNotFound, SessionStore, SessionSummary
+from .. import Problem, Redaction, SessionNotFound, SessionStore, SessionSummary
 from ..store import UNUSABLE_KINDS
 from . import _format, _progress, _safe, _term
 from ._blocks import Block, Styled
@@ -51,6 +51,11 @@ def warn(problem: Problem) -> None:
     _safe.write_lines(sys.stderr, [f"jsonl-store: warning: {problem}"])
 
 
+def told(redaction: Redaction) -> None:
+    """The store's ``on_redact``: values a command's write replaced by markers, counted on stderr (spec §18.1)."""
+    _safe.write_lines(sys.stderr, [f"jsonl-store: note: {redaction}"])
+
+
 def heading(text: str) -> Styled:
     """A section's heading: bold on a terminal, the same words in a pipe."""
     return Styled(((text, "bold magenta"),))
@@ -82,11 +87,12 @@ def root_of(args: argparse.Namespace) -> str:
     return root or os.environ.get(ROOT_ENV) or DEFAULT_ROOT
 
 
-def open_store(args: argparse.Namespace) -> SessionStore:
+def open_store(args: argparse.Namespace, on_problem: Callable[[Problem], None] | None = None) -> SessionStore:
     """The store at ``--root``; a missing root is an error, not an empty store.
 
     (`SessionStore` reads a missing root as "no sessions", which would make a mistyped
-    ``--root`` look like a clean, empty store to ``list`` and ``verify``.)
+    ``--root`` look like a clean, empty store to ``list`` and ``verify``.) Problems go to
+    `warn` unless ``on_problem`` is given.
     """
     root = root_of(args)
     if not os.path.isdir(root):
@@ -94,7 +100,7 @@ def open_store(args: argparse.Namespace) -> SessionStore:
         raise CliError(
             f"no session store at '{_safe.escape(root)}': it {state} (use --root DIR or set {ROOT_ENV})"
         )
-    return SessionStore(root, on_problem=warn)
+    return SessionStore(root, on_problem=warn if on_problem is None else on_problem, on_redact=told)
 
 
 def existing(store: SessionStore, session_id: str) -> SessionSummary:

@@ -17,6 +17,7 @@ import msgspec
 import orjson
 
 from .. import ContextSnapshot, Message, Problem, RawMessageRecord, SessionSummary, SessionView
+from .._codec import with_deep_stack
 from .._dialects import resolve
 from . import _frameworks
 from ._blocks import Block, Styled, Table
@@ -43,6 +44,10 @@ ROLE_STYLES = {
 #: Tool arguments and other values shown inline are cut below this many levels of nesting
 #: (shown as ``{…}`` / ``[…]``), so no stored value can make the formatter recurse deeply.
 MAX_DEPTH = 50
+# Whatever append accepts (nested up to `_codec.MAX_DEPTH`) is printed whole by `dumps`
+# (tail --json, show --json, cat): `dumps`, `message_dict` and `render_message`, which have
+# no side effects, run again on a deeper stack when the caller's is too short for a value
+# (`_codec.with_deep_stack`).
 
 
 # ---------------------------------------------------------------------------------------
@@ -57,6 +62,7 @@ def _builtins(value: Any) -> Any:
     raise TypeError(f"cannot encode {type(value).__name__} as JSON")
 
 
+@with_deep_stack
 def dumps(value: Any, *, indent: bool = False) -> bytes:
     """``value`` as UTF-8 JSON with a final newline.
 
@@ -79,6 +85,7 @@ def dumps(value: Any, *, indent: bool = False) -> bytes:
     return (msgspec.json.format(data, indent=2) if indent else data) + b"\n"
 
 
+@with_deep_stack
 def message_dict(message: Message) -> dict[str, Any]:
     """A message as a plain dict (``role`` first for message classes)."""
     if isinstance(message, dict):
@@ -270,6 +277,7 @@ def _call_lines(call: dict[str, Any], width: int) -> list[Block]:
     return [*lines, *(INDENT + "  " + line for line in rest)]
 
 
+@with_deep_stack
 def render_message(
     message: Message,
     *,

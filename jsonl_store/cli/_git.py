@@ -6,8 +6,9 @@ file both branches changed (gitattributes(5), "Defining a custom merge driver"):
 the result in %A and exits 0, or leaves both versions there and exits 1.
 
 The merge itself is `jsonl_store.merge_session_file`. What git does not hand a driver is
-the rest of each side's session directory, which a log merge needs (a side's snapshots
-decide whose records may move), so this module looks it up: ours is ``HEAD``'s tree, and
+the rest of each side's session directory and the forks of the session beside it, which a
+log merge needs (a side's snapshots and forks decide whose records may move), so this
+module looks them up: ours is ``HEAD``'s tree, and
 theirs is the commit git names in ``GITHEAD_<commit>`` (``git merge`` sets it for each
 merged head) or in ``MERGE_HEAD``/``CHERRY_PICK_HEAD``/``REVERT_HEAD``/``REBASE_HEAD``.
 A side counts as found only when that commit's blob at %P is exactly the file git handed
@@ -18,31 +19,72 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import NamedTuple
 
-from .. import install_gitattributes
+from .. import ForkPoint, install_gitattributes
+from .._paths import FORK_NAME, LOG_NAME
 from . import _commands as c
 from . import _safe
 
 DRIVER = "jsonl-store"
-#: What git runs: %O base, %A ours (and the result), %B theirs, %P the path in the repository.
-DRIVER_COMMAND = "jsonl-store git merge-driver %O %A %B %P"
-CONFIG: dict[str, str] = {
-    f"merge.{DRIVER}.name": "jsonl_store sessions: keep both branches' records",
-    f"merge.{DRIVER}.driver": DRIVER_COMMAND,
-    # For the internal merge of several merge bases, take their own common ancestor's
-    # version (the "binary" driver's choice for a virtual ancestor): a valid log that both
-    # sides hold, never one with conflict markers in it.
-    f"merge.{DRIVER}.recursive": "binary",
-}
+#: The driver's arguments: %O base, %A ours (and the result), %B theirs, %P the path in the repository.
+DRIVER_ARGS = "git merge-driver %O %A %B %P"
+#: The first line of the conflict the driver writes (`_merge.conflict_markers`), which the
+#: fallback below looks for to tell "the driver wrote a conflict" from "it never ran".
+_OURS_MARKER = "<<<<<<< ours"
+# What runs when the driver did not finish (its interpreter or package is gone, it crashed):
+# git counts any non-zero exit as a conflict but keeps %A as the driver left it, which is
+# ours untouched, a valid file that one `git add` would commit as the merge. So unless the
+# driver wrote its conflict, this writes ours and theirs whole between git's markers, in
+# POSIX sh with grep, cat, tail and mv only (git runs drivers with the shell, gitattributes(5)),
+# so `verify` fails and nothing of theirs is lost. %A's quoting is git's own.
+_WHY_FALLBACK = (
+    "jsonl-store: the merge driver did not finish (run jsonl-store git setup again if "
+    "jsonl_store was moved or removed); both versions are kept in the file as a conflict"
+)
+_FALLBACK = " ".join(
+    (
+        f"{{ grep -qx '{_OURS_MARKER}' %A || {{",
+        # A side's last line may lack its newline; a marker must still start a line.
+        f"{{ echo '{_OURS_MARKER}'; cat %A; [ -z \"$(tail -c 1 %A)\" ] || echo;",
+        "echo '======='; cat %B; [ -z \"$(tail -c 1 %B)\" ] || echo; echo '>>>>>>> theirs'; }",
+        "> %A.jsonl-store.tmp && mv %A.jsonl-store.tmp %A;",
+        f"echo '{_WHY_FALLBACK}' >&2; }}; exit 1; }}",
+    )
+)
 DRIVER_HELP = (
     "merge one session file: git runs this with %O %A %B %P; the result goes into OURS "
     "(exit 0), or both versions between conflict markers (exit 1)"
 )
 #: Refs that may name the commit being merged in, besides git merge's GITHEAD_<commit>.
 _THEIR_REFS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "REBASE_HEAD")
+
+
+def driver_command(executable: str) -> str:
+    """The driver command `setup` writes: ``executable -m jsonl_store.cli`` by absolute path.
+
+    git runs it with its own ``PATH`` (an IDE's, a GUI client's, one without the virtual
+    environment), so the command names this interpreter instead of looking ``jsonl-store``
+    up, quoted for the shell git runs drivers with (gitattributes(5)); `_FALLBACK` makes a
+    driver that cannot run a visible conflict.
+    """
+    return f"{shlex.quote(executable)} -m jsonl_store.cli {DRIVER_ARGS} || {_FALLBACK}"
+
+
+def config(executable: str) -> dict[str, str]:
+    """The repository config `setup` writes, for the interpreter at ``executable``."""
+    return {
+        f"merge.{DRIVER}.name": "jsonl_store sessions: keep both branches' records",
+        f"merge.{DRIVER}.driver": driver_command(executable),
+        # For the internal merge of several merge bases, take their own common ancestor's
+        # version (the "binary" driver's choice for a virtual ancestor): a valid log that
+        # both sides hold, never one with conflict markers in it.
+        f"merge.{DRIVER}.recursive": "binary",
+    }
 
 
 def register(command: Callable[..., argparse.ArgumentParser]) -> None:
@@ -105,8 +147,10 @@ def setup(args: argparse.Namespace) -> int:
             f"the store '{_safe.escape(root)}' is outside the repository '{_safe.escape(repo)}': "
             "git would never read its .gitattributes"
         )
+    if not sys.executable or not os.path.isabs(sys.executable):
+        raise c.CliError("cannot tell this Python interpreter's path, which the merge driver must name")
     lines = []
-    for key, value in CONFIG.items():
+    for key, value in config(sys.executable).items():
         if _run_git("config", "--local", "--get", key, cwd=repo) != (value + "\n").encode():
             if _run_git("config", "--local", key, value, cwd=repo) is None:
                 raise c.CliError(f"git could not set {key} in '{_safe.escape(repo)}'")
@@ -148,8 +192,15 @@ class _TreeFiles(Mapping[str, bytes]):
         return len(self._names)
 
 
-def _side_files(path: str, data: bytes, commits: Sequence[str]) -> Mapping[str, bytes] | None:
-    """The session directory of the first commit whose ``path`` is exactly ``data``; None if none is."""
+class _Side(NamedTuple):
+    """What a merge of a raw log needs of one side besides the file: its session directory and its forks."""
+
+    files: Mapping[str, bytes]
+    forks: list[ForkPoint]
+
+
+def _side(path: str, data: bytes, commits: Sequence[str]) -> _Side | None:
+    """The session directory and forks of the first commit whose ``path`` is exactly ``data``; None if none is."""
     wanted = _run_git("hash-object", "--no-filters", "--stdin", data=data)
     if wanted is None:
         return None
@@ -160,11 +211,61 @@ def _side_files(path: str, data: bytes, commits: Sequence[str]) -> Mapping[str, 
         listing = _run_git(
             "ls-tree", "-z", "--name-only", commit, "--", f"{directory}/" if directory else "."
         )
-        if listing is None:
+        forks = _forks_of(commit, directory)
+        if listing is None or forks is None:
             return None
         names = [os.path.basename(os.fsdecode(n)) for n in listing.split(b"\0") if n]
-        return _TreeFiles(commit, directory, names)
+        return _Side(_TreeFiles(commit, directory, names), forks)
     return None
+
+
+def _forks_of(commit: str, directory: str) -> list[ForkPoint] | None:
+    """The fork points, in ``commit``, of the store's sessions that fork from the one in ``directory``.
+
+    A fork lives in a sibling directory (``<root>/<fork>/fork.json``, spec §2) and names its
+    source by id, so every fork file of the store root is read, in one ``git cat-file``.
+    None when git cannot list them.
+    """
+    from .. import _forks
+
+    root, session_id = os.path.split(directory)
+    listing = _run_git("ls-tree", "-r", "-z", "--full-tree", commit, "--", f"{root}/" if root else ".")
+    if listing is None:
+        return None
+    blobs = []
+    for entry in filter(None, listing.split(b"\0")):
+        info, _, name = entry.partition(b"\t")
+        parts = os.fsdecode(name).split("/")[len(root.split("/")) if root else 0 :]
+        if info.startswith(b"100") and parts[1:] == [FORK_NAME]:  # a regular file, not a symlink
+            blobs.append(info.split()[2])
+    if not blobs:
+        return []
+    out = _run_git("cat-file", "--batch", data=b"".join(blob + b"\n" for blob in blobs))
+    if out is None:
+        return None
+    points = []
+    for data in _batch_contents(out):
+        try:
+            point = _forks.parse(data)
+        except _forks.DamagedFork:
+            continue  # a reader reports it as `bad-fork`; where it branches is unknown
+        if point.session_id == session_id:
+            points.append(point)
+    return points
+
+
+def _batch_contents(out: bytes) -> Iterator[bytes]:
+    """Each object's bytes in ``git cat-file --batch`` output (``<oid> <type> <size>\\n<bytes>\\n``)."""
+    at = 0
+    while at < len(out):
+        header_end = out.index(b"\n", at)
+        header = out[at:header_end].split()
+        if len(header) != 3:  # "<oid> missing"
+            at = header_end + 1
+            continue
+        size = int(header[2])
+        yield out[header_end + 1 : header_end + 1 + size]
+        at = header_end + 1 + size + 1
 
 
 def _their_commits() -> list[str]:
@@ -185,15 +286,22 @@ def merge_driver(args: argparse.Namespace) -> int:
     base, ours, theirs = _read(args.base), _read(args.ours), _read(args.theirs)
     path = args.path.replace(os.sep, "/")
     name = os.path.basename(path)
-    ours_files = theirs_files = None
-    if name == "messages.jsonl":
-        ours_files = _side_files(path, ours, ["HEAD"])
-        theirs_files = _side_files(path, theirs, _their_commits())
+    mine = other = None
+    if name == LOG_NAME:
+        mine = _side(path, ours, ["HEAD"])
+        other = _side(path, theirs, _their_commits())
     # Imported here: every other command starts without the merge code.
     from .._merge import MergeResult, merge_session_file
 
     result: MergeResult = merge_session_file(
-        name, base, ours, theirs, ours_files=ours_files, theirs_files=theirs_files
+        name,
+        base,
+        ours,
+        theirs,
+        ours_files=mine.files if mine else None,
+        theirs_files=other.files if other else None,
+        ours_forks=mine.forks if mine else (),
+        theirs_forks=other.forks if other else (),
     )
     temporary = f"{args.ours}.jsonl-store.tmp"
     with open(temporary, "wb") as file:

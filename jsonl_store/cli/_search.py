@@ -24,7 +24,7 @@ _MARK_ON = "\x1b[1;31m"
 _MARK_OFF = "\x1b[0m"
 
 EXAMPLE = """jsonl-store search 'week 53'
-jsonl-store search --regex 'week 5[23]' --role tool --session chat-1
+jsonl-store search --regex 'week 5[23]' --role tool --session chat-1   # needs jsonl_store[regex]
 jsonl-store search README --json | jq '.[].sequence'"""
 EXIT_CODES = "exit codes: 0 something matched; 1 nothing matched (as grep); 2 bad input or an unusable store."
 
@@ -96,10 +96,12 @@ def register(command: Register) -> None:
         "search", run, "find a text in every session's messages, tool calls, results and titles", EXAMPLE
     )
     sub.epilog = f"{sub.epilog}\n\n{EXIT_CODES}"
+    sub.add_argument("text", metavar="TEXT", help="the text to find (an RE2 regular expression with --regex)")
     sub.add_argument(
-        "text", metavar="TEXT", help="the text to find (a Python regular expression with --regex)"
+        "--regex",
+        action="store_true",
+        help="read TEXT as an RE2 regular expression, matched in linear time (the regex extra: google-re2)",
     )
-    sub.add_argument("--regex", action="store_true", help="read TEXT as a regular expression")
     sub.add_argument("--session", metavar="ID", help="search only the session ID")
     sub.add_argument(
         "--role",

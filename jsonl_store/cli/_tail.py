@@ -1,9 +1,10 @@
 """``tail``: a session's last records, and with ``-f`` every record appended after them.
 
 Following polls the raw log through the public API: ``tail(ID, 1)`` says whether the
-last sequence moved, and ``tail(ID, k)`` then gives the ``k`` new records (sequences have
-no gaps, so they are exactly the ones after the last printed). Both read backwards from
-the end of the log, so a poll costs the same on a 20,000-record session as on a new one,
+last sequence moved, and ``tail(ID, k)`` then gives the ``k`` new records (a sound
+history has no gaps, so they are exactly the ones after the last printed; a fork whose
+source lost records has some, and `_after` then stops at the history's start). Both
+read backwards from the end of the log, so a poll costs the same on a 20,000-record session as on a new one,
 where ``records(after=last)`` would read the log from its start or its last snapshot.
 A record is printed once it is whole on disk, whatever else happens to the session
 meanwhile: a snapshot never rewrites the raw log (spec/FORMAT.md), and a writer that cuts
@@ -21,9 +22,9 @@ import stat
 import sys
 import time
 
-from .. import RawMessageRecord, SessionStore
+from .. import Problem, RawMessageRecord, SessionStore
 from . import _format, _safe
-from ._commands import emit, existing, open_store, width
+from ._commands import emit, existing, open_store, warn, width
 
 #: Seconds between two looks at the log while following.
 POLL_SECONDS = 0.25
@@ -37,6 +38,27 @@ def _print(records: list[RawMessageRecord], args: argparse.Namespace) -> None:
     else:
         emit(_format.render_records(records, None, full=args.full, width=width()))
     sys.stdout.flush()  # a pipe reader (`tail -f | grep`) sees each record as it comes
+
+
+class _WarnOnce:
+    """`warn`, once per distinct problem: a follow meets the same damage at every poll
+    (a fork's ``bad-fork`` while its source is gone), and saying it each time would bury
+    the records in warnings."""
+
+    #: Distinct problems remembered at most; then all are forgotten at once.
+    KEPT = 1024
+
+    def __init__(self) -> None:
+        self._said: set[str] = set()
+
+    def __call__(self, problem: Problem) -> None:
+        text = str(problem)
+        if text in self._said:
+            return
+        if len(self._said) >= self.KEPT:
+            self._said.clear()
+        self._said.add(text)
+        warn(problem)
 
 
 def _reader_gone() -> bool:
@@ -66,17 +88,20 @@ def _after(store: SessionStore, session_id: str, last: int, n: int) -> list[RawM
     """The records after sequence ``last``, at least ``n`` of them.
 
     More may have been appended since the last sequence was read: ask for more until
-    the oldest one given is the one right after ``last``, so none is skipped.
+    the oldest one given is the one right after ``last``, so none is skipped, or until
+    fewer than asked come back, which is the whole history. A fork's history may lack
+    the records right after ``last`` for good (its source emptied or cut short under it,
+    spec/FORMAT.md §8.10): without that second stop the request would double forever.
     """
     while True:
         records = store.tail(session_id, n)
-        if not records or records[0].sequence <= last + 1:
+        if not records or records[0].sequence <= last + 1 or len(records) < n:
             return [record for record in records if record.sequence > last]
         n *= 2
 
 
 def tail(args: argparse.Namespace) -> int:
-    store = open_store(args)
+    store = open_store(args, _WarnOnce() if args.follow else None)
     existing(store, args.session_id)
     records = store.tail(args.session_id, args.lines)
     if not args.follow:
@@ -92,9 +117,11 @@ def tail(args: argparse.Namespace) -> int:
                 last = 0
             if newest > last:
                 new = _after(store, args.session_id, last, newest - last)
-                if new:  # else it was deleted meanwhile: look again
+                if new:
                     _print(new, args)
                     last = new[-1].sequence
+                else:  # it was deleted or cut short meanwhile: look again at the next poll
+                    time.sleep(POLL_SECONDS)
             elif _reader_gone():
                 raise BrokenPipeError(errno.EPIPE, "the reader of stdout went away")  # main: exit 0
             else:

@@ -17,6 +17,7 @@ import html
 import os
 from collections.abc import Callable
 
+from .._codec import with_deep_stack
 from .._errors import StorageError, storage_error
 from .._view import SessionSummary
 from ..store import SessionStore
@@ -128,6 +129,7 @@ def _entry_html(entry: Entry) -> list[str]:
     return lines
 
 
+@with_deep_stack  # whatever append accepts, however deep the caller's stack (spec §4)
 def render_html(transcript: Transcript, *, in_site: bool = False) -> str:
     """A `Transcript` as one HTML page; ``in_site``: with a link to the index beside it."""
     summary = transcript.summary

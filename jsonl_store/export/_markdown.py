@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import re
 
+from .._codec import with_deep_stack
 from .._view import SessionSummary
 from ..store import SessionStore
 from ._transcript import Entry, Transcript, collect, entries, one_line, page_name, tokens_label, visible, when
@@ -104,6 +105,7 @@ def _entry_lines(entry: Entry) -> list[str]:
     return lines
 
 
+@with_deep_stack  # whatever append accepts, however deep the caller's stack (spec §4)
 def render_markdown(transcript: Transcript) -> str:
     """A `Transcript` as Markdown."""
     summary = transcript.summary

@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from .._codec import with_deep_stack
 from .._errors import SessionNotFound
 from .._records import ContextSnapshot, ModelUsage, RawMessageRecord
 from .._view import SessionSummary
@@ -245,7 +246,11 @@ def to_json(store: SessionStore, session_id: str) -> bytes:
     Every record is given with its sequence, message, timing and token counts; dates are
     ISO 8601 strings. Raises what `collect` raises.
     """
-    transcript = collect(store, session_id)
+    return _json_document(collect(store, session_id))
+
+
+@with_deep_stack  # whatever append accepts, however deep the caller's stack (spec §4)
+def _json_document(transcript: Transcript) -> bytes:
     document = {
         "session": msgspec.to_builtins(transcript.summary),
         "snapshot": None if transcript.snapshot is None else msgspec.to_builtins(transcript.snapshot),

@@ -9,6 +9,10 @@ are stored as Anthropic-shaped dicts, so the session's dialect is ``"anthropic"`
   the message's ``usage``. Consecutive lines of one ``message.id`` become one record with
   all the blocks, and its usage counts once: the last line's (the most complete while
   streaming), never again for the same message id or ``requestId``.
+- A line whose ``uuid`` was read before (a session resumed into its own file, files
+  concatenated) is skipped and counted as ``duplicate``, also when the first copy came
+  in an earlier import: each record keeps its lines' uuids (``uuid``, and ``uuids`` for
+  a message of several lines).
 - Usage in this library's terms: ``input_tokens`` is every input token, cached or not
   (Anthropic's ``input_tokens`` + ``cache_creation_input_tokens`` +
   ``cache_read_input_tokens``), so ``cache_hit_rate`` is the share served from the cache.
@@ -71,6 +75,18 @@ def usage_of(message: dict[str, Any]) -> ModelUsage | None:
     )
 
 
+def _holds(earlier: object, content: object) -> bool:
+    """Whether ``earlier`` (a line's or a stored record's content) already holds all of ``content``."""
+    if earlier == content:
+        return True
+    return (
+        isinstance(earlier, list)
+        and isinstance(content, list)
+        and bool(content)
+        and all(block in earlier for block in content)
+    )
+
+
 def _text(content: object) -> str:
     if isinstance(content, str):
         return content
@@ -90,6 +106,8 @@ class _Group:
     blocks: list[Any]
     last: dict[str, Any]
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: The ``uuid`` of each line after the first (the first's is in ``metadata``).
+    more_uuids: list[str] = field(default_factory=list)
 
 
 def _remember(mapping: dict[str, Any], key: str, value: Any) -> None:
@@ -99,18 +117,33 @@ def _remember(mapping: dict[str, Any], key: str, value: Any) -> None:
         del mapping[next(iter(mapping))]
 
 
+def _is_claude_code_line(d: dict[str, Any]) -> bool:
+    """Whether a line is one only Claude Code writes: a line naming its ``sessionId``, a title
+    line (``summary``, ``custom-title``, ``ai-title``) with its text, or a
+    ``file-history-snapshot`` (a file may open with many of those, none naming the session)."""
+    kind = d.get("type")
+    if kind in _TITLES:
+        return isinstance(d.get(_TITLES[kind]), str)
+    if kind == "file-history-snapshot":
+        return isinstance(d.get("snapshot"), dict)
+    return isinstance(d.get("sessionId"), str) and isinstance(kind, str)
+
+
 class ClaudeCode:
     """The Claude Code format (see the module's docstring)."""
 
     tool = "claude-code"
     dialect = "anthropic"
+    expected = "a Claude Code transcript (JSON lines naming their sessionId)"
 
     def identify(self, path: str, head: list[dict[str, Any]]) -> Target | None:
+        if not any(_is_claude_code_line(d) for d in head):
+            return None  # another tool's file (a Codex rollout, a pi session) or other JSON
         session = next((d["sessionId"] for d in head if isinstance(d.get("sessionId"), str)), None)
         name = os.path.basename(path)
         if session is None:
             stem = name.removesuffix(".jsonl")
-            if not head or stem.startswith("agent-"):
+            if stem.startswith("agent-"):
                 return None
             session = stem
         agent = next(
@@ -144,6 +177,7 @@ class _Parse:
         self.title_rank = 0
         self.chains: dict[str, str] = dict(out.state.get("chains") or {})
         self.counted: dict[str, bool] = dict.fromkeys(out.state.get("counted") or (), True)
+        self.seen: dict[str, object] = {}  # the content of each line uuid of this pass
 
     def run(self, lines: Iterator[Parsed]) -> None:
         for line, d in lines:
@@ -157,7 +191,10 @@ class _Parse:
         kind = d.get("type")
         message = d.get("message")
         if kind in ("user", "assistant") and isinstance(message, dict):
-            self.message(line, d, message, kind)
+            if self.repeated(d.get("uuid"), message.get("content")):
+                self.out.skip("duplicate")
+            else:
+                self.message(line, d, message, kind)
         elif kind == "system" and d.get("subtype") == "compact_boundary":
             self.flush()
             self.close_boundary(None)
@@ -166,6 +203,26 @@ class _Parse:
             self.title(kind, d[_TITLES[kind]])
         else:
             self.out.skip(f"system:{d.get('subtype')}" if kind == "system" else kind)
+
+    def repeated(self, uuid: object, content: object) -> bool:
+        """Whether a message line is one read before: the same ``uuid`` with the same content.
+
+        Claude Code writes a session's lines again when it is resumed into the same file,
+        and concatenated files repeat theirs; storing them again would repeat messages,
+        and an Anthropic request naming a ``tool_use`` id twice is refused. The lines of
+        one message split over several lines share its ``message.id`` but each has its
+        own ``uuid``, so they are kept; so is a line that reuses a uuid with other content.
+        """
+        if not isinstance(uuid, str):
+            return False
+        if uuid in self.seen:
+            return _holds(self.seen[uuid], content)
+        self.seen[uuid] = content
+        for session_id in {self.out.main.session_id, *self.chains.values()}:
+            stored = self.out.stored_lines(session_id).get(uuid)
+            if isinstance(stored, dict) and _holds(stored.get("content"), content):
+                return True
+        return False
 
     def message(
         self, line: _source.SourceLine, d: dict[str, Any], message: dict[str, Any], kind: str
@@ -195,6 +252,8 @@ class _Parse:
         if group is not None and group.session_id == session_id and key is not None and group.key == key:
             group.blocks.extend(blocks)
             group.end, group.last = line.end, d
+            if isinstance(d.get("uuid"), str):
+                group.more_uuids.append(d["uuid"])
             return
         self.flush()
         for name in ("id", "model"):
@@ -215,9 +274,12 @@ class _Parse:
                 _remember(self.counted, group.key, True)
         request_id = last.get("requestId") if isinstance(last.get("requestId"), str) else None
         message = {"role": "assistant", "content": group.blocks}
-        self.out.add(
-            Entry(group.session_id, message, group.line, group.end, usage, request_id, group.metadata)
-        )
+        metadata = group.metadata
+        if group.more_uuids:
+            # Every line's uuid, so a later import knows each of them (`repeated`).
+            first = [metadata["uuid"]] if "uuid" in metadata else []
+            metadata = {**metadata, "uuids": [*first, *group.more_uuids]}
+        self.out.add(Entry(group.session_id, message, group.line, group.end, usage, request_id, metadata))
 
     def close_boundary(self, summary: tuple[_source.SourceLine, str] | None) -> None:
         """Store the waiting compaction: with ``summary`` (its line and text), or with the boundary's own text."""

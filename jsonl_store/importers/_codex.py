@@ -93,6 +93,7 @@ class Codex:
 
     tool = "codex"
     dialect = "openai-responses"
+    expected = "a Codex rollout (JSON lines of type session_meta, response_item or event_msg)"
 
     def identify(self, path: str, head: list[dict[str, Any]]) -> Target | None:
         for d in head:

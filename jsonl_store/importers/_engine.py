@@ -18,6 +18,10 @@ for all three:
 - **Conditional appends.** Each record is appended with ``expected_last_sequence`` (spec
   §9.10): if another writer appended to the session meanwhile, the file's import stops
   with a problem instead of interleaving.
+- **Redaction, visible.** What the store's redactor replaces (`SessionStore.redactor`) is
+  replaced here, before each append, by a `Tally` that counts it per kind (spec §18.1),
+  so the report says how many values of which kinds every file lost
+  (`FileReport.redacted`); the store then finds nothing more to replace.
 - **Compactions.** A hidden marker record (``include_in_messages=False``), then
   `SessionStore.snapshot` through it with the summary as the compacted message, as
   `checkpoint` does for a rewrite. The marker's metadata keeps the summary, so a crash
@@ -36,12 +40,15 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Protocol
 
+import msgspec
+
 from .. import (
     CompactedMessage,
     InvalidArgument,
     InvalidMessage,
     JsonlStoreError,
     ModelUsage,
+    Redactor,
     SequenceConflict,
     SessionStore,
     SessionSummary,
@@ -49,6 +56,7 @@ from .. import (
     UnsupportedValue,
     encode_session_id,
 )
+from .._redactions import Tally
 from . import _source
 from ._report import MAX_LISTED_DAMAGE, DamagedLine, FileReport, ImportReport
 
@@ -96,15 +104,24 @@ Event = Entry | Compaction
 Parsed = tuple[_source.SourceLine, dict[str, Any]]
 
 
+#: ``stored(session_id)``: each source line id the records of a session hold, and that record's message.
+StoredLines = Callable[[str], Mapping[str, object]]
+
+
+def _nothing_stored(session_id: str) -> Mapping[str, object]:
+    return {}
+
+
 class Collector:
     """What a format's parser reports for one file: targets, events, skipped lines, its state."""
 
-    def __init__(self, main: Target, state: Mapping[str, Any]) -> None:
+    def __init__(self, main: Target, state: Mapping[str, Any], stored: StoredLines = _nothing_stored) -> None:
         self.main = main
         self.targets: dict[str, Target] = {main.session_id: main}
         self.events: list[Event] = []
         self.skipped: Counter[str] = Counter()
         self.state: dict[str, Any] = dict(state)
+        self.stored_lines = stored
 
     def target(self, target: Target) -> str:
         self.targets.setdefault(target.session_id, target)
@@ -122,6 +139,8 @@ class Format(Protocol):
 
     tool: str
     dialect: str
+    #: What a file of this format is, for the one line that refuses a file of another kind.
+    expected: str
 
     def identify(self, path: str, head: list[dict[str, Any]]) -> Target | None:
         """The session the file at ``path`` feeds, from its first lines (None: not this format)."""
@@ -234,13 +253,20 @@ class _FileRun:
 # ---------------------------------------------------------------------------------------
 
 
+def _tally(store: SessionStore) -> Tally | None:
+    """What counts the values the store's redactor replaces in a file's writes (None: it keeps them)."""
+    redactor: Redactor | None = store.redactor
+    return Tally(redactor) if redactor is not None else None
+
+
 class _Writer:
     """Stores the events of one target session, each once."""
 
-    def __init__(self, store: SessionStore, session_id: str, run: _FileRun) -> None:
+    def __init__(self, store: SessionStore, session_id: str, run: _FileRun, tally: Tally | None) -> None:
         self.store = store
         self.session_id = session_id
         self.run = run
+        self.tally = tally
         self.added = 0
         self.present = 0
         self.snapshots = 0
@@ -301,6 +327,13 @@ class _Writer:
         created_at = source_time(fields.get("timestamp"))
         if created_at is not None:
             del fields["timestamp"]  # it is the record's created_at
+        # What the store would replace is replaced here, counted, and added to the file's
+        # count once the append succeeded (a refused message stored nothing).
+        counted = _tally(self.store) if self.tally is not None else None
+        if counted is not None:
+            message = _pre_redacted(counted, message)
+            fields = _pre_redacted(counted, fields)
+            request_id = _redacted(counted, request_id)
         try:
             sequence = self.store.append(
                 self.session_id,
@@ -317,6 +350,8 @@ class _Writer:
         self.last = sequence
         self.done = event.end
         self.added += 1
+        if counted is not None and self.tally is not None:
+            self.tally.add(counted.kinds)
         return True
 
 
@@ -343,19 +378,38 @@ def _other_file(summary: SessionSummary | None, fmt: Format, head: str | None, p
     )
 
 
-def _create(store: SessionStore, fmt: Format, target: Target, path: str, head: str | None = None) -> None:
+def _pre_redacted(tally: Tally, value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` as the store would keep it, counted: through the encoded bytes, as the store
+    redacts (the cheap pre-filter first); a value JSON cannot hold is left for the store to
+    refuse with its reason."""
+    try:
+        data = msgspec.json.encode(value)
+    except (TypeError, OverflowError, ValueError, RecursionError):
+        return value
+    redacted = tally.redact_json(data)
+    return value if redacted is data else msgspec.json.decode(redacted)
+
+
+def _redacted(tally: Tally | None, text: str | None) -> str | None:
+    """``text`` as the store would keep it, counted (only what is written is counted)."""
+    return tally.redact(text) if tally is not None and text is not None else text
+
+
+def _create(
+    store: SessionStore, fmt: Format, target: Target, path: str, head: str | None, tally: Tally | None
+) -> None:
     summary = store.get_session(target.session_id)
+    title = clean_title(target.title)
     if summary is not None:
-        title = clean_title(target.title)
         if summary.title is None and title is not None:
             # The title line came after the session was made (a file that grew): a runtime
             # title, so a user's rename is never undone.
-            store.update_session(target.session_id, title=title, origin="runtime")
+            store.update_session(target.session_id, title=_redacted(tally, title), origin="runtime")
         return
     store.create_session(
         target.session_id,
-        title=clean_title(target.title),
-        agent_name=clean_title(target.agent_name),
+        title=_redacted(tally, title),
+        agent_name=_redacted(tally, clean_title(target.agent_name)),
         parent_session_id=target.parent,
         metadata={
             "dialect": fmt.dialect,
@@ -366,6 +420,36 @@ def _create(store: SessionStore, fmt: Format, target: Target, path: str, head: s
             },
         },
     )
+
+
+#: The record metadata keys that hold the ids of the source lines a record was made from.
+LINE_ID_KEYS = ("uuid", "uuids")
+
+
+def _stored_lines(store: SessionStore) -> StoredLines:
+    """The source line ids (`LINE_ID_KEYS`) each session holds, with their records' messages,
+    read once per session when asked.
+
+    Asked only when an import reads on from a saved position: the lines before it are
+    not read again, so a line repeated after it (a resumed or concatenated transcript)
+    is known only by what its first copy left in the records.
+    """
+    cache: dict[str, dict[str, object]] = {}
+
+    def stored(session_id: str) -> Mapping[str, object]:
+        if session_id not in cache:
+            found: dict[str, object] = {}
+            if store.get_session(session_id) is not None:
+                for record in store.records(session_id):
+                    for key in LINE_ID_KEYS:
+                        value = record.metadata.get(key)
+                        for line_id in value if isinstance(value, list) else [value]:
+                            if isinstance(line_id, str):
+                                found[line_id] = record.message
+            cache[session_id] = found
+        return cache[session_id]
+
+    return stored
 
 
 def _saved_position(
@@ -413,7 +497,9 @@ def _import_open(store: SessionStore, fmt: Format, path: str, fd: int) -> FileRe
     except JsonlStoreError as exc:  # an id too long for a session id
         return FileReport(path, None, problem=str(exc))
     if main is None:
-        return FileReport(path, None, problem=f"no {fmt.tool} transcript in its first {HEAD_LINES} lines")
+        return FileReport(
+            path, None, problem=f"not {fmt.expected}: none of its first {HEAD_LINES} lines is one"
+        )
     head = run.first_line_digest()
     before = store.get_session(main.session_id)
     problem = _other_file(before, fmt, head, path)
@@ -421,9 +507,10 @@ def _import_open(store: SessionStore, fmt: Format, path: str, fd: int) -> FileRe
         return FileReport(path, main.session_id, problem=problem)
     try:
         offset, number, state = _saved_position(before, fmt, run.size)
-        out = Collector(main, state)
+        out = Collector(main, state, _stored_lines(store) if offset else _nothing_stored)
         fmt.parse(path, run.parsed(offset, number), out)
-        writers = _write(store, fmt, path, out, run, head)
+        tally = _tally(store)
+        writers = _write(store, fmt, path, out, run, head, tally)
     except StorageError:
         raise
     except SequenceConflict as exc:
@@ -448,18 +535,25 @@ def _import_open(store: SessionStore, fmt: Format, path: str, fd: int) -> FileRe
         damaged_count=run.damaged_count,
         snapshots=sum(w.snapshots for w in writers),
         children=tuple(sid for sid in out.targets if sid != main.session_id),
+        redacted=MappingProxyType(dict(tally.kinds) if tally is not None else {}),
     )
 
 
 def _write(
-    store: SessionStore, fmt: Format, path: str, out: Collector, run: _FileRun, head: str | None
+    store: SessionStore,
+    fmt: Format,
+    path: str,
+    out: Collector,
+    run: _FileRun,
+    head: str | None,
+    tally: Tally | None,
 ) -> list[_Writer]:
     used = {event.session_id for event in out.events} | {out.main.session_id}
     writers: dict[str, _Writer] = {}
     for session_id, target in out.targets.items():
         if session_id in used:
-            _create(store, fmt, target, path, head if session_id == out.main.session_id else None)
-            writers[session_id] = _Writer(store, session_id, run)
+            _create(store, fmt, target, path, head if session_id == out.main.session_id else None, tally)
+            writers[session_id] = _Writer(store, session_id, run, tally)
     for event in out.events:
         writers[event.session_id].write(event)
     return list(writers.values())

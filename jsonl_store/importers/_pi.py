@@ -104,6 +104,7 @@ class Pi:
 
     tool = "pi"
     dialect = "neutral"
+    expected = "a pi session (JSON lines headed by a line of type session with its id)"
 
     def identify(self, path: str, head: list[dict[str, Any]]) -> Target | None:
         for d in head:

@@ -6,6 +6,7 @@ into JSON with `ImportReport.to_dict` (what ``jsonl-store import --json`` prints
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -43,7 +44,9 @@ class FileReport:
     not be read, ``damaged_count`` counts them all. ``snapshots`` compactions were stored
     as snapshots; ``children`` are the sub-agent sessions this file fed. ``problem`` says
     why the file could not be imported at all (unreadable, not a regular file, no
-    transcript in it), else None.
+    transcript in it), else None. ``redacted`` counts, per kind, the values the store's
+    redactor replaced by markers in what this file stored (its session and sub-agent
+    sessions together; empty for a store made with ``redact=False``), never the values.
     """
 
     path: str
@@ -57,6 +60,7 @@ class FileReport:
     snapshots: int = 0
     children: tuple[str, ...] = ()
     problem: str | None = None
+    redacted: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -71,6 +75,7 @@ class FileReport:
             "snapshots": self.snapshots,
             "children": list(self.children),
             "problem": self.problem,
+            "redacted": dict(self.redacted),
         }
 
 
@@ -102,6 +107,14 @@ class ImportReport:
         return sum(f.damaged_count for f in self.files)
 
     @property
+    def redacted(self) -> dict[str, int]:
+        """Values replaced by markers per kind, every file together (`FileReport.redacted`)."""
+        total: Counter[str] = Counter()
+        for f in self.files:
+            total.update(f.redacted)
+        return dict(total)
+
+    @property
     def problems(self) -> list[FileReport]:
         """The files that could not be imported at all."""
         return [f for f in self.files if f.problem is not None]
@@ -118,5 +131,6 @@ class ImportReport:
             "present": self.present,
             "skipped": self.skipped,
             "damaged_count": self.damaged_count,
+            "redacted": self.redacted,
             "files": [f.to_dict() for f in self.files],
         }

@@ -5,7 +5,8 @@
     python spec/vectors/make_merge_vectors.py --check  # exit 1 if the committed files differ
 
 Each case is a directory ``merge/<case>/`` with ``base/``, ``ours/`` and ``theirs/``
-(session directories), ``case.json`` and, for a clean merge, ``expected/<file>``. Lines
+(session directories), maybe ``ours-forks/`` and ``theirs-forks/`` (the ``fork.json`` files
+of a side's forks of the session), ``case.json`` and, for a clean merge, ``expected/<file>``. Lines
 are made as make_vectors.py makes them (the library's Structs, `_codec.seal`); the
 expected log is written out here record by record, in the order §17 says, not produced by
 the merge code, so tests/vectors/test_merge_vectors.py checks the code against the spec.
@@ -22,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from jsonl_store import CompactedMessage, UserMessage
+from jsonl_store import CompactedMessage, ForkPoint, UserMessage, _forks
 from jsonl_store.testing.damage import flip
 
 HERE = Path(__file__).resolve().parent
@@ -185,6 +186,58 @@ def _() -> Case:
     }
     expected = log(*BASE, (3, 4, 4), (4, 3, 3))
     return sides, about("theirs' snapshots are not known: theirs must lead", known=(True, False)), expected
+
+
+def fork_file(log_data: bytes, at: int) -> bytes:
+    """A ``fork.json`` of a fork branched from ``log_data``'s session at the record at sequence ``at``."""
+    n = int(log_data.splitlines()[at - 1].split(b'"id":"')[1][24:36], 16)
+    point = ForkPoint(session_id="s", sequence=at, record_id=mv.record_id(n), created_at=mv.at(20))
+    return _forks.encode(point)
+
+
+@case("forked-side-leads")
+def _() -> Case:
+    ours = log(*BASE, (3, 3, 3))
+    theirs = log(*BASE, (3, 4, 4), (4, 5, 5))
+    sides = {
+        "base": {"messages.jsonl": log(*BASE)},
+        "ours": {"messages.jsonl": ours},
+        "theirs": {"messages.jsonl": theirs},
+        "theirs-forks": {"f.json": fork_file(theirs, 3)},
+    }
+    expected = log(*BASE, (3, 4, 4), (4, 5, 5), (5, 3, 3))
+    return (
+        sides,
+        about("theirs was forked at its own record 3: theirs leads though ours' record is older"),
+        expected,
+    )
+
+
+@case("forked-in-the-prefix")
+def _() -> Case:
+    ours = log(*BASE, (3, 4, 4))
+    theirs = log(*BASE, (3, 3, 3))
+    sides = {
+        "base": {"messages.jsonl": log(*BASE)},
+        "ours": {"messages.jsonl": ours},
+        "theirs": {"messages.jsonl": theirs},
+        "ours-forks": {"f.json": fork_file(ours, 2)},
+    }
+    expected = log(*BASE, (3, 3, 3), (4, 4, 4))
+    return sides, about("a fork at a common record moves nothing: the older record leads"), expected
+
+
+@case("both-forked")
+def _() -> Case:
+    ours = log(*BASE, (3, 3, 3))
+    theirs = log(*BASE, (3, 4, 4))
+    sides = {
+        "base": {"messages.jsonl": log(*BASE)},
+        "ours": {"messages.jsonl": ours},
+        "theirs": {"messages.jsonl": theirs, "snapshot-00000001.json": snapshot(theirs, 3)},
+        "ours-forks": {"f.json": fork_file(ours, 3)},
+    }
+    return sides, about("ours forked and theirs compacted past the fork of the branches", conflict=True), None
 
 
 @case("earlier-merge")

@@ -554,7 +554,7 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
 
     Readers give all back as stored; `scan` finds only the secret, `redact` replaces it by
     a marker (new checksums, the same sequences and ids) and then finds nothing. AWS's
-    documentation key (AKIAIOSFODNN7EXAMPLE) is a sample, no secret: it stays (§18.1).
+    documentation key (AKIAIOSFODNN7EXAMPLE) is a sample, no secret: it stays (§18.3).
     """
     log = Log()
     log.add(UserMessage(id=message_id(1), content="Deploy with key [REDACTED:aws-access-key]."))
@@ -564,9 +564,11 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
         tags={"note": "[REDACTED:github-token]"},
     )
     expected = clean(log)
+    # Each finding's fingerprint (§18.2): SHA-256 of "kind:value", its first 16 hex digits.
     expected["scan"] = [
         {"file": "messages.jsonl", "line": 3, "sequence": 3, "where": "$.message.content",
-         "kind": "env-secret", "preview": "q7Rt…(16 chars)"},
+         "kind": "env-secret", "preview": "q7Rt…(16 chars)", "fingerprint": "fff9e71c007486d4",
+         "certain": True, "allowed": False},
     ]  # fmt: skip
     expected["redact"] = {
         "messages": [

@@ -8,6 +8,7 @@ two branches, runs the real ``jsonl-store git setup`` and ``git merge`` (which r
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -22,14 +23,22 @@ from jsonl_store._paths import GITATTRIBUTES_TEXT
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git command")
 
 SID = "chat"
-BIN = str(Path(sys.executable).parent)
+GIT = shutil.which("git") or "git"
+#: git's PATH in every merge here: git's own directory and the system's, never this
+#: environment's bin, so the driver runs whatever PATH git has (an IDE's, a GUI client's).
+PATH = os.pathsep.join(dict.fromkeys([os.path.dirname(GIT), "/usr/bin", "/bin"]))
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every git run here has an empty HOME, so no user's config takes part."""
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
 
 
 def _env() -> dict[str, str]:
     return {
         **os.environ,
-        # The jsonl-store this test runs is the one of its own environment.
-        "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
+        "PATH": PATH,
         "GIT_CONFIG_GLOBAL": os.devnull,
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
@@ -38,6 +47,9 @@ def _env() -> dict[str, str]:
 
 
 def run(*argv: str, cwd: Path, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run ``argv``; ``jsonl-store`` is this environment's, by its interpreter (it is not on PATH)."""
+    if argv[0] == "jsonl-store":
+        argv = (sys.executable, "-m", "jsonl_store.cli", *argv[1:])
     done = subprocess.run(list(argv), cwd=cwd, env=_env(), capture_output=True, text=True, check=False)
     if ok:
         assert done.returncode == 0, (argv, done.stdout, done.stderr)
@@ -86,11 +98,14 @@ def test_setup_writes_the_driver_and_attributes_once(tmp_path: Path) -> None:
     git("init", "-q", cwd=repo)
     (repo / "sessions" / ".gitattributes").write_text("# mine\n/*/** -text\n")  # an older store's file
     first = run("jsonl-store", "--root", "sessions", "git", "setup", cwd=repo)
-    assert "set merge.jsonl-store.driver = jsonl-store git merge-driver %O %A %B %P" in first.stdout
+    driver = git("config", "--local", "--get", "merge.jsonl-store.driver", cwd=repo).stdout.rstrip("\n")
+    # This interpreter by its absolute path, not a name git would look up on its PATH.
+    assert driver.startswith(f"{sys.executable} -m jsonl_store.cli git merge-driver %O %A %B %P || ")
+    assert f"set merge.jsonl-store.driver = {driver}" in first.stdout.splitlines()
     config = git("config", "--local", "--get-regexp", r"^merge\.jsonl-store\.", cwd=repo).stdout.splitlines()
     assert config == [
         "merge.jsonl-store.name jsonl_store sessions: keep both branches' records",
-        "merge.jsonl-store.driver jsonl-store git merge-driver %O %A %B %P",
+        f"merge.jsonl-store.driver {driver}",
         "merge.jsonl-store.recursive binary",
     ]
     attributes = (repo / "sessions" / ".gitattributes").read_text()
@@ -346,3 +361,170 @@ def test_the_driver_reports_a_conflict_escaped_and_a_missing_file_as_an_error(tm
     )
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
     assert missing.stderr.startswith("jsonl-store: error:")
+
+
+def venv(where: Path) -> Path:
+    """A second environment at ``where`` that imports this jsonl_store: its interpreter's path.
+
+    It stands for another install of the package (a reinstall, another virtual environment):
+    a plain venv whose ``.pth`` file names this checkout and the site-packages of its
+    dependencies (removing that file uninstalls the package from it).
+    """
+    import msgspec
+    import orjson
+
+    import jsonl_store
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
+    python = where / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    found = [Path(module.__file__ or "").resolve().parents[1] for module in (jsonl_store, orjson, msgspec)]
+    (Path(purelib) / "jsonl_store_test.pth").write_text("".join(f"{path}\n" for path in dict.fromkeys(found)))
+    return python
+
+
+def setup_with(python: Path, repo: Path) -> str:
+    """Run ``git setup`` with ``python``'s jsonl_store; its output."""
+    command = [str(python), "-m", "jsonl_store.cli", "--root", "sessions", "git", "setup"]
+    done = subprocess.run(command, cwd=repo, env=_env(), capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def diverge(repo: Path) -> None:
+    """One record on a branch ``side`` and one on ``main``, each committed; ``main`` checked out."""
+    with branch(repo, "side") as side:
+        side.append(SID, UserMessage(content="side 1"))
+    commit(repo, "side")
+    with branch(repo, "main") as main:
+        main.append(SID, UserMessage(content="main 1"))
+    commit(repo, "main")
+
+
+def test_a_merge_with_no_jsonl_store_on_gits_path_runs_the_driver(repo: Path) -> None:
+    """git's PATH lacks this environment's bin (an IDE, a GUI client): the driver still runs and merges."""
+    assert shutil.which("jsonl-store", path=PATH) is None
+    diverge(repo)
+    merge = git("merge", "side", "-m", "merge side", cwd=repo)
+    assert "CONFLICT" not in merge.stdout + merge.stderr
+    store = SessionStore(repo / "sessions")
+    assert store.verify() == []
+    assert contents(store) == ["base 1", "base 2", "side 1", "main 1"]
+
+
+def test_setup_again_after_a_reinstall_names_the_new_interpreter(repo: Path, tmp_path: Path) -> None:
+    """Setup from another install (a path with spaces and quotes) names it; setup from this one again updates it."""
+    other = venv(tmp_path / 'my env\'s "copy" $HOME')
+    out = setup_with(other, repo)
+    driver = git("config", "--get", "merge.jsonl-store.driver", cwd=repo).stdout.rstrip("\n")
+    assert f"set merge.jsonl-store.driver = {driver}" in out.splitlines()
+    assert driver.startswith(shlex.quote(str(other)) + " -m jsonl_store.cli git merge-driver ")
+    diverge(repo)
+    git("merge", "-q", "side", "-m", "merge side", cwd=repo)  # the quoted path survives git's shell
+    assert SessionStore(repo / "sessions").verify() == []
+    out = run("jsonl-store", "--root", "sessions", "git", "setup", cwd=repo).stdout
+    again = git("config", "--get", "merge.jsonl-store.driver", cwd=repo).stdout.rstrip("\n")
+    assert again.startswith(shlex.quote(sys.executable) + " -m jsonl_store.cli ")
+    assert out.splitlines() == [f"set merge.jsonl-store.driver = {again}"]
+
+
+@pytest.mark.parametrize("gone", ["interpreter removed", "package uninstalled"])
+def test_a_driver_that_cannot_run_leaves_a_conflict_verify_reports(
+    repo: Path, tmp_path: Path, gone: str
+) -> None:
+    """The driver's install is gone: git reports a conflict, the file holds both sides, verify fails."""
+    other = venv(tmp_path / "env")
+    setup_with(other, repo)
+    if gone == "interpreter removed":
+        shutil.rmtree(tmp_path / "env")
+    else:
+        [pth] = (tmp_path / "env").rglob("jsonl_store_test.pth")
+        pth.unlink()
+    diverge(repo)
+    path = f"sessions/{SID}/messages.jsonl"
+    ours = git("show", f"main:{path}", cwd=repo).stdout
+    theirs = git("show", f"side:{path}", cwd=repo).stdout
+    merge = git("merge", "side", "-m", "merge side", cwd=repo, ok=False)
+    assert merge.returncode == 1 and f"CONFLICT (content): Merge conflict in {path}" in merge.stdout
+    assert "the merge driver did not finish" in merge.stderr
+    # Both versions whole, between git's markers: not "ours" alone, which would look merged.
+    assert (repo / path).read_text() == f"<<<<<<< ours\n{ours}=======\n{theirs}>>>>>>> theirs\n"
+    assert SessionStore(repo / "sessions").verify(SID) != []
+    assert run("jsonl-store", "--root", "sessions", "verify", SID, cwd=repo, ok=False).returncode == 1
+    assert f"UU {path}" in git("status", "--porcelain", cwd=repo).stdout.splitlines()
+
+
+def fork_view(store: SessionStore, session_id: str) -> tuple[list[str], list[str]]:
+    """What a fork reads: its records' contents, and its session context's."""
+    return contents(store, session_id), [str(m.content) for m in classes(store.load(session_id).messages)]
+
+
+@pytest.mark.parametrize("into", ["main", "side"])
+@pytest.mark.parametrize("forked_on", ["main", "side"])
+def test_a_fork_made_on_a_branch_reads_the_same_records_after_the_merge(
+    repo: Path, forked_on: str, into: str
+) -> None:
+    """A fork branched at a branch's own record reads what it read before, whichever way the branches merge."""
+    base = git("rev-parse", "HEAD", cwd=repo).stdout.strip()
+    other = "side" if forked_on == "main" else "main"
+    # The other branch's record is older, so without the fork that branch would lead and
+    # the forked branch's records would be renumbered after it.
+    with branch(repo, other, start=base) as store:
+        store.append(SID, UserMessage(content=f"{other} 1"))
+    commit(repo, other)
+    with branch(repo, forked_on, start=base) as store:
+        store.append(SID, UserMessage(content=f"{forked_on} 1"))
+        store.fork(SID, 3, "forked")
+        store.append("forked", UserMessage(content="fork's own"))
+        store.append(SID, UserMessage(content=f"{forked_on} 2"))
+        before = fork_view(store, "forked")
+    commit(repo, forked_on)
+    assert before == (["base 1", "base 2", f"{forked_on} 1", "fork's own"],) * 2
+    git("checkout", "-q", into, cwd=repo)
+    merge = git("merge", "side" if into == "main" else "main", "-m", "merge", cwd=repo)
+    assert "CONFLICT" not in merge.stdout + merge.stderr
+    store = SessionStore(repo / "sessions")
+    assert store.verify() == []
+    assert fork_view(store, "forked") == before
+    assert contents(store) == ["base 1", "base 2", f"{forked_on} 1", f"{forked_on} 2", f"{other} 1"]
+
+
+def test_forks_made_on_both_branches_leave_a_conflict_that_keeps_everything(repo: Path) -> None:
+    """Each branch forked at its own record: no order keeps both branch points, so git reports a conflict."""
+    for name in ("side", "main"):
+        with branch(repo, name) as store:
+            store.append(SID, UserMessage(content=f"{name} 1"))
+            store.fork(SID, 3, f"fork-{name}")
+            store.append(SID, UserMessage(content=f"{name} 2"))
+        commit(repo, name)
+    path = f"sessions/{SID}/messages.jsonl"
+    sides = [git("show", f"{name}:{path}", cwd=repo).stdout for name in ("main", "side")]
+    merge = git("merge", "side", "-m", "merge side", cwd=repo, ok=False)
+    assert merge.returncode == 1 and f"CONFLICT (content): Merge conflict in {path}" in merge.stdout
+    assert "forked past their common records" in merge.stderr
+    merged = (repo / path).read_text().splitlines()
+    assert all(line in merged for side in sides for line in side.splitlines())
+    assert SessionStore(repo / "sessions").verify(SID) != []
+
+
+def test_the_fallback_keeps_both_files_whole_when_a_last_line_lacks_its_newline(tmp_path: Path) -> None:
+    """The driver's interpreter is missing: each marker still starts a line, and both files are kept byte for byte."""
+    from jsonl_store.cli._git import driver_command
+
+    files = {"base": b"", "ours": b"ours 1\nours 2 torn", "theirs": b"theirs 1\n"}
+    for name, data in files.items():
+        (tmp_path / f"{name} it's").write_bytes(data)
+    command = driver_command(str(tmp_path / "gone" / "python"))
+    # git puts each placeholder in single quotes (gitattributes(5)); these names need the escaping.
+    for placeholder, name in (("%O", "base"), ("%A", "ours"), ("%B", "theirs")):
+        command = command.replace(placeholder, shlex.quote(f"{name} it's"))
+    command = command.replace("%P", shlex.quote("sessions/s/messages.jsonl"))
+    done = subprocess.run(["sh", "-c", command], cwd=tmp_path, env=_env(), capture_output=True, check=False)
+    assert done.returncode == 1 and b"the merge driver did not finish" in done.stderr
+    assert (tmp_path / "ours it's").read_bytes() == (
+        b"<<<<<<< ours\nours 1\nours 2 torn\n=======\ntheirs 1\n>>>>>>> theirs\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["base it's", "ours it's", "theirs it's"]

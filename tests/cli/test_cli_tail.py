@@ -16,13 +16,15 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import orjson
 import pytest
 from helpers import readable
 
 from jsonl_store import SessionStore, UserMessage
-from jsonl_store.cli import main
+from jsonl_store.cli import _tail, main
 
 SESSION = "live"
 HEADER = re.compile(r"^ *#(\d+) (\w+)", re.MULTILINE)
@@ -174,3 +176,95 @@ def test_tail_f_into_head_ends_with_0_without_waiting_for_a_record(root: Path) -
     )
     assert (result.returncode, result.stderr) == (0, b"")
     assert result.stdout.count(b"\n") == 1
+
+
+def read_stderr_until(follower: subprocess.Popen[bytes], done: re.Pattern[str], seen: bytearray) -> str:
+    """What the follower wrote to stderr, read until it matches ``done`` (60 s of silence fails)."""
+    assert follower.stderr is not None
+    return read_until(follower.stderr.fileno(), done, seen)
+
+
+def test_tail_f_of_a_fork_keeps_following_when_its_source_is_emptied_replaced_or_cut_short(
+    root: Path,
+) -> None:
+    """A fork followed while its source's log is emptied, replaced by a shorter one and cut
+    short: each record the fork appends is printed once, the damage is one warning, no
+    traceback, and SIGINT still ends it with 0."""
+    source_log = root / SESSION / "messages.jsonl"
+    other = root.parent / "other"
+    with SessionStore(root) as store:
+        store.fork(SESSION, 3, "branch")
+    with SessionStore(other) as store:
+        store.append_many("o", [UserMessage(content="other one"), UserMessage(content="other two")])
+    follower = subprocess.Popen(
+        [*command(), "--root", str(root), "tail", "-f", "branch"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environment(),
+    )
+    assert follower.stdout is not None and follower.stderr is not None
+    out, err = bytearray(), bytearray()
+    try:
+        read_until(follower.stdout.fileno(), re.compile("third"), out)
+        source_log.write_bytes(b"")
+        # The follower has looked at the fork's history since the source went empty: it says so.
+        read_stderr_until(follower, re.compile("bad-fork"), err)
+        steps = [
+            (None, "fourth, the fork's own"),
+            ((other / "o" / "messages.jsonl").read_bytes(), "fifth, on a replaced source"),
+            (b"".join((other / "o" / "messages.jsonl").read_bytes().splitlines(keepends=True)[:1]), "sixth"),
+        ]
+        for log, word in steps:
+            if log is not None:
+                source_log.write_bytes(log)
+            with SessionStore(root) as store:
+                store.append("branch", UserMessage(content=word))
+            text = read_until(follower.stdout.fileno(), re.compile(word), out)
+        follower.send_signal(signal.SIGINT)
+        assert follower.wait(timeout=60) == 0
+        err.extend(follower.stderr.read())
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.wait()
+        follower.stdout.close()
+        follower.stderr.close()
+    assert [int(n) for n, _ in HEADER.findall(text)] == [1, 2, 3, 4, 5, 6]
+    for word in ("fourth, the fork's own", "fifth, on a replaced source", "sixth"):
+        assert text.count(word) == 1
+    warnings = err.decode().splitlines()
+    assert b"Traceback" not in err and "OverflowError" not in err.decode()
+    assert warnings and len(warnings) == len(set(warnings))  # each problem said once, not at every poll
+
+
+def test_tail_f_of_a_fork_whose_source_is_emptied_reads_a_bounded_number_of_times_per_poll(
+    root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In process with a fake sleep: between two polls the follow asks for the fork's last
+    records at most three times, also after the source emptied and the fork appended."""
+    with SessionStore(root) as store:
+        store.fork(SESSION, 3, "branch")
+    calls: list[int] = [0]
+    real_tail = SessionStore.tail
+
+    def counting_tail(self: SessionStore, session_id: str, n: int) -> list[Any]:
+        calls[-1] += 1
+        return real_tail(self, session_id, n)
+
+    def fake_sleep(seconds: float) -> None:
+        polls = len(calls)
+        if polls == 1:
+            (root / SESSION / "messages.jsonl").write_bytes(b"")
+        elif polls == 3:
+            with SessionStore(root) as writer:
+                writer.append("branch", UserMessage(content="fourth, the fork's own"))
+        elif polls == 6:
+            raise KeyboardInterrupt
+        calls.append(0)
+
+    monkeypatch.setattr(SessionStore, "tail", counting_tail)
+    monkeypatch.setattr(_tail, "time", SimpleNamespace(sleep=fake_sleep))
+    assert main(["--root", str(root), "tail", "-f", "branch"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.count("fourth, the fork's own") == 1 and "Traceback" not in captured.err
+    assert len(calls) == 6 and max(calls) <= 3, calls

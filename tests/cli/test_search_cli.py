@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import helpers
 import pytest
-from helpers import needs_rich
+from helpers import needs_re2, needs_rich
 
 from jsonl_store import AssistantMessage, SessionStore, ToolCall, ToolMessage, UserMessage
 
@@ -97,6 +98,7 @@ def test_no_hit_exits_one_and_bad_input_exits_two(root: Path, tmp_path: Path) ->
     assert bad.returncode == 2 and b"invalid choice" in bad.stderr
 
 
+@needs_re2
 def test_filters_and_json(root: Path) -> None:
     """``--role``, ``--session`` and ``--regex`` narrow the hits; ``--json`` prints them as an array."""
     done = run(root, "search", "--regex", r"week( 5\d)?", "--role", "tool", "--session", "chat-1", "--json")
@@ -157,3 +159,41 @@ def test_a_reader_that_stops_early_ends_the_search_quietly(tmp_path: Path) -> No
     with process.stderr:
         assert process.wait(timeout=60) == 0
         assert b"Traceback" not in process.stderr.read()
+
+
+@needs_re2
+def test_a_regex_that_backtracks_forever_in_re_exits_at_once(tmp_path: Path) -> None:
+    """``search --regex '(a+)+$'`` on a 35-character message ends (exit 1, nothing matched) instead of running forever."""
+    root = tmp_path / "s"
+    with SessionStore(root, durability="none") as store:
+        store.append("chat", UserMessage(content="a" * 34 + "!"))
+    done = run(root, "search", "--regex", "(a+)+$")
+    assert (done.returncode, done.stdout, done.stderr) == (1, b"", b"")
+    assert run(root, "search", "--regex", "(a+)+!$").stdout.startswith(b"chat #1 user (content): aaaa")
+
+
+@needs_re2
+def test_ctrl_c_stops_a_long_regex_search_with_130_and_no_traceback(tmp_path: Path) -> None:
+    """SIGINT while a search still has hits to print ends it with exit code 130 and no traceback."""
+    root = tmp_path / "many"
+    with SessionStore(root, durability="none") as store:
+        store.append_many("big", [UserMessage(content=f"needle {i} " + "x" * 200) for i in range(5000)])
+    process = subprocess.Popen(
+        [*command(), "--root", str(root), "search", "--regex", "needle [0-9]+"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environment(),
+    )
+    try:
+        assert process.stdout is not None
+        # The first hits are out, and the rest (about 1 MB) cannot fit in the pipe while
+        # nobody reads it: the search is still going when the signal comes.
+        assert os.read(process.stdout.fileno(), 4096).startswith(b"big #1 user (content): needle 0 ")
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 130
+    assert b"Traceback" not in err and err.strip() == b""

@@ -338,3 +338,21 @@ def test_records_keep_the_sources_timestamps(tmp_path: Path, importer: Any, path
     records = list(store.records(sid))
     assert records and all(r.created_at in stamps for r in records)
     assert records[0].created_at == min(r.created_at for r in records)
+
+
+IMPORTERS = {"claude-code": import_claude_code, "codex": import_codex, "pi": import_pi}
+REAL_FILES = [p for p in sorted(DATA.glob("*/*.jsonl"))]
+
+
+@pytest.mark.parametrize(("tool", "path"), [(t, p) for t in IMPORTERS for p in REAL_FILES if p.parent.name != t],
+                         ids=lambda v: v if isinstance(v, str) else v.name)  # fmt: skip
+def test_every_real_transcript_is_refused_by_the_other_tools_importers(
+    tmp_path: Path, tool: str, path: Path
+) -> None:
+    """Each real transcript given to another tool's importer is a file problem, and the store stays empty."""
+    store = SessionStore(tmp_path / "s", durability="none")
+    report = IMPORTERS[tool](store, path)
+    (file,) = report.files
+    assert file.problem is not None and file.problem.startswith("not a"), file.problem
+    assert file.session_id is None and not report.ok
+    assert store.list_sessions() == [] and not (tmp_path / "s").exists()

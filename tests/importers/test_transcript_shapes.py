@@ -328,7 +328,7 @@ def test_a_binary_file_is_a_reported_problem(tmp_path: Path, store: SessionStore
     path = tmp_path / "noise.jsonl"
     path.write_bytes(bytes(range(256)) * 64)
     report = import_codex(store, path)
-    assert report.files[0].problem is not None and "no codex transcript" in report.files[0].problem
+    assert report.files[0].problem is not None and "not a Codex rollout" in report.files[0].problem
     assert store.list_sessions() == []
 
 
@@ -583,3 +583,65 @@ def test_lines_nested_too_deeply_are_damaged_not_a_recursion_error(
     assert [d.line for d in report.damaged] == [2, 3]
     assert "cannot be stored" in report.damaged[1].reason
     assert [m["content"] for m in contents(store, MAIN)] == ["one"]
+
+
+def test_lines_written_twice_store_each_message_once(tmp_path: Path, store: SessionStore) -> None:
+    """A transcript whose lines repeat (same uuid, as a resume or concatenation writes them) stores each message once."""
+    once = [
+        user("u1", "list both"),
+        assistant("a1", "m1", {"type": "text", "text": "listing"}),
+        assistant("a2", "m1", use("c1")),
+        user("u2", result("c1")),
+    ]
+    path = write(tmp_path / f"{SID}.jsonl", once + once + [user("u3", "thanks")])
+    report = import_claude_code(store, path)
+    assert report.added == 4 and report.files[0].skipped_types == {"duplicate": 4}
+    stored = [plain(r.message) for r in store.records(MAIN)]
+    assert [m["role"] for m in stored] == ["user", "assistant", "user", "user"]
+    assert stored[1]["content"] == [{"type": "text", "text": "listing"}, use("c1")]
+    assert is_provider_valid(store.load(MAIN).context, dialect="anthropic")
+
+
+def test_lines_repeated_after_an_import_are_not_stored_again(tmp_path: Path, store: SessionStore) -> None:
+    """Lines appended after an import that repeat earlier ones (even one part of a split message) are skipped; new ones import."""
+    first = [
+        user("u1", "go"),
+        assistant("a1", "m1", {"type": "text", "text": "on it"}),
+        assistant("a2", "m1", use("c1")),
+        user("u2", result("c1")),
+    ]
+    path = write(tmp_path / f"{SID}.jsonl", first)
+    assert import_claude_code(store, path).added == 3
+    write(path, [first[2], first[3], user("u3", "more"), first[1]], mode="a")
+    report = import_claude_code(store, path)
+    assert report.added == 1 and report.files[0].skipped_types == {"duplicate": 3}
+    assert [plain(r.message)["content"] for r in store.records(MAIN)][-1] == "more"
+    calls = [b["id"] for r in store.records(MAIN) for b in plain(r.message)["content"]
+             if isinstance(b, dict) and b.get("type") == "tool_use"]  # fmt: skip
+    assert calls == ["c1"]
+
+
+def test_parts_of_one_split_message_are_kept_not_taken_for_duplicates(
+    tmp_path: Path, store: SessionStore
+) -> None:
+    """Lines sharing message.id with different uuids and blocks are one message's parts: every block is stored."""
+    path = write(tmp_path / f"{SID}.jsonl", [
+        user("u1", "three calls"),
+        assistant("a1", "m1", use("c1")),
+        assistant("a2", "m1", use("c2")),
+        assistant("a3", "m1", use("c3")),
+    ])  # fmt: skip
+    report = import_claude_code(store, path)
+    assert report.added == 2 and report.skipped == 0
+    last = plain(list(store.records(MAIN))[-1].message)
+    assert [b["id"] for b in last["content"]] == ["c1", "c2", "c3"]
+
+
+def test_a_transcript_opening_with_many_file_snapshots_is_still_claude_code(
+    tmp_path: Path, store: SessionStore
+) -> None:
+    """70 file-history-snapshot lines (no sessionId among them) before the first message still identify a Claude Code file."""
+    snapshot = {"type": "file-history-snapshot", "messageId": "m", "snapshot": {"trackedFileBackups": {}}}
+    path = write(tmp_path / f"{SID}.jsonl", [snapshot] * 70 + [user("u1", "hello")])
+    report = import_claude_code(store, path)
+    assert report.ok and report.files[0].session_id == MAIN and report.added == 1

@@ -27,6 +27,7 @@ from jsonl_store import (
     UnsupportedValue,
     UserMessage,
 )
+from jsonl_store._codec import MAX_DEPTH, nesting
 
 NAN = float("nan")
 INF = float("inf")
@@ -163,22 +164,20 @@ def test_too_deeply_nested_message_raises_a_typed_error(store: SessionStore, roo
     assert not root.exists()
 
 
-def test_nesting_near_the_limit_either_round_trips_or_raises_a_typed_error(store: SessionStore) -> None:
-    """Whatever depth an append accepts, the record reads back; what it refuses is a typed error."""
-    accepted = 0
-    for depth in range(900, 1010, 3):
+def test_nesting_near_the_limit_round_trips_up_to_max_depth_and_is_refused_past_it(
+    store: SessionStore,
+) -> None:
+    """Up to MAX_DEPTH levels (the message dict is one) an append is stored and reads back; one more is InvalidMessage."""
+    for depth in range(MAX_DEPTH - 12, MAX_DEPTH + 3):
         session = f"d{depth}"
-        value = nested_list(depth)
-        try:
-            store.append(session, {"role": "user", "content": "x", "v": value})
-        except JsonlStoreError:
+        message = {"role": "user", "content": "x", "v": nested_list(depth - 1)}
+        if depth > MAX_DEPTH:
+            with pytest.raises(InvalidMessage):
+                store.append(session, message)
             continue
-        except RecursionError:
-            continue  # covered (as a bug) by test_too_deeply_nested_message_raises_a_typed_error
-        accepted += 1
+        store.append(session, message)
         (record,) = store.records(session)
-        assert record.message["v"] == value  # type: ignore[index]
-    assert accepted > 0
+        assert nesting(record.message) == depth
 
 
 # ---------------------------------------------------------------------------------------

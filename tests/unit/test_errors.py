@@ -22,6 +22,7 @@ from jsonl_store import (
     ParentMismatch,
     ReadOnlySession,
     RecordTooLarge,
+    RegexUnavailable,
     SequenceConflict,
     SessionHasForks,
     SessionNotFound,
@@ -33,6 +34,7 @@ from jsonl_store import (
     UnrecognizedRecords,
     UnsafePath,
     UnsupportedFormat,
+    UnsupportedRegex,
     UnsupportedValue,
     UserMessage,
 )
@@ -59,6 +61,8 @@ ERRORS: list[tuple[type[JsonlStoreError], type[BaseException] | None]] = [
     (ReadOnlySession, PermissionError),
     (SessionNotFound, KeyError),
     (SessionHasForks, OSError),
+    (UnsupportedRegex, ValueError),
+    (RegexUnavailable, ImportError),
 ]
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,17 +21,21 @@ from jsonl_store import (
     CorruptSession,
     InvalidArgument,
     InvalidSessionId,
+    Problem,
     SequenceConflict,
     SessionHasForks,
     SessionNotFound,
     SessionStore,
     UnsupportedFormat,
     UserMessage,
+    _codec,
     _forks,
     _snapshots,
 )
 from jsonl_store._fs import OS_FS
 from jsonl_store._paths import FORK_NAME
+from jsonl_store.export import to_markdown
+from jsonl_store.search import search
 from jsonl_store.testing import SimulatedFileSystem, crash_states
 
 
@@ -333,3 +340,129 @@ def test_listing_twice_shows_a_fork_made_in_between(source: SessionStore) -> Non
     second = {s.session_id: s.fork for s in source.list_sessions()}
     assert "later" not in first and second["later"] is not None and second["later"].sequence == 2
     assert {sid: fork for sid, fork in second.items() if sid != "later"} == first
+
+
+def test_fork_refuses_a_chain_longer_than_readers_follow(source: SessionStore, root: Path) -> None:
+    """The longest chain readers follow reads whole; a fork one past it is refused and makes nothing."""
+    tip = "a"
+    for n in range(1, _forks.MAX_DEPTH):  # a and 63 forks of forks: 64 sessions, all followed
+        branch = source.get_session(tip).message_count  # type: ignore[union-attr]
+        tip = source.fork(tip, branch, f"f{n}")
+        source.append(tip, UserMessage(content=f"f{n}"))
+    assert contents(source, tip) == [f"a{i}" for i in range(1, 7)] + [
+        f"f{n}" for n in range(1, _forks.MAX_DEPTH)
+    ]
+    before = sorted(p.name for p in root.iterdir())
+    with pytest.raises(InvalidArgument, match="chain of forks"):
+        source.fork(tip, 1, "one-too-many")
+    assert sorted(p.name for p in root.iterdir()) == before
+
+
+def test_a_fork_of_a_source_whose_fork_file_is_damaged_is_refused(source: SessionStore, root: Path) -> None:
+    """A source whose own history cannot be followed cannot be forked: the fork would read nothing of it."""
+    source.fork("a", 3, "b")
+    source.append("b", UserMessage(content="b4"))
+    (root / "b" / FORK_NAME).write_bytes(b"damaged\n")
+    with pytest.raises(InvalidArgument, match="cannot be read"):
+        source.fork("b", 4, "c")
+    assert not (root / "c").exists()
+
+
+def reseal_fork_file(directory: Path, body: bytes) -> None:
+    """Write ``fork.json`` as ``body`` with a checksum that holds, as a careful hand or tool would."""
+    (directory / FORK_NAME).write_bytes(_codec.seal(body))
+
+
+def fork_body(directory: Path, **changes: object) -> bytes:
+    """The fork file's JSON object without its checksum, with ``changes`` made."""
+    fields = orjson.loads((directory / FORK_NAME).read_bytes())
+    del fields["crc"]
+    fields.update(changes)
+    return orjson.dumps(fields)
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A store beside the root whose session ``x`` holds records no reader of the root may show."""
+    path = tmp_path / "outside"
+    with SessionStore(path) as store:
+        for i in range(1, 4):
+            store.append("x", UserMessage(content=f"outside-{i}"))
+    return path
+
+
+def opened_paths(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every path given to ``os.open`` from now on (the store's file system and search's prefilter call it)."""
+    paths: list[str] = []
+    real_open = os.open
+
+    def recording_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        paths.append(os.fsdecode(path))
+        return real_open(path, flags, mode, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "open", recording_open)
+    return paths
+
+
+@pytest.mark.parametrize(
+    "naming",
+    ["parent", "absolute", "escaped parent", "root itself", "empty", "symlink to outside"],
+)
+def test_a_fork_file_naming_no_session_of_the_root_is_bad_fork_and_nothing_outside_is_opened(
+    source: SessionStore, root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch, naming: str
+) -> None:
+    """A re-sealed fork.json naming ../x, an absolute path, a JSON-escaped ../x, '.', '' or a symlinked
+    directory: load, records, tail, verify, list, search and export report bad-fork, open nothing
+    outside the root, and still read the fork's own records."""
+    source.fork("a", 2, "b")
+    source.append("b", UserMessage(content="b3"))
+    directory = root / "b"
+    if naming == "symlink to outside":
+        (root / "elsewhere").symlink_to(outside / "x", target_is_directory=True)
+    names = {
+        "parent": "../outside/x",
+        "absolute": str(outside / "x"),
+        "escaped parent": "@",  # replaced below by its JSON escapes, which decode to ../outside/x
+        "root itself": ".",
+        "empty": "",
+        "symlink to outside": "elsewhere",
+    }
+    body = fork_body(directory, session_id=names[naming])
+    if naming == "escaped parent":
+        body = body.replace(b'"@"', b'"\\u002e\\u002e\\u002foutside\\u002fx"')
+    reseal_fork_file(directory, body)
+    paths = opened_paths(monkeypatch)
+    found: list[Problem] = []
+    store = SessionStore(root, on_problem=found.append)
+    view = store.load("b")
+    assert [str(m.content) for m in view.messages] == ["b3"]  # type: ignore[union-attr]
+    assert "bad-fork" in [p.kind for p in view.problems]
+    assert [str(r.message.content) for r in store.records("b")] == ["b3"]  # type: ignore[union-attr]
+    assert [str(r.message.content) for r in store.tail("b", 5)] == ["b3"]  # type: ignore[union-attr]
+    assert "bad-fork" in [p.kind for p in store.verify("b")]
+    assert {s.session_id for s in store.list_sessions()} >= {"a", "b"}
+    assert [hit.session_id for hit in search(store, "b3")] == ["b"]
+    assert list(search(store, "outside-")) == []
+    assert "outside-" not in to_markdown(store, "b") and "b3" in to_markdown(store, "b")
+    inside = os.path.realpath(root) + os.sep
+    assert paths and [p for p in paths if not os.path.realpath(p).startswith(inside)] == []
+
+
+@pytest.mark.parametrize("branch", [6, 9])
+def test_a_branch_at_or_past_the_sources_end_never_hides_the_forks_own_records(
+    source: SessionStore, root: Path, branch: int
+) -> None:
+    """A fork.json naming a branch past its own first record (even past the source's end, 6):
+    every record the fork acknowledged is read, after the source's records before it, and bad-fork is reported."""
+    source.fork("a", 4, "b")
+    assert [source.append("b", UserMessage(content=f"b{i}")) for i in (5, 6, 7)] == [5, 6, 7]
+    reseal_fork_file(root / "b", fork_body(root / "b", sequence=branch))
+    found: list[Problem] = []
+    store = SessionStore(root, on_problem=found.append)
+    expected = ["a1", "a2", "a3", "a4", "b5", "b6", "b7"]
+    assert contents(store, "b") == expected
+    assert record_texts(store, "b") == list(enumerate(expected, start=1))
+    assert [str(r.message.content) for r in store.tail("b", 4)] == expected[-4:]  # type: ignore[union-attr]
+    assert [r.sequence for r in store.records("b", after=5)] == [6, 7]
+    assert "bad-fork" in [p.kind for p in found]
+    assert [p.kind for p in store.verify("b")] == ["bad-fork"]

@@ -17,6 +17,7 @@ import pytest
 from helpers import classes
 
 from jsonl_store import CompactedMessage, InvalidArgument, Problem, SessionStore, UserMessage, _codec
+from jsonl_store._codec import MAX_DEPTH, nesting
 from jsonl_store._fs import OS_FS
 from jsonl_store._paths import LOG_NAME, META_NAME, USAGE_NAME
 
@@ -105,7 +106,7 @@ def test_a_value_accepted_near_the_nesting_limit_reads_back_from_a_deep_stack(ro
         except ValueError:
             break
         value, depth = candidate, depth + 1
-    assert depth > 800
+    assert depth == MAX_DEPTH - 2  # the message dict and the innermost [] are levels too (spec §4)
 
     def deep_read(frames: int) -> Any:
         if frames:
@@ -113,7 +114,7 @@ def test_a_value_accepted_near_the_nesting_limit_reads_back_from_a_deep_stack(ro
         return [r.message["v"] for r in SessionStore(root).records(SID)]  # type: ignore[index]
 
     found = deep_read(700)
-    assert found[-1] == value
+    assert nesting(found[-1]) == depth + 1 and len(found) == depth
 
 
 def test_a_deeply_nested_meta_json_is_bad_meta(root: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from jsonl_store import (
+    ForkPoint,
     MergeResult,
     SessionStore,
     UserMessage,
@@ -103,6 +104,34 @@ def test_an_earlier_merge_brings_no_record_twice(sides: Sides) -> None:
     result = sides.merge(base=fork)
     assert result.clean, result.conflict
     assert sides.contents(result.data) == ["base 1", "base 2", "ours 1", "theirs 1", "ours 2", "theirs 2"]
+
+
+def fork_point(store: SessionStore, fork_id: str) -> ForkPoint:
+    """The fork point of a new fork ``fork_id`` of the session at its sequence 3."""
+    summary = store.get_session(store.fork(SID, 3, fork_id))
+    assert summary is not None and summary.fork is not None
+    return summary.fork
+
+
+def test_a_fork_at_a_sides_own_record_keeps_that_side_in_place(sides: Sides) -> None:
+    """Theirs forked at its own record: theirs leads though ours' record is older, and forks on both sides conflict."""
+    sides.store("ours").append(SID, UserMessage(id="o1", content="ours 1"))  # the older: ours would lead
+    sides.store("theirs").append(SID, UserMessage(id="t1", content="theirs 1"))
+    point = fork_point(sides.store("theirs"), "f")
+    assert point.record_id == list(sides.store("theirs").records(SID))[2].id  # theirs' own record
+    data = [sides.file(side) for side in ("base", "ours", "theirs")]
+    unforked = merge_logs(*data, ours_snapshots={}, theirs_snapshots={})
+    assert sides.contents(unforked.data) == ["base 1", "base 2", "ours 1", "theirs 1"]
+    result = merge_logs(*data, ours_snapshots={}, theirs_snapshots={}, theirs_forks=[point])
+    assert result.clean, result.conflict
+    assert sides.contents(result.data) == ["base 1", "base 2", "theirs 1", "ours 1"]
+    assert result.data.startswith(sides.file("theirs"))  # the fork's branch point did not move
+    ours_point = fork_point(sides.store("ours"), "g")
+    both = merge_logs(
+        *data, ours_snapshots={}, theirs_snapshots={}, ours_forks=[ours_point], theirs_forks=[point]
+    )
+    assert both.conflict is not None and "forked" in both.conflict
+    assert all(line in both.data.splitlines() for side in data[1:] for line in side.splitlines())
 
 
 def test_a_batch_split_between_the_sides_is_a_conflict(sides: Sides) -> None:

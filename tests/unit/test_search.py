@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
-from helpers import fails_after
+from helpers import fails_after, needs_re2
 
 from jsonl_store import (
     AssistantMessage,
     InvalidArgument,
     Problem,
+    RegexUnavailable,
     SessionNotFound,
     SessionStore,
     ToolCall,
     ToolMessage,
+    UnsupportedRegex,
     UserMessage,
 )
 from jsonl_store.search import CONTEXT, Hit, needle_bytes, search
@@ -63,8 +66,9 @@ def test_role_and_session_filters_keep_only_what_they_name(store: SessionStore) 
     assert where(list(search(store, "ta"))) == [("b", 0, "title"), ("b", 1, "content")]
 
 
+@needs_re2
 def test_regex_matches_decoded_text(store: SessionStore) -> None:
-    """``regex=True`` reads the text as a Python regular expression."""
+    """``regex=True`` reads the text as an RE2 regular expression."""
     hits = list(search(store, r"naïve\(\)", regex=True))
     assert where(hits) == [("a", 3, "content")]
 
@@ -101,7 +105,7 @@ def test_needle_bytes_is_the_longest_run_without_controls_json_escaped() -> None
     ("kwargs", "error"),
     [
         ({"text": ""}, InvalidArgument),
-        ({"text": "("}, InvalidArgument),
+        pytest.param({"text": "("}, InvalidArgument, marks=needs_re2),
         ({"text": "x", "role": "robot"}, InvalidArgument),
         ({"text": "x", "session_id": "missing"}, SessionNotFound),
     ],
@@ -141,3 +145,34 @@ def test_a_fork_is_searched_through_the_history_it_shares(store: SessionStore) -
         ("a", 1, "content"),
     ]
     assert where(list(search(store, "only in the fork"))) == [("a-fork", 2, "content")]
+
+
+@needs_re2
+def test_a_nested_quantifier_that_backtracks_forever_in_re_returns_at_once(tmp_path: Path) -> None:
+    """``(a+)+$`` on 34 a's and a b (about 2**34 backtracking steps in Python's re) finds nothing; ``(a+)+b$`` finds it."""
+    with SessionStore(tmp_path, durability="none") as store:
+        store.append("s", UserMessage(content="a" * 34 + "b"))
+        assert list(search(store, "(a+)+$", regex=True)) == []
+        (hit,) = search(store, "(a+)+b$", regex=True)
+    assert (hit.start, hit.end) == (0, 35)
+
+
+@needs_re2
+@pytest.mark.parametrize("pattern", [r"(a)\1", r"a(?=b)", r"(?<!x)a", r"(?>a+)"])
+def test_what_re2_cannot_match_in_linear_time_is_refused_by_name(store: SessionStore, pattern: str) -> None:
+    """A backreference, lookaround or atomic group (valid for Python's re) is `UnsupportedRegex`, naming RE2's syntax page."""
+    with pytest.raises(UnsupportedRegex, match="RE2 does not accept this pattern") as info:
+        list(search(store, pattern, regex=True))
+    assert "https://github.com/google/re2/wiki/Syntax" in str(info.value)
+    assert isinstance(info.value, InvalidArgument)
+
+
+def test_without_re2_a_regex_search_is_refused_naming_the_extra(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With google-re2 not importable, ``regex=True`` raises `RegexUnavailable` (an ImportError) naming the extra; plain search works."""
+    monkeypatch.setitem(sys.modules, "re2", None)  # what an import of a missing module finds
+    with pytest.raises(RegexUnavailable, match=r"jsonl_store\[regex\]") as info:
+        list(search(store, "(a+)+$", regex=True))
+    assert isinstance(info.value, ImportError)
+    assert where(list(search(store, "Beta"))) == [("b", 0, "title")]

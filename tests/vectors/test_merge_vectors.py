@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from jsonl_store import SessionStore, merge_session_file
+from jsonl_store import SessionStore, _forks, merge_session_file
 
 VECTORS = Path(__file__).resolve().parents[2] / "spec" / "vectors"
 CASES = sorted(p.name for p in (VECTORS / "merge").iterdir() if p.is_dir())
@@ -47,6 +47,12 @@ def test_merge_vector(name: str, tmp_path: Path) -> None:
     sides = {side: _files(directory / side) for side in ("base", "ours", "theirs")}
     known = {side: sides[side] if info["known"][side] else None for side in ("ours", "theirs")}
     data = {side: sides[side].get(file, b"") for side in sides}
+    forks = {
+        side: [_forks.parse(f) for f in _files(directory / f"{side}-forks").values()]
+        if (directory / f"{side}-forks").is_dir()
+        else []
+        for side in ("ours", "theirs")
+    }
     result = merge_session_file(
         file,
         data["base"],
@@ -54,6 +60,8 @@ def test_merge_vector(name: str, tmp_path: Path) -> None:
         data["theirs"],
         ours_files=known["ours"],
         theirs_files=known["theirs"],
+        ours_forks=forks["ours"],
+        theirs_forks=forks["theirs"],
     )
     if info["conflict"]:
         assert result.conflict is not None
@@ -69,6 +77,8 @@ def test_merge_vector(name: str, tmp_path: Path) -> None:
         data["ours"],
         ours_files=known["theirs"],
         theirs_files=known["ours"],
+        ours_forks=forks["theirs"],
+        theirs_forks=forks["ours"],
     )
     if info["known"]["ours"] and info["known"]["theirs"]:
         assert flipped.data == result.data  # the same bytes whichever side is ours
