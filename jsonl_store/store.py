@@ -229,8 +229,14 @@ class SessionStore:
             return
         if self._on_redact is not None:
             self._on_redact(notice)
-        else:
+            return
+        try:
             logger.warning("%s", notice)
+        except RecursionError:
+            # The write is done and must not be reported as failed: an append accepted from
+            # a stack with little room left (spec §4's nesting rule) logs from a thread with
+            # room instead. The warning may have reached a handler once already.
+            _codec._in_deep_stack(logger.warning, "%s", notice)
 
     def _report(self, problems: Iterable[Problem]) -> None:
         for problem in problems:
