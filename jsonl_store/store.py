@@ -450,6 +450,8 @@ class SessionStore:
         )
         if batch is None:
             return [0] * len(messages)  # nothing to persist
+        if batch.expected:
+            _append.refuse_unstarted(session, batch.expected)
         self._write(session, handles.writer, batch.build)
         return batch.sequences
 
@@ -753,7 +755,7 @@ class SessionStore:
         session = handles.session(session_id)
         session.init = (self._handles.clock(), parent_session_id, session_type, agent_name, title)
         session.init_metadata = initial
-        handles.prepared(session)
+        handles.prepared(session, again=True)
         if parent_session_id is not None and session.parent != parent_session_id:
             raise ParentMismatch(
                 f"session {session_id!r} has parent {session.parent!r}; a parent never changes "
@@ -1025,7 +1027,11 @@ class SessionStore:
             raise InvalidArgument(
                 f"session {target!r} was made a fork by someone else meanwhile", session_id=target
             )
-        handles.prepared(handles.session(target))
+        session = handles.session(target)
+        # A fork's metadata starts with defaults, not with what an earlier append of this
+        # store to a session of that id (since deleted) would have given it.
+        session.init, session.init_metadata = None, {}
+        handles.prepared(session, again=True)
 
     def _forks_of(self, session_id: str) -> list[str]:
         """The sessions whose ``fork.json`` names ``session_id`` as their source."""

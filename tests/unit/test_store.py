@@ -636,8 +636,10 @@ def test_delete_session_removes_it_everywhere(store: SessionStore, root: Path) -
     assert store.get_session("s") is None
     assert [s.session_id for s in store.list_sessions()] == ["keep"]
     assert list(store.usage("s")) == []
-    # Only the git-ignored lock file may stay behind.
-    assert set(os.listdir(root / "s")) <= {LOCK_NAME}
+    # The whole directory goes, lock file included (renamed away first: spec §9.5), and
+    # nothing of it stays in the root.
+    assert not (root / "s").exists()
+    assert sorted(os.listdir(root)) == [".gitattributes", ".gitignore", "keep"]
 
 
 def test_delete_session_twice_or_of_an_unknown_session_returns_false(store: SessionStore, root: Path) -> None:
