@@ -8,13 +8,14 @@ process runs out of descriptors every idle one does (``_fs.register_descriptor_c
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import resource
 import stat
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
@@ -267,6 +268,29 @@ class Handles:
                     self.fs.lock(path, self.lock_timeout), session_id, self.lock_timeout, path
                 )
         return lock
+
+    @contextlib.contextmanager
+    def lock_made(self, session: OpenSession) -> Iterator[None]:
+        """The session lock of a session this store writes to, made again if it was deleted.
+
+        Another store's delete renames the directory away (spec §9.5), lock file and all;
+        a writer that still holds it as prepared (`checkpoint`) makes the session again,
+        as its next append would, and locks that.
+        """
+        for attempt in range(_PREPARE_ATTEMPTS):
+            lock = self.lock(session.session_id)
+            try:
+                lock.__enter__()
+            except SessionNotFound:
+                if attempt == _PREPARE_ATTEMPTS - 1:
+                    raise
+                self.prepared(session, again=True)
+                continue
+            try:
+                yield
+            finally:
+                lock.__exit__(None, None, None)
+            return
 
     # -- making what a session needs ----------------------------------------------------------
 

@@ -959,9 +959,49 @@ class SessionStore:
             messages,
             append_options,
             reading=(self._fs, directory, self._listings, self._fork_prefix(session_id, directory)),
-            lock=lambda: handles.lock(session_id),
+            lock=lambda: handles.lock_made(session),
             make=lambda: handles.writer(session),  # creates the session (and its lock file) if new
         )
+
+    def _rewrite_context(
+        self,
+        session_id: str,
+        batch: list[Message],
+        compacted: Message,
+        expected_version: int,
+        append_options: dict[str, Any],
+    ) -> list[int]:
+        """`checkpoint`'s rewrite, under the session lock: ``batch`` (a marker record, then the
+        new tail) in one write, made right after the snapshot through the marker (spec §10)."""
+        handles = self._handles
+        session = handles.session(session_id)
+        directory = handles.directory(session_id)
+        options = dict(append_options)
+        tail = batch[1:]
+        timings = [
+            None,
+            *_append.per_message(options.pop("timing", None), MessageTiming, len(tail), "timing"),
+        ]
+        usages = [None, *_append.usages_for(tail, options.pop("usage", None))]
+        encoded = _append.encode(
+            session, batch, self._sizes, timings=timings, usages=usages,
+            **{**_REWRITE_DEFAULTS, **options},
+            clock=handles.clock, new_id=handles.new_id, redactor=self._redactor,
+        )  # fmt: skip
+        assert encoded is not None  # the marker is always stored
+        make = _compact.before_batch(
+            handles, session_id, directory, compacted, expected_version, self._redactor
+        )
+
+        def build(last: Line | None) -> tuple[bytes, Line]:
+            data, line = encoded.build(last)
+            # Under the append lock, right before the write: the batch goes where the good
+            # part ends now (the writer has cut any damaged tail), and no one can write first.
+            make(last.end if last is not None else 0, data[: data.index(b"\n") + 1])
+            return data, line
+
+        self._write(session, handles.writer, build)
+        return encoded.sequences
 
     # -- forks ----------------------------------------------------------------------------
 
@@ -1177,6 +1217,18 @@ _APPEND_OPTIONS = frozenset(inspect.signature(SessionStore.append_many).paramete
     "session_id",
     "messages",
     "expected_last_sequence",  # a checkpoint decides what it appends after
+}
+
+#: What `append_many` passes to the encoder when a keyword is not given (`_rewrite_context`).
+_REWRITE_DEFAULTS: dict[str, Any] = {
+    "request_id": None,
+    "parent_session_id": None,
+    "title": None,
+    "agent_name": None,
+    "session_type": 0,
+    "metadata": None,
+    "tags": None,
+    "created_at": None,
 }
 
 _stores: weakref.WeakSet[SessionStore] = weakref.WeakSet()

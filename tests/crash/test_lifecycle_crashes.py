@@ -137,3 +137,39 @@ def test_every_crash_point_of_making_a_fork_reads_the_same_to_every_reader() -> 
         assert loaded == got == listed == counted, (state.report(), loaded, got, listed, counted)
         outcomes.add(loaded)
     assert outcomes == {False, True}
+
+
+def _context_ids(store: SessionStore, sid: str) -> list[Any]:
+    return [m.get("id") if isinstance(m, dict) else m.id for m in store.load(sid).context]
+
+
+def test_every_crash_point_of_a_rewriting_checkpoint_reads_as_the_old_or_the_new_context() -> None:
+    """A crash inside a checkpoint that rewrites the context leaves the old context or the new one, never a mix."""
+    fs = SimulatedFileSystem()
+    fs.makedirs(ROOT)
+    store = _store(fs)
+    first = [
+        UserMessage(id="u1", content="hello"),
+        AssistantMessage(id="a1", content="hi"),
+        UserMessage(id="u2", content="more"),
+        AssistantMessage(id="a2", content="sure"),
+    ]
+    store.checkpoint("s", first)
+    old = _context_ids(store, "s")
+    start = len(fs.trace)
+    # The caller compacted its list: a summary, then the last turn kept and a new message.
+    rewritten = [
+        CompactedMessage(id="c1", content="they said hello"),
+        first[2],
+        first[3],
+        UserMessage(id="u3", content="next"),
+    ]
+    store.checkpoint("s", rewritten)
+    new = _context_ids(store, "s")
+    assert new == ["c1", "u2", "a2", "u3"] and old == ["u1", "a1", "u2", "a2"]
+    seen = set()
+    for state in _states(fs, start):
+        found = _context_ids(_store(state.filesystem()), "s")
+        assert found in (old, new), (state.report(), found)
+        seen.add(tuple(found))
+    assert seen == {tuple(old), tuple(new)}
