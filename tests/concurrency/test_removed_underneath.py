@@ -104,3 +104,13 @@ def test_create_session_of_an_id_another_store_deleted_makes_it_again(tmp_path: 
     assert summary.title == "new" and summary.message_count == 0
     again = two.get_session("s")
     assert again is not None and again.title == "new"
+
+
+def test_checkpoint_after_another_store_deleted_the_session_makes_it_again(tmp_path: Path) -> None:
+    """A store's checkpoint of a session another store deleted (lock file and all) stores the list anew."""
+    one, two = SessionStore(tmp_path, durability="none"), SessionStore(tmp_path, durability="none")
+    first = [UserMessage(id="u1", content="a")]
+    one.checkpoint("s", first)
+    assert two.delete_session("s")
+    assert one.checkpoint("s", [*first, AssistantMessage(id="a1", content="b")]) == [1, 2]
+    assert [r.message.id for r in two.records("s")] == ["u1", "a1"]  # type: ignore[union-attr]

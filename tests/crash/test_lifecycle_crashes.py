@@ -20,6 +20,7 @@ from jsonl_store import (
     SessionStore,
     UserMessage,
 )
+from jsonl_store._paths import is_deleted_name
 from jsonl_store.testing import CrashState, SimulatedFileSystem, crash_states
 
 ROOT = "/store"
@@ -85,11 +86,14 @@ def test_every_crash_point_of_deleting_a_session_leaves_all_of_it_or_none() -> N
     assert store.delete_session("s") is True
     checked = 0
     for state in _states(fs, start):
-        fresh = _store(state.filesystem())
+        disk = state.filesystem()
+        fresh = _store(disk)
         seen = _seen(fresh, "s")
         assert seen in (whole, none), state.report()
         if seen == none:
             _check_made_anew(fresh, "s")
+            # What the cut-short delete left is gone with the new session's first write.
+            assert not [name for name in disk.listdir(ROOT) if is_deleted_name(name)], state.report()
             checked += 1
     assert checked > 3
 
