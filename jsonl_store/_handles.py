@@ -9,6 +9,7 @@ process runs out of descriptors every idle one does (``_fs.register_descriptor_c
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import resource
@@ -41,7 +42,6 @@ from ._paths import (
     META_NAME,
     USAGE_NAME,
     deleted_name,
-    is_deleted_name,
     validate_session_id,
 )
 from ._problems import Reporter
@@ -301,11 +301,6 @@ class Handles:
         for name, text in ((GITIGNORE_NAME, GITIGNORE_TEXT), (GITATTRIBUTES_NAME, GITATTRIBUTES_TEXT)):
             if not _dirs.exists(self.fs, os.path.join(self.root, name)):
                 _atomic.create_exclusive(self.fs, self.root, name, text.encode(), durable=self.durable)
-        # What a delete cut short by a crash left (spec §9.5): no session any more, only
-        # files to remove. Looked for once per store, at its first write.
-        for name in self.fs.listdir(self.root):
-            if is_deleted_name(name):
-                clear_deleted(self.fs, os.path.join(self.root, name))
         self._root_ready = True
 
     def prepare(self, session: OpenSession) -> None:
@@ -352,6 +347,11 @@ class Handles:
             # a new root (the .gitignore) must be written into this one too.
             self._root_ready = False
             self.ensure_root()
+        # What a delete of this id cut short by a crash left (spec §9.5): no session any
+        # more, only files to remove. One lstat, once per store and session.
+        gone = os.path.join(self.root, deleted_name(session.session_id))
+        if _dirs.exists(self.fs, gone):
+            clear_deleted(self.fs, gone)
         meta = _session.read_meta(self.fs, session.session_id, session.directory, found)
         if meta is None:
             with self.lock(session.session_id):
@@ -451,8 +451,8 @@ class Handles:
                     # next sees the file gone (st_nlink == 0) and starts a new session.
                     fs.flock(fd, fcntl.LOCK_EX)
                 names = self._deletable(session_id, directory)
-                gone = os.path.join(self.root, deleted_name(session_id, new_uuid7()[-12:]))
-                fs.rename(directory, gone)
+                gone = os.path.join(self.root, deleted_name(session_id))
+                self._rename_away(directory, gone)
                 if self.durable:
                     fs.fsync_dir(self.root)
                 clear_deleted(fs, gone)
@@ -460,6 +460,21 @@ class Handles:
                 if fd is not None:
                     fs.close(fd)
         return any(name in (LOG_NAME, META_NAME, FORK_NAME) for name in names)
+
+    def _rename_away(self, directory: str, gone: str) -> None:
+        """Rename the session directory to ``gone``, clearing what an earlier delete left there.
+
+        rename(2) replaces an empty directory and refuses one that holds something (a
+        delete cut short by a crash, or one another process is clearing right now).
+        """
+        for attempt in range(_PREPARE_ATTEMPTS):
+            clear_deleted(self.fs, gone)
+            try:
+                self.fs.rename(directory, gone)
+                return
+            except OSError as exc:
+                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST) or attempt == _PREPARE_ATTEMPTS - 1:
+                    raise
 
     def _deletable(self, session_id: str, directory: str) -> list[str]:
         """The session directory's names, once every one is known to be the store's to delete.
@@ -519,6 +534,11 @@ def clear_deleted(fs: FileSystem, path: str) -> None:
         fs.rmdir(path)
     except FileNotFoundError:
         pass
+    except OSError as exc:
+        # Another delete of the same id renamed its directory onto this one once it was
+        # empty: what is there now is that delete's to clear.
+        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
 
 
 def _unlink_if_there(fs: FileSystem, path: str) -> None:

@@ -237,14 +237,15 @@ def tmp_name(final_name: str, token: str) -> str:
 
 #: What a session directory is renamed to before its files are deleted (spec §9.5): a
 #: hidden name below the root that no session id can have, so no reader, listing or
-#: writer ever takes what is left of it for a session.
-DELETED_INFIX = ".deleted-"
-_DELETED_NAME = re.compile(rf"\.{_SESSION_ID.pattern}{re.escape(DELETED_INFIX)}[0-9a-f]{{12}}")
+#: writer ever takes what is left of it for a session. One name per session id, so the
+#: next write or delete of that id finds what a crash left without listing the root.
+DELETED_SUFFIX = ".deleted"
+_DELETED_NAME = re.compile(rf"\.{_SESSION_ID.pattern}{re.escape(DELETED_SUFFIX)}")
 
 
-def deleted_name(session_id: str, token: str) -> str:
+def deleted_name(session_id: str) -> str:
     """The name a session directory is renamed to while `delete_session` removes it."""
-    return f".{session_id}{DELETED_INFIX}{token}"
+    return f".{session_id}{DELETED_SUFFIX}"
 
 
 def is_deleted_name(name: str) -> bool:

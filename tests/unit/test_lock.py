@@ -150,6 +150,6 @@ def test_a_waiter_whose_lock_file_was_renamed_away_does_not_hold_the_lock_of_a_m
         thread = threading.Thread(target=waiter)
         thread.start()
         assert opened.wait(30)
-        session.rename(tmp_path / ".s.deleted-0123456789ab")
+        session.rename(tmp_path / ".s.deleted")
     thread.join()
     assert outcome == [FileNotFoundError]  # the directory is gone: nothing at the path to lock

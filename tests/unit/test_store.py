@@ -642,6 +642,31 @@ def test_delete_session_removes_it_everywhere(store: SessionStore, root: Path) -
     assert sorted(os.listdir(root)) == [".gitattributes", ".gitignore", "keep"]
 
 
+def test_delete_session_clears_what_a_crashed_delete_of_the_same_id_left(
+    store: SessionStore, root: Path
+) -> None:
+    """A delete cut short left `.s.deleted` holding files: the next delete of 's' clears it and renames its own there."""
+    store.append("s", user())
+    left = root / ".s.deleted"
+    (left / "blobs").mkdir(parents=True)
+    (left / "blobs" / ("a" * 64)).write_bytes(b"old blob")
+    (left / LOG_NAME).write_bytes(b"old records\n")
+    assert store.delete_session("s") is True
+    assert sorted(os.listdir(root)) == [".gitattributes", ".gitignore"]
+
+
+def test_first_write_to_a_session_clears_what_a_crashed_delete_of_it_left(
+    store: SessionStore, root: Path
+) -> None:
+    """The leftover of a delete cut short goes with the first write to that id, and none of it is read."""
+    left = root / ".s.deleted"
+    left.mkdir(parents=True)
+    (left / META_NAME).write_bytes(b"{}")
+    assert store.append("s", user()) == 1
+    assert not left.exists()
+    assert [s.session_id for s in store.list_sessions()] == ["s"]
+
+
 def test_delete_session_twice_or_of_an_unknown_session_returns_false(store: SessionStore, root: Path) -> None:
     """Deleting what is not there returns False and creates nothing."""
     assert store.delete_session("nobody") is False
