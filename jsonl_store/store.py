@@ -451,7 +451,13 @@ class SessionStore:
         if batch is None:
             return [0] * len(messages)  # nothing to persist
         if batch.expected:
-            _append.refuse_unstarted(session, batch.expected)
+            expected = batch.expected
+            _append.refuse_unstarted(session, expected)
+            # Deleted between that look and the write: the retry must not make it again.
+            self._write(
+                session, handles.writer, batch.build, lambda: _append.refuse_unstarted(session, expected)
+            )
+            return batch.sequences
         self._write(session, handles.writer, batch.build)
         return batch.sequences
 
@@ -460,15 +466,19 @@ class SessionStore:
         session: OpenSession,
         writer_of: Callable[[OpenSession], LogWriter],
         build: Callable[[Line | None], tuple[bytes, Line]],
+        before_retry: Callable[[], None] | None = None,
     ) -> None:
         """``writer_of(session).append(build)``; when the session directory vanished under
-        us (another process deleted it), the session is made again and the write retried once."""
+        us (another process deleted it), the session is made again and the write retried
+        once, unless ``before_retry`` raises first."""
         writer = writer_of(session)
         try:
             writer.append(build)
         except FileNotFoundError:
             session.prepared = False
             writer.close()
+            if before_retry is not None:
+                before_retry()
             writer_of(session).append(build)
 
     # -- reading ------------------------------------------------------------------------

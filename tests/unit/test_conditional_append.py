@@ -101,3 +101,28 @@ def test_a_conditional_append_refused_after_another_store_deleted_the_session_le
         writer.append("s", user("late"), expected_last_sequence=2)
     assert SessionStore(root).get_session("s") is None
     writer.close()
+
+
+def test_a_conditional_append_whose_session_is_deleted_right_after_the_look_makes_nothing(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A delete by another store between the look for the log and the write still leaves the session deleted."""
+    from jsonl_store import _append
+    from jsonl_store._handles import OpenSession
+
+    writer = SessionStore(root, durability="none")
+    writer.append_many("s", [user("a"), user("b")])
+    real = _append.refuse_unstarted
+    looks: list[int] = []
+
+    def look_then_lose_the_race(session: OpenSession, expected: int) -> None:
+        real(session, expected)
+        looks.append(expected)
+        if len(looks) == 1:
+            assert SessionStore(root).delete_session("s")
+
+    monkeypatch.setattr(_append, "refuse_unstarted", look_then_lose_the_race)
+    with pytest.raises(SequenceConflict):
+        writer.append("s", user("late"), expected_last_sequence=2)
+    assert SessionStore(root).get_session("s") is None and not (root / "s").exists()
+    writer.close()
