@@ -469,17 +469,22 @@ class SessionStore:
         before_retry: Callable[[], None] | None = None,
     ) -> None:
         """``writer_of(session).append(build)``; when the session directory vanished under
-        us (another process deleted it), the session is made again and the write retried
-        once, unless ``before_retry`` raises first."""
-        writer = writer_of(session)
-        try:
-            writer.append(build)
-        except FileNotFoundError:
-            session.prepared = False
-            writer.close()
-            if before_retry is not None:
-                before_retry()
-            writer_of(session).append(build)
+        us (another process deleted it), the session is made again and the write retried,
+        unless ``before_retry`` raises first. A delete renames the whole directory away
+        (spec §9.5), so a process deleting the session again and again can take it from
+        under each retry: the write is tried `_WRITE_ATTEMPTS` times in all."""
+        for attempt in range(_WRITE_ATTEMPTS):
+            writer = writer_of(session)
+            try:
+                writer.append(build)
+                return
+            except FileNotFoundError:
+                if attempt == _WRITE_ATTEMPTS - 1:
+                    raise
+                session.prepared = False
+                writer.close()
+                if before_retry is not None:
+                    before_retry()
 
     # -- reading ------------------------------------------------------------------------
 
@@ -1228,6 +1233,9 @@ _APPEND_OPTIONS = frozenset(inspect.signature(SessionStore.append_many).paramete
     "messages",
     "expected_last_sequence",  # a checkpoint decides what it appends after
 }
+
+#: How many times `SessionStore._write` tries a write whose session directory vanished.
+_WRITE_ATTEMPTS = 8
 
 #: What `append_many` passes to the encoder when a keyword is not given (`_rewrite_context`).
 _REWRITE_DEFAULTS: dict[str, Any] = {
