@@ -236,3 +236,21 @@ def blob_aside_name(digest: str) -> str:
 
 def tmp_name(final_name: str, token: str) -> str:
     return f"{final_name}.{token}{TMP_SUFFIX}"
+
+
+#: What a session directory is renamed to before its files are deleted (spec §9.5): a
+#: hidden name below the root that no session id can have, so no reader, listing or
+#: writer ever takes what is left of it for a session. One name per session id, so the
+#: next write or delete of that id finds what a crash left without listing the root.
+DELETED_SUFFIX = ".deleted"
+_DELETED_NAME = re.compile(rf"\.{_SESSION_ID.pattern}{re.escape(DELETED_SUFFIX)}")
+
+
+def deleted_name(session_id: str) -> str:
+    """The name a session directory is renamed to while `delete_session` removes it."""
+    return f".{session_id}{DELETED_SUFFIX}"
+
+
+def is_deleted_name(name: str) -> bool:
+    """Whether a root entry is a session directory renamed away by a delete (`deleted_name`)."""
+    return _DELETED_NAME.fullmatch(name) is not None
