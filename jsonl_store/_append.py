@@ -11,18 +11,19 @@ the two write the same bytes and raise the same errors.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 
-from . import _blob_writes, _codec, _meta
+from . import _blob_writes, _codec, _dirs, _meta
 from ._errors import InvalidArgument, ParentMismatch, SequenceConflict
 from ._handles import OpenSession, now
 from ._ids import new_uuid7
 from ._log import Line
-from ._paths import validate_session_id
+from ._paths import FORK_NAME, LOG_NAME, validate_session_id
 from ._reader import sequence_of
 from ._records import AssistantMessage, Message, MessageTiming, ModelUsage
 from ._redact import Redactor
@@ -216,6 +217,26 @@ class Batch:
             self.store_blobs(self.session.directory, self.blobs)
         data = b"".join(parts) if len(parts) > 1 else parts[0]
         return data, Line(len(data) - len(parts[-1]), None, body, len(data), sequence)
+
+
+def refuse_unstarted(session: OpenSession, expected: int) -> None:
+    """`SequenceConflict` for a conditional append expecting records of a session that has
+    none: no raw log and no fork file, so its last sequence is 0 (spec §9.1).
+
+    Looked at before the writer opens anything: a conflict must not make the session
+    (its directory, metadata and empty log) on the way to being found.
+    """
+    fs, directory = session.fs, session.directory
+    if _dirs.exists(fs, os.path.join(directory, LOG_NAME)) or _dirs.exists(
+        fs, os.path.join(directory, FORK_NAME)
+    ):
+        return
+    raise SequenceConflict(
+        f"session {session.session_id!r} has no record, not {expected}; nothing was written",
+        expected=expected,
+        actual=0,
+        session_id=session.session_id,
+    )
 
 
 def payload_of(

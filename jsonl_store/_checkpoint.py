@@ -86,6 +86,15 @@ class Store(Protocol):
         compacted_through_sequence: int,
         expected_version: int,
     ) -> ContextSnapshot: ...
+    def _rewrite_context(
+        self,
+        session_id: str,
+        batch: list[Message],
+        compacted: Message,
+        expected_version: int,
+        append_options: dict[str, Any],
+    ) -> list[int]:
+        """Append ``batch`` in one write, right after the snapshot through its first record."""
 
 
 def check_messages(messages: object) -> None:
@@ -398,11 +407,15 @@ def rewrite(
         _codec.encode_message(message)  # refuse bad input before the marker is written
     _snapshots.check_size(_codec.encode_message(compacted)[0])
     # A marker record first: it always advances the boundary (even right after another
-    # snapshot) and leaves a trace of the rewrite in the raw log.
+    # snapshot) and leaves a trace of the rewrite in the raw log. Marker and new tail are
+    # one batch, written right after the snapshot through the marker: a snapshot is
+    # trusted only once its boundary's batch is whole (spec §10), so a crash at any point
+    # reads as the old context or the new one, never the summary without its tail.
     marker = CompactedMessage(
         content="checkpoint: the session context was rewritten here", include_in_messages=False
     )
-    through = store.append(session_id, marker)
-    store.snapshot(session_id, compacted, through, cache.snapshot_version)
     tail = [*rest, *unseen]
-    return store.append_many(session_id, tail, **append_options)[: len(rest)] if tail else []
+    sequences = store._rewrite_context(
+        session_id, [marker, *tail], compacted, cache.snapshot_version, append_options
+    )
+    return sequences[1 : 1 + len(rest)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgspec
 
 from . import _codec, _snapshots
@@ -105,6 +107,61 @@ def create(
             session_id=session_id,
         )
     return msgspec.structs.replace(snapshot, compacted_message=compacted_message, session_id=session_id)
+
+
+def before_batch(
+    handles: Handles,
+    session_id: str,
+    directory: str,
+    compacted_message: Message,
+    expected_version: int,
+    redactor: Redactor | None = None,
+) -> Callable[[int, bytes], None]:
+    """What makes the snapshot of a checkpoint's rewrite, once its boundary's place is known.
+
+    The rewrite writes the marker record and the new tail as one batch; its snapshot
+    (through the marker) is made right before that batch's write, under the append lock,
+    by the returned ``make(offset, marker_line)``. Until the batch is whole on disk, the
+    snapshot is not trusted (spec §10), so a crash leaves the old context or the new one.
+    Checked now, under the session lock the caller holds: the expected version (else
+    `SnapshotConflict`); the version is one above every snapshot file present.
+    """
+    fs = handles.fs
+    payload, plain = _codec.encode_message(compacted_message)
+    if redactor is not None:
+        payload = redactor.redact_json(payload)
+    _restore_if_converted(handles, session_id, directory)
+    present = _snapshots.versions(fs, directory)
+    with LogReader(fs, session_id, directory, handles.reporter) as log:
+        current = log.latest_snapshot(present=present)
+    current_version = current.version if current else 0
+    if expected_version != current_version:
+        raise SnapshotConflict(
+            f"session {session_id!r} is at snapshot version {current_version}, not {expected_version}",
+            session_id=session_id,
+        )
+    version = max([current_version, *present]) + 1
+
+    def make(offset: int, marker_line: bytes) -> None:
+        sequence, _, record_id = _codec.record_position(marker_line[:-1])
+        snapshot = ContextSnapshot(
+            version=version,
+            id=handles.new_id(),
+            created_at=handles.clock(),
+            compacted_through_sequence=sequence,
+            boundary_offset=offset,
+            tail_offset=offset + len(marker_line),
+            boundary_record_id=record_id,
+            plain=plain,
+            compacted_message=msgspec.Raw(payload),
+        )
+        if not _snapshots.create(fs, directory, snapshot, durable=handles.durable):
+            raise SnapshotConflict(
+                f"snapshot {version} of session {session_id!r} was created by another writer",
+                session_id=session_id,
+            )
+
+    return make
 
 
 def _restore_if_converted(handles: Handles, session_id: str, directory: str) -> None:

@@ -8,13 +8,15 @@ process runs out of descriptors every idle one does (``_fs.register_descriptor_c
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import os
 import resource
 import stat
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
@@ -39,6 +41,7 @@ from ._paths import (
     LOG_NAME,
     META_NAME,
     USAGE_NAME,
+    deleted_name,
     validate_session_id,
 )
 from ._problems import Reporter
@@ -266,6 +269,29 @@ class Handles:
                 )
         return lock
 
+    @contextlib.contextmanager
+    def lock_made(self, session: OpenSession) -> Iterator[None]:
+        """The session lock of a session this store writes to, made again if it was deleted.
+
+        Another store's delete renames the directory away (spec §9.5), lock file and all;
+        a writer that still holds it as prepared (`checkpoint`) makes the session again,
+        as its next append would, and locks that.
+        """
+        for attempt in range(_PREPARE_ATTEMPTS):
+            lock = self.lock(session.session_id)
+            try:
+                lock.__enter__()
+            except SessionNotFound:
+                if attempt == _PREPARE_ATTEMPTS - 1:
+                    raise
+                self.prepared(session, again=True)
+                continue
+            try:
+                yield
+            finally:
+                lock.__exit__(None, None, None)
+            return
+
     # -- making what a session needs ----------------------------------------------------------
 
     def ensure_root(self) -> None:
@@ -286,21 +312,16 @@ class Handles:
         by a power loss (possible under ``durability="none"``) is moved aside and made
         anew, so it never blocks the appends that follow.
         """
-        self.ensure_root()
-        made = _dirs.makedirs(self.fs, session.directory, durable=self.durable, session_id=session.session_id)
-        if made[:-1]:
-            # More than the session directory was made: the root itself was gone (removed
-            # by someone else while this store was open). What `ensure_root` writes into
-            # a new root (the .gitignore) must be written into this one too.
-            self._root_ready = False
-            self.ensure_root()
-        found = Reporter()
-        meta = _session.read_meta(self.fs, session.session_id, session.directory, found)
-        if meta is None:
-            with self.lock(session.session_id):
-                meta = _session.read_meta(self.fs, session.session_id, session.directory, found)
-                if meta is None:
-                    meta = self._create_meta(session, moved_aside=bool(found.problems))
+        for attempt in range(_PREPARE_ATTEMPTS):
+            found = Reporter()
+            try:
+                meta = self._ensure_meta(session, found)
+                break
+            except SessionNotFound:
+                # Deleted by another process between our mkdir and its lock (a delete
+                # renames the directory away, spec §9.5): make it again.
+                if attempt == _PREPARE_ATTEMPTS - 1:
+                    raise
         if found.problems:
             self.reporter.report(found.problems[0])  # read twice, reported once
         _meta.check_writable(meta, session.session_id)
@@ -315,6 +336,29 @@ class Handles:
             ) from None
         session.base = point.sequence if point is not None else 0
         session.prepared = True
+
+    def _ensure_meta(self, session: OpenSession, found: Reporter) -> SessionMeta:
+        """The session's directory made and its metadata read, or created under its lock."""
+        self.ensure_root()
+        made = _dirs.makedirs(self.fs, session.directory, durable=self.durable, session_id=session.session_id)
+        if made[:-1]:
+            # More than the session directory was made: the root itself was gone (removed
+            # by someone else while this store was open). What `ensure_root` writes into
+            # a new root (the .gitignore) must be written into this one too.
+            self._root_ready = False
+            self.ensure_root()
+        # What a delete of this id cut short by a crash left (spec §9.5): no session any
+        # more, only files to remove. One lstat, once per store and session.
+        gone = os.path.join(self.root, deleted_name(session.session_id))
+        if _dirs.exists(self.fs, gone):
+            clear_deleted(self.fs, gone)
+        meta = _session.read_meta(self.fs, session.session_id, session.directory, found)
+        if meta is None:
+            with self.lock(session.session_id):
+                meta = _session.read_meta(self.fs, session.session_id, session.directory, found)
+                if meta is None:
+                    meta = self._create_meta(session, moved_aside=bool(found.problems))
+        return meta
 
     def _create_meta(self, session: OpenSession, *, moved_aside: bool) -> SessionMeta:
         """The first metadata file, made under the session lock (a damaged one moved aside first)."""
@@ -334,10 +378,14 @@ class Handles:
             )
         return existing
 
-    def prepared(self, session: OpenSession) -> None:
-        """Prepare the session (directory and metadata) unless this store has already."""
+    def prepared(self, session: OpenSession, *, again: bool = False) -> None:
+        """Prepare the session (directory and metadata) unless this store has already.
+
+        ``again``: whatever this store did before, since another store may have deleted
+        the session meanwhile (`create_session` and `fork` make sure of what they return).
+        """
         with session.mutex:
-            if not session.prepared:
+            if again or not session.prepared:
                 self.prepare(session)
 
     def writer(self, session: OpenSession) -> LogWriter:
@@ -380,13 +428,14 @@ class Handles:
         )
 
     def delete(self, session_id: str, directory: str, check: Callable[[], None] | None = None) -> bool:
-        """Delete the session's files but ``.lock``, under both its locks; whether it held any.
+        """Delete the session's directory under both its locks; whether it held a session.
 
         ``check`` runs under the session lock first and may raise to refuse the delete.
+        The directory is renamed away in one step, then emptied (spec §9.5): a crash
+        leaves the whole session or none of it.
         """
         fs = self.fs
         self.forget(session_id)
-        existed = False
         with self.lock(session_id):
             if check is not None:
                 check()
@@ -398,40 +447,105 @@ class Handles:
                 fd = None
             try:
                 if fd is not None:
-                    # Hold the append lock while unlinking: a writer that gets it next sees
-                    # the file gone (st_nlink == 0) and starts a new session.
+                    # Hold the append lock until the log is unlinked: a writer that gets it
+                    # next sees the file gone (st_nlink == 0) and starts a new session.
                     fs.flock(fd, fcntl.LOCK_EX)
-                # The blob files, checked like the rest before anything is deleted (None:
-                # no blobs directory; a blobs that is no directory is checked below).
-                blobs = _blob_writes.deletable(fs, directory, session_id)
-                skip = (LOCK_NAME,) if blobs is None else (LOCK_NAME, BLOBS_DIR)
-                names = [name for name in fs.listdir(directory) if name not in skip]
-                for name in names:
-                    # Only regular files are deleted: anything else is not the store's, and a
-                    # person must look at it (a delete never removes half a session either).
-                    path = os.path.join(directory, name)
-                    mode = fs.lstat(path).st_mode
-                    if not stat.S_ISREG(mode):
-                        raise UnsafePath(
-                            f"{name} is {describe_mode(mode)}, not a regular file; nothing was deleted",
-                            filename=path, session_id=session_id, path=path,
-                        )  # fmt: skip
-                for name in names:
-                    fs.unlink(os.path.join(directory, name))
-                    existed = existed or name in (LOG_NAME, META_NAME, FORK_NAME)
-                # After the log: a delete cut short leaves orphan blobs (harmless), never a
-                # record whose blob is gone.
-                _blob_writes.remove(fs, directory, blobs)
+                names = self._deletable(session_id, directory)
+                gone = os.path.join(self.root, deleted_name(session_id))
+                self._rename_away(directory, gone)
+                if self.durable:
+                    fs.fsync_dir(self.root)
+                clear_deleted(fs, gone)
             finally:
                 if fd is not None:
                     fs.close(fd)
-            if self.durable:
-                fs.fsync_dir(directory)
-        return existed
+        return any(name in (LOG_NAME, META_NAME, FORK_NAME) for name in names)
+
+    def _rename_away(self, directory: str, gone: str) -> None:
+        """Rename the session directory to ``gone``, clearing what an earlier delete left there.
+
+        rename(2) replaces an empty directory and refuses one that holds something (a
+        delete cut short by a crash, or one another process is clearing right now).
+        """
+        for attempt in range(_PREPARE_ATTEMPTS):
+            clear_deleted(self.fs, gone)
+            try:
+                self.fs.rename(directory, gone)
+                return
+            except OSError as exc:
+                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST) or attempt == _PREPARE_ATTEMPTS - 1:
+                    raise
+
+    def _deletable(self, session_id: str, directory: str) -> list[str]:
+        """The session directory's names, once every one is known to be the store's to delete.
+
+        Only regular files (and the blob files in ``blobs/``) are deleted: anything else is
+        not the store's, and a person must look at it, so `UnsafePath` and nothing deleted.
+        """
+        fs = self.fs
+        blobs = _blob_writes.deletable(fs, directory, session_id)  # checks what blobs/ holds
+        names = fs.listdir(directory)
+        for name in names:
+            if name == BLOBS_DIR and blobs is not None:
+                continue
+            path = os.path.join(directory, name)
+            mode = fs.lstat(path).st_mode
+            if not stat.S_ISREG(mode):
+                raise UnsafePath(
+                    f"{name} is {describe_mode(mode)}, not a regular file; nothing was deleted",
+                    filename=path, session_id=session_id, path=path,
+                )  # fmt: skip
+        return names
 
     def check_dir(self, session_id: str, directory: str) -> bool:
         """Whether the session directory exists; `UnsafePath` when it is a symlink or no directory."""
         return check_directory(self.fs, directory, session_id=session_id)
+
+
+#: How often `Handles.prepare` makes a session directory that other processes keep deleting.
+_PREPARE_ATTEMPTS = 8
+
+
+def clear_deleted(fs: FileSystem, path: str) -> None:
+    """Empty and remove a session directory a delete renamed away (`deleted_name`).
+
+    The log goes first, so a writer waiting for its append lock finds it unlinked at once.
+    Names another process removed meanwhile (a store clearing the same leftovers) are
+    skipped; a directory other than ``blobs`` is not the store's and stays, with its parent.
+    """
+    try:
+        names = sorted(fs.listdir(path), key=lambda name: name != LOG_NAME)
+    except FileNotFoundError:
+        return
+    for name in names:
+        entry = os.path.join(path, name)
+        try:
+            if name == BLOBS_DIR and stat.S_ISDIR(fs.lstat(entry).st_mode):
+                for blob in fs.listdir(entry):
+                    _unlink_if_there(fs, os.path.join(entry, blob))
+                fs.rmdir(entry)
+            else:
+                fs.unlink(entry)
+        except FileNotFoundError:
+            continue
+        except IsADirectoryError:
+            return
+    try:
+        fs.rmdir(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        # Another delete of the same id renamed its directory onto this one once it was
+        # empty: what is there now is that delete's to clear.
+        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+
+
+def _unlink_if_there(fs: FileSystem, path: str) -> None:
+    try:
+        fs.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 #: What this process knows of snapshot directories is true for every store on the real

@@ -15,8 +15,13 @@ forked child (a ``RuntimeError``); and with 3.12.4 the store's first append rais
   session, and waiting is bounded by live holders only;
 - re-entrant within a thread, exclusive between threads (a flock belongs to an open
   file description, so two threads on one descriptor would both get it);
-- the lock file is never deleted: deleting it while another process waits on it would
-  let two holders in at once;
+- the lock file is never deleted where it is: deleting it while another process waits
+  on it would let two holders in at once. `delete_session` renames the whole session
+  directory away instead (spec §9.5), so a waiter may end up holding the lock of a file
+  that is no longer at ``path``: after each ``flock`` the lock checks that ``path``
+  still names the file it locked (``lstat`` against ``fstat``) and otherwise starts
+  again with the file now there (or fails with ``FileNotFoundError``: the session's
+  directory is gone);
 - after ``os.fork()`` the child starts with no lock held and no descriptor of its
   parent's: using the parent's descriptor would share the parent's flock (both would be
   "in"), and a lock a parent thread held at the fork is not the child's.
@@ -76,15 +81,25 @@ class FileLock:
             while True:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    return fd
                 except BlockingIOError:
                     pass
+                else:
+                    if _still_named(fd, self.path):
+                        return fd
+                    # The directory was renamed away while we waited (a delete): this
+                    # lock guards nothing any more; lock the file now at the path.
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    os.close(fd)
+                    fd = -1
+                    fd = self._opener(self.path)
+                    continue
                 if time.monotonic() >= deadline:
                     raise TimeoutError(f"could not lock {self.path} within {self.timeout} s")
                 time.sleep(pause)
                 pause = min(pause * 2, MAX_PAUSE)
         except BaseException:
-            os.close(fd)
+            if fd >= 0:
+                os.close(fd)
             raise
 
     def __exit__(self, *exc: object) -> None:
@@ -109,6 +124,16 @@ class FileLock:
             except OSError:
                 pass
         self._start_fresh()
+
+
+def _still_named(fd: int, path: str) -> bool:
+    """Whether ``path`` names the file open on ``fd`` (one ``lstat``, one ``fstat``)."""
+    try:
+        named = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 
 
 _live: weakref.WeakSet[FileLock] = weakref.WeakSet()

@@ -41,6 +41,8 @@ SNAPSHOT_DIGITS = 8
 CUT_INFIX = ".cut-"
 TMP_SUFFIX = ".tmp"
 DAMAGED_SUFFIX = ".damaged"
+#: What `delete_session` appends to a session directory's name (after a dot) before removing it.
+DELETED_SUFFIX = ".deleted"
 #: The directory inside a session that holds its blob files, one per SHA-256 (spec §5.1).
 BLOBS_DIR = "blobs"
 _BLOB_NAME = re.compile(r"[0-9a-f]{64}")
@@ -56,6 +58,10 @@ GITIGNORE_TEXT = (
     f"/*/*{DAMAGED_SUFFIX}\n"
     f"/{GITIGNORE_NAME}.*{TMP_SUFFIX}\n"
     f"/{GITATTRIBUTES_NAME}.*{TMP_SUFFIX}\n"
+    f"/{ALLOW_NAME}.*{TMP_SUFFIX}\n"
+    # A session directory a crashed delete renamed away (spec §9.5): its bytes were
+    # deleted on purpose and must not reach a commit.
+    f"/.*{DELETED_SUFFIX}/\n"
 )
 
 # Git may change a file's bytes on checkout and commit in four ways a parent repository's
@@ -236,3 +242,20 @@ def blob_aside_name(digest: str) -> str:
 
 def tmp_name(final_name: str, token: str) -> str:
     return f"{final_name}.{token}{TMP_SUFFIX}"
+
+
+#: What a session directory is renamed to before its files are deleted (spec §9.5): a
+#: hidden name below the root that no session id can have, so no reader, listing or
+#: writer ever takes what is left of it for a session. One name per session id, so the
+#: next write or delete of that id finds what a crash left without listing the root.
+_DELETED_NAME = re.compile(rf"\.{_SESSION_ID.pattern}{re.escape(DELETED_SUFFIX)}")
+
+
+def deleted_name(session_id: str) -> str:
+    """The name a session directory is renamed to while `delete_session` removes it."""
+    return f".{session_id}{DELETED_SUFFIX}"
+
+
+def is_deleted_name(name: str) -> bool:
+    """Whether a root entry is a session directory renamed away by a delete (`deleted_name`)."""
+    return _DELETED_NAME.fullmatch(name) is not None

@@ -98,15 +98,17 @@ def summary(
                 first_time = first_record_time(fs, directory)
     if line is not None:
         last_sequence, last_time = record_summary(line.body)
-    if meta is None and not exists:
-        return None
     try:
         fork = read_fork() if read_fork is not None else _forks.read(fs, directory)
     except _forks.DamagedFork:
         fork = None  # verify names it; the summary is the session's own
+    if meta is None and not exists and fork is None:
+        # A fork file alone is a session: a fork whose making stopped before its metadata
+        # (spec §9.13) is one `load` reads and a delete of its source counts.
+        return None
     if fork is not None and last_sequence == 0:
         last_sequence = fork.sequence  # a fork's history ends at its branch until it appends
-    created = meta.created_at if meta else (first_time or last_time or _EPOCH)
+    created = meta.created_at if meta else (first_time or last_time or (fork.created_at if fork else _EPOCH))
     meta = meta or SessionMeta(created_at=created)
     return SessionSummary(
         session_id=session_id,

@@ -166,7 +166,7 @@ def boundary_problem(fs: FileSystem, log_fd: int, log_size: int, snapshot: Conte
     if not (data.endswith(b"\n") and _codec.is_sealed(data[:-1])):
         return f"no valid record at byte {start}"
     try:
-        sequence, _, record_id = _codec.record_position(data[:-1])
+        sequence, batch_end, record_id = _codec.record_position(data[:-1])
     except _codec.DECODE_ERRORS:
         return f"no valid record at byte {start}"
     if sequence != snapshot.compacted_through_sequence or record_id != snapshot.boundary_record_id:
@@ -174,7 +174,31 @@ def boundary_problem(fs: FileSystem, log_fd: int, log_size: int, snapshot: Conte
             f"the record at byte {start} is sequence {sequence}, not the boundary "
             f"sequence {snapshot.compacted_through_sequence} this snapshot was made for"
         )
-    return None
+    return _batch_cut_short(fs, log_fd, end, sequence, batch_end)
+
+
+def _batch_cut_short(fs: FileSystem, log_fd: int, end: int, sequence: int, batch_end: int) -> str | None:
+    """Why a boundary record that opens or sits in a batch is not one readers give back.
+
+    A checkpoint's rewrite writes its snapshot right before the batch that begins with
+    the boundary record (spec §10): until that batch is whole, the snapshot stands for a
+    context that is not on disk, and readers keep the one before it. A batch is whole
+    when a valid line at or after the boundary's end may end the good part (§8.7).
+    """
+    if batch_end <= sequence:
+        return None
+    size = fs.fstat(log_fd).st_size
+    if _log.last_good(fs, log_fd, size, end, _ends_batch)[1] is not None:
+        return None
+    return f"the boundary record's batch (through sequence {batch_end}) is cut short"
+
+
+def _ends_batch(line: _log.Line) -> bool:
+    try:
+        sequence, batch_end, _ = _codec.record_position(line.body)
+    except _codec.DECODE_ERRORS:
+        return True
+    return batch_end <= sequence
 
 
 def trusted(fs: FileSystem, log_fd: int, log_size: int, snapshot: ContextSnapshot) -> ContextSnapshot | str:
@@ -197,7 +221,12 @@ def trusted(fs: FileSystem, log_fd: int, log_size: int, snapshot: ContextSnapsho
         except _codec.DECODE_ERRORS:
             continue
         if sequence >= snapshot.compacted_through_sequence:
-            if sequence == snapshot.compacted_through_sequence and record_id == snapshot.boundary_record_id:
+            if (
+                sequence == snapshot.compacted_through_sequence
+                and record_id == snapshot.boundary_record_id
+                and _batch_cut_short(fs, log_fd, line.end, sequence, _codec.record_position(line.body)[1])
+                is None
+            ):
                 return msgspec.structs.replace(snapshot, boundary_offset=line.offset, tail_offset=line.end)
             break
     return reason

@@ -229,8 +229,14 @@ class SessionStore:
             return
         if self._on_redact is not None:
             self._on_redact(notice)
-        else:
+            return
+        try:
             logger.warning("%s", notice)
+        except RecursionError:
+            # The write is done and must not be reported as failed: an append accepted from
+            # a stack with little room left (spec §4's nesting rule) logs from a thread with
+            # room instead. The warning may have reached a handler once already.
+            _codec._in_deep_stack(logger.warning, "%s", notice)
 
     def _report(self, problems: Iterable[Problem]) -> None:
         for problem in problems:
@@ -486,7 +492,15 @@ class SessionStore:
         )
         if batch is None:
             return [0] * len(messages)  # nothing to persist
-        self._write(session, handles.writer, batch.build)
+        if batch.expected:
+            expected = batch.expected
+            _append.refuse_unstarted(session, expected)
+            # Deleted between that look and the write: the retry must not make it again.
+            self._write(
+                session, handles.writer, batch.build, lambda: _append.refuse_unstarted(session, expected)
+            )
+        else:
+            self._write(session, handles.writer, batch.build)
         if tally is not None and tally.kinds:
             self._redacted(tally, session_id, operation, batch.sequences)
         return batch.sequences
@@ -496,16 +510,25 @@ class SessionStore:
         session: OpenSession,
         writer_of: Callable[[OpenSession], LogWriter],
         build: Callable[[Line | None], tuple[bytes, Line]],
+        before_retry: Callable[[], None] | None = None,
     ) -> None:
         """``writer_of(session).append(build)``; when the session directory vanished under
-        us (another process deleted it), the session is made again and the write retried once."""
-        writer = writer_of(session)
-        try:
-            writer.append(build)
-        except FileNotFoundError:
-            session.prepared = False
-            writer.close()
-            writer_of(session).append(build)
+        us (another process deleted it), the session is made again and the write retried,
+        unless ``before_retry`` raises first. A delete renames the whole directory away
+        (spec §9.5), so a process deleting the session again and again can take it from
+        under each retry: the write is tried `_WRITE_ATTEMPTS` times in all."""
+        for attempt in range(_WRITE_ATTEMPTS):
+            writer = writer_of(session)
+            try:
+                writer.append(build)
+                return
+            except FileNotFoundError:
+                if attempt == _WRITE_ATTEMPTS - 1:
+                    raise
+                session.prepared = False
+                writer.close()
+                if before_retry is not None:
+                    before_retry()
 
     # -- reading ------------------------------------------------------------------------
 
@@ -791,7 +814,7 @@ class SessionStore:
         session = handles.session(session_id)
         session.init = (self._handles.clock(), parent_session_id, session_type, agent_name, title)
         session.init_metadata = initial
-        handles.prepared(session)
+        handles.prepared(session, again=True)
         self._redacted(redactor, session_id, "create_session")
         if parent_session_id is not None and session.parent != parent_session_id:
             raise ParentMismatch(
@@ -1003,9 +1026,49 @@ class SessionStore:
             messages,
             append_options,
             reading=(self._fs, directory, self._listings, self._fork_prefix(session_id, directory)),
-            lock=lambda: handles.lock(session_id),
+            lock=lambda: handles.lock_made(session),
             make=lambda: handles.writer(session),  # creates the session (and its lock file) if new
         )
+
+    def _rewrite_context(
+        self,
+        session_id: str,
+        batch: list[Message],
+        compacted: Message,
+        expected_version: int,
+        append_options: dict[str, Any],
+    ) -> list[int]:
+        """`checkpoint`'s rewrite, under the session lock: ``batch`` (a marker record, then the
+        new tail) in one write, made right after the snapshot through the marker (spec §10)."""
+        handles = self._handles
+        session = handles.session(session_id)
+        directory = handles.directory(session_id)
+        options = dict(append_options)
+        tail = batch[1:]
+        timings = [
+            None,
+            *_append.per_message(options.pop("timing", None), MessageTiming, len(tail), "timing"),
+        ]
+        usages = [None, *_append.usages_for(tail, options.pop("usage", None))]
+        encoded = _append.encode(
+            session, batch, self._sizes, timings=timings, usages=usages,
+            **{**_REWRITE_DEFAULTS, **options},
+            clock=handles.clock, new_id=handles.new_id, redactor=self._redactor,
+        )  # fmt: skip
+        assert encoded is not None  # the marker is always stored
+        make = _compact.before_batch(
+            handles, session_id, directory, compacted, expected_version, self._redactor
+        )
+
+        def build(last: Line | None) -> tuple[bytes, Line]:
+            data, line = encoded.build(last)
+            # Under the append lock, right before the write: the batch goes where the good
+            # part ends now (the writer has cut any damaged tail), and no one can write first.
+            make(last.end if last is not None else 0, data[: data.index(b"\n") + 1])
+            return data, line
+
+        self._write(session, handles.writer, build)
+        return encoded.sequences
 
     # -- forks ----------------------------------------------------------------------------
 
@@ -1095,7 +1158,11 @@ class SessionStore:
             raise InvalidArgument(
                 f"session {target!r} was made a fork by someone else meanwhile", session_id=target
             )
-        handles.prepared(handles.session(target))
+        session = handles.session(target)
+        # A fork's metadata starts with defaults, not with what an earlier append of this
+        # store to a session of that id (since deleted) would have given it.
+        session.init, session.init_metadata = None, {}
+        handles.prepared(session, again=True)
 
     def _forks_of(self, session_id: str) -> list[str]:
         """The sessions whose ``fork.json`` names ``session_id`` as their source."""
@@ -1266,6 +1333,21 @@ _APPEND_OPTIONS = frozenset(inspect.signature(SessionStore.append_many).paramete
     "session_id",
     "messages",
     "expected_last_sequence",  # a checkpoint decides what it appends after
+}
+
+#: How many times `SessionStore._write` tries a write whose session directory vanished.
+_WRITE_ATTEMPTS = 8
+
+#: What `append_many` passes to the encoder when a keyword is not given (`_rewrite_context`).
+_REWRITE_DEFAULTS: dict[str, Any] = {
+    "request_id": None,
+    "parent_session_id": None,
+    "title": None,
+    "agent_name": None,
+    "session_type": 0,
+    "metadata": None,
+    "tags": None,
+    "created_at": None,
 }
 
 _stores: weakref.WeakSet[SessionStore] = weakref.WeakSet()

@@ -743,7 +743,14 @@ class _SimFileLock:
             while True:
                 try:
                     self._fs.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
+                    if self._still_named(fd):
+                        break
+                    # Renamed away while we waited (a delete): lock the file now at the path,
+                    # as the store's own lock does (`jsonl_store._lock`).
+                    self._fs.flock(fd, fcntl.LOCK_UN)
+                    self._fs.close(fd)
+                    fd = self._fs.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+                    continue
                 except BlockingIOError:
                     if time.monotonic() > deadline:
                         self._fs.close(fd)
@@ -752,6 +759,12 @@ class _SimFileLock:
             self._held.fd = fd
         self._held.depth = depth + 1
         return self
+
+    def _still_named(self, fd: int) -> bool:
+        try:
+            return self._fs.stat(self._path).st_ino == self._fs.fstat(fd).st_ino
+        except FileNotFoundError:
+            return False
 
     def __exit__(self, *exc: object) -> None:
         self._held.depth -= 1

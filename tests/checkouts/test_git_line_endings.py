@@ -163,3 +163,32 @@ def test_a_parent_repository_filter_or_ident_never_touches_session_files(tmp_pat
         assert attributes.count(": unset") == 4, attributes
         # What git stored is exactly what the store wrote.
         assert git("show", f"HEAD:{path}", cwd=repo).encode() == (repo / path).read_bytes()
+
+
+def test_git_ignores_what_a_crashed_delete_or_allowlist_write_leaves_and_keeps_the_rest(
+    tmp_path: Path,
+) -> None:
+    """Real git ignores a session renamed away by a crashed delete and the allowlist's temporaries."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git("init", "-q", cwd=repo)
+    store = SessionStore(repo / "sessions")
+    store.append(SID, UserMessage(id="m1", content="kept"))
+    store.append("gone", UserMessage(id="m2", content="deleted on purpose"))
+    store.close()
+    sessions = repo / "sessions"
+    # What a delete that crashed after its rename leaves (spec §9.5), and a torn allowlist write.
+    (sessions / "gone").rename(sessions / ".gone.deleted")
+    (sessions / ".jsonl-store-allow.0123456789ab.tmp").write_text("0123456789abcdef\n")
+    (sessions / ".jsonl-store-allow").write_text("0123456789abcdef\n")
+    status = git("status", "--porcelain", "--ignored", "--untracked-files=all", cwd=repo).splitlines()
+    ignored = {line[3:] for line in status if line.startswith("!! ")}
+    untracked = {line[3:] for line in status if line.startswith("?? ")}
+    assert "sessions/.gone.deleted/messages.jsonl" in ignored
+    assert not [path for path in untracked if ".deleted" in path]
+    assert "sessions/.jsonl-store-allow.0123456789ab.tmp" in ignored
+    assert {
+        "sessions/.jsonl-store-allow",
+        f"sessions/{SID}/messages.jsonl",
+        f"sessions/{SID}/meta.json",
+    } <= untracked

@@ -115,6 +115,44 @@ def role_append(args: Args) -> None:
     result(sequences)
 
 
+def role_delete_rounds(args: Args) -> None:
+    """Delete the session over and over while others write to it, until the stop file appears.
+
+    Result: how many deletes found a session to delete.
+    """
+    store = store_of(args)
+    say("ready")
+    listen()
+    found = 0
+    deadline = time.monotonic() + STALL_SECONDS
+    while not os.path.exists(args["stop"]) and time.monotonic() < deadline:
+        found += store.delete_session(args["sid"])
+    result(found)
+
+
+def role_update_rounds(args: Args) -> None:
+    """Set the session's title ``count`` times (under its lock), remaking the session when it is gone.
+
+    Result: how many updates found the session deleted.
+    """
+    from jsonl_store import SessionNotFound
+
+    store = store_of(args)
+    say("ready")
+    listen()
+    missing = 0
+    for index in range(args["count"]):
+        try:
+            store.update_session(args["sid"], title=f"title {index}")
+        except SessionNotFound:
+            missing += 1
+            try:
+                store.create_session(args["sid"])
+            except SessionNotFound:
+                pass  # deleted again before its summary was read: the next round makes it
+    result(missing)
+
+
 def role_log_reader(args: Args) -> None:
     """Load the session over and over while others append, until after the stop file appears.
 

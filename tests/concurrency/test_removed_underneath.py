@@ -80,3 +80,37 @@ def test_a_store_that_knew_the_session_before_it_was_made_anew_with_a_parent_app
         two.append("c", AssistantMessage(content="z"), parent_session_id="b")  # a real mismatch stays one
     summary = SessionStore(tmp_path).get_session("c")
     assert summary is not None and summary.parent_session_id == "a" and summary.message_count == 2
+
+
+def test_fork_into_an_id_another_store_deleted_gives_the_fork_its_metadata(tmp_path: Path) -> None:
+    """A store that wrote a session another store then deleted makes a complete fork under that id."""
+    one, two = SessionStore(tmp_path, durability="none"), SessionStore(tmp_path, durability="none")
+    one.append_many("src", [UserMessage(content="a"), AssistantMessage(content="b")])
+    one.append("f", UserMessage(content="first life"), title="old")
+    assert two.delete_session("f")
+    assert one.fork("src", 2, "f") == "f"
+    assert meta_path(tmp_path, "f").exists()
+    summary = two.get_session("f")
+    assert summary is not None and summary.fork is not None and summary.title is None
+    assert "f" in [s.session_id for s in two.list_sessions()]
+
+
+def test_create_session_of_an_id_another_store_deleted_makes_it_again(tmp_path: Path) -> None:
+    """create_session through a store that knew a session another store deleted makes it, with its arguments."""
+    one, two = SessionStore(tmp_path, durability="none"), SessionStore(tmp_path, durability="none")
+    one.append("s", UserMessage(content="first life"), title="old")
+    assert two.delete_session("s")
+    summary = one.create_session("s", title="new")
+    assert summary.title == "new" and summary.message_count == 0
+    again = two.get_session("s")
+    assert again is not None and again.title == "new"
+
+
+def test_checkpoint_after_another_store_deleted_the_session_makes_it_again(tmp_path: Path) -> None:
+    """A store's checkpoint of a session another store deleted (lock file and all) stores the list anew."""
+    one, two = SessionStore(tmp_path, durability="none"), SessionStore(tmp_path, durability="none")
+    first = [UserMessage(id="u1", content="a")]
+    one.checkpoint("s", first)
+    assert two.delete_session("s")
+    assert one.checkpoint("s", [*first, AssistantMessage(id="a1", content="b")]) == [1, 2]
+    assert [r.message.id for r in two.records("s")] == ["u1", "a1"]  # type: ignore[union-attr]

@@ -71,3 +71,58 @@ def test_checkpoint_does_not_take_a_conditional_option(store: SessionStore) -> N
     """checkpoint decides what it appends after, so expected_last_sequence is not one of its options."""
     with pytest.raises(InvalidArgument):
         store.checkpoint("s", [user("a")], expected_last_sequence=0)
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_a_conditional_append_refused_on_a_missing_session_creates_nothing(
+    store: SessionStore, root: Path, many: bool
+) -> None:
+    """A SequenceConflict on a session that does not exist leaves it not existing: no directory, no metadata."""
+    store.append("other", user("the root exists"))
+    with pytest.raises(SequenceConflict) as caught:
+        if many:
+            store.append_many("s", [user("a"), user("b")], expected_last_sequence=3)
+        else:
+            store.append("s", user("late"), expected_last_sequence=3)
+    assert (caught.value.expected, caught.value.actual) == (3, 0)
+    assert store.get_session("s") is None
+    assert "s" not in [s.session_id for s in store.list_sessions()]
+    assert not (root / "s").exists()
+
+
+def test_a_conditional_append_refused_after_another_store_deleted_the_session_leaves_it_deleted(
+    root: Path,
+) -> None:
+    """A store whose open log was deleted by another store refuses a stale expectation without making the session again."""
+    writer = SessionStore(root, durability="none")
+    writer.append_many("s", [user("a"), user("b")])
+    assert SessionStore(root).delete_session("s")
+    with pytest.raises(SequenceConflict):
+        writer.append("s", user("late"), expected_last_sequence=2)
+    assert SessionStore(root).get_session("s") is None
+    writer.close()
+
+
+def test_a_conditional_append_whose_session_is_deleted_right_after_the_look_makes_nothing(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A delete by another store between the look for the log and the write still leaves the session deleted."""
+    from jsonl_store import _append
+    from jsonl_store._handles import OpenSession
+
+    writer = SessionStore(root, durability="none")
+    writer.append_many("s", [user("a"), user("b")])
+    real = _append.refuse_unstarted
+    looks: list[int] = []
+
+    def look_then_lose_the_race(session: OpenSession, expected: int) -> None:
+        real(session, expected)
+        looks.append(expected)
+        if len(looks) == 1:
+            assert SessionStore(root).delete_session("s")
+
+    monkeypatch.setattr(_append, "refuse_unstarted", look_then_lose_the_race)
+    with pytest.raises(SequenceConflict):
+        writer.append("s", user("late"), expected_last_sequence=2)
+    assert SessionStore(root).get_session("s") is None and not (root / "s").exists()
+    writer.close()

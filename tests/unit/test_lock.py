@@ -118,3 +118,38 @@ def test_store_needs_no_filelock(tmp_path: Path) -> None:
         "s.update_session('s', title='t'); assert 'filelock' not in sys.modules, 'filelock was imported'"
     )
     subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+
+
+def test_a_waiter_whose_lock_file_was_renamed_away_does_not_hold_the_lock_of_a_moved_file(
+    tmp_path: Path,
+) -> None:
+    """A lock taken on a file a delete renamed away meanwhile is let go: the waiter locks what is at the path now."""
+    from jsonl_store._fs import _open_lock_file
+    from jsonl_store._lock import FileLock
+
+    session = tmp_path / "s"
+    session.mkdir()
+    path = str(session / ".lock")
+    opened = threading.Event()
+
+    def opener(name: str) -> int:
+        fd = _open_lock_file(name)
+        opened.set()
+        return fd
+
+    outcome: list[object] = []
+
+    def waiter() -> None:
+        try:
+            with FileLock(path, 30.0, opener):
+                outcome.append("entered")
+        except OSError as exc:
+            outcome.append(type(exc))
+
+    with OS_FS.lock(path, 1.0):
+        thread = threading.Thread(target=waiter)
+        thread.start()
+        assert opened.wait(30)
+        session.rename(tmp_path / ".s.deleted")
+    thread.join()
+    assert outcome == [FileNotFoundError]  # the directory is gone: nothing at the path to lock

@@ -636,8 +636,35 @@ def test_delete_session_removes_it_everywhere(store: SessionStore, root: Path) -
     assert store.get_session("s") is None
     assert [s.session_id for s in store.list_sessions()] == ["keep"]
     assert list(store.usage("s")) == []
-    # Only the git-ignored lock file may stay behind.
-    assert set(os.listdir(root / "s")) <= {LOCK_NAME}
+    # The whole directory goes, lock file included (renamed away first: spec §9.5), and
+    # nothing of it stays in the root.
+    assert not (root / "s").exists()
+    assert sorted(os.listdir(root)) == [".gitattributes", ".gitignore", "keep"]
+
+
+def test_delete_session_clears_what_a_crashed_delete_of_the_same_id_left(
+    store: SessionStore, root: Path
+) -> None:
+    """A delete cut short left `.s.deleted` holding files: the next delete of 's' clears it and renames its own there."""
+    store.append("s", user())
+    left = root / ".s.deleted"
+    (left / "blobs").mkdir(parents=True)
+    (left / "blobs" / ("a" * 64)).write_bytes(b"old blob")
+    (left / LOG_NAME).write_bytes(b"old records\n")
+    assert store.delete_session("s") is True
+    assert sorted(os.listdir(root)) == [".gitattributes", ".gitignore"]
+
+
+def test_first_write_to_a_session_clears_what_a_crashed_delete_of_it_left(
+    store: SessionStore, root: Path
+) -> None:
+    """The leftover of a delete cut short goes with the first write to that id, and none of it is read."""
+    left = root / ".s.deleted"
+    left.mkdir(parents=True)
+    (left / META_NAME).write_bytes(b"{}")
+    assert store.append("s", user()) == 1
+    assert not left.exists()
+    assert [s.session_id for s in store.list_sessions()] == ["s"]
 
 
 def test_delete_session_twice_or_of_an_unknown_session_returns_false(store: SessionStore, root: Path) -> None:
