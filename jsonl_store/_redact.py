@@ -20,7 +20,9 @@ formats are what we take from it and from each vendor's documentation, cited bel
 
 from __future__ import annotations
 
+import base64
 import functools
+import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final, NamedTuple
@@ -36,14 +38,13 @@ MARKER_RE: Final = re.compile(r"\[REDACTED:([a-z0-9]+(?:-[a-z0-9]+)*)\]")
 #: The kind a user's pattern given without one is reported as.
 CUSTOM_KIND: Final = "custom"
 
+#: The first line of a PEM (RFC 7468 §2) or OpenPGP armored (RFC 4880 §6.2) private key.
+KEY_HEADER: Final = r"-----BEGIN[A-Z0-9 ]{0,32} PRIVATE KEY(?: BLOCK)?-----"
+
 # What may stand around a token: a token never starts or ends in the middle of a run of
 # these, so "task-runner" holds no OpenAI key and a longer id holds no AWS key id.
 _B = r"(?<![A-Za-z0-9_\-])"
 _E = r"(?![A-Za-z0-9_\-])"
-# A value an `.env` line or a header assigns: a run of non-space characters, not a marker
-# already there (redacting twice changes nothing) and not a reference to another variable
-# (`$TOKEN`, `${TOKEN}`, `<token>`), which holds no secret itself.
-_VALUE = r"""(?!\[REDACTED:)(?![$<{%])(?P<secret>[^\s"'`\\,;]{4,})"""
 # Spaces around ':' in a header or a JSON key, bounded so that every match starts within
 # `_LOOKBACK` characters before one of its `_TEXT_ANCHORS`.
 _SP = r"[ \t]{0,4}"
@@ -79,13 +80,10 @@ BUILTIN: Final[tuple[tuple[str, str], ...]] = (
         + r'"(?P<secret>-----BEGIN PRIVATE KEY-----(?:[A-Za-z0-9+/=\s]|\\n)*?'
         r"-----END PRIVATE KEY-----(?:\\n)?)",
     ),
-    # PEM (RFC 7468 §2) and OpenPGP armor (RFC 4880 §6.2) private keys: the whole block,
-    # also when the END line is missing (a truncated tool output still holds key bytes).
-    (
-        "private-key",
-        r"-----BEGIN[A-Z0-9 ]{0,32} PRIVATE KEY(?: BLOCK)?-----(?:[A-Za-z0-9+/=\s:,.\-]|\\n|\\r)*?"
-        r"(?:-----END[A-Z0-9 ]{0,32} PRIVATE KEY(?: BLOCK)?-----|(?=[^A-Za-z0-9+/=\s:,.\-\\])|\Z)",
-    ),
+    # PEM (RFC 7468 §2) and OpenPGP armor (RFC 4880 §6.2) private keys: the header here,
+    # the whole block in `_key_block_end` (a gutter or a quote on every line, or no END line
+    # in a truncated tool output, still leaves no key bytes behind the marker).
+    ("private-key", KEY_HEADER),
     # AWS access key ids: "AKIA" (long-term) and "ASIA" (temporary) then 16 upper-case
     # letters and digits (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html#identifiers-unique-ids).
     ("aws-access-key", r"A(?<![A-Za-z0-9]A)(?:KIA|SIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
@@ -102,7 +100,7 @@ BUILTIN: Final[tuple[tuple[str, str], ...]] = (
             + _SP
             + r"""["']?(?P<secret>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])""",
         )
-        for name in ("aws_secret_access_key", "AWS_SECRET_ACCESS_KEY")
+        for name in ("aws_secret_access_key", "AWS_SECRET_ACCESS_KEY", "SecretAccessKey", "secretAccessKey")
     ),
     # Azure storage connection strings: "AccountKey=<base64>", Service Bus and Event Hubs
     # "SharedAccessKey=<base64>"
@@ -138,6 +136,21 @@ BUILTIN: Final[tuple[tuple[str, str], ...]] = (
     # Stripe secret and restricted keys, live and test (https://docs.stripe.com/keys);
     # publishable keys (pk_) are public by design.
     *(("stripe-key", _starts(first) + r"k_(?:live|test)_[A-Za-z0-9]{16,}" + _E) for first in "sr"),
+    # SendGrid API keys: "SG." then two base64url parts of 22 and 43 characters
+    # (https://www.twilio.com/docs/sendgrid/ui/account-and-settings/api-keys).
+    ("sendgrid-api-key", _starts("S") + r"G\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _E),
+    # Twilio API key SIDs: "SK" and 32 hex digits, the key's name, which with its secret
+    # (found by name, `.env` style) signs requests (https://www.twilio.com/docs/iam/api-keys).
+    ("twilio-api-key", _starts("S") + r"K[0-9a-fA-F]{32}" + _E),
+    # PyPI API tokens: "pypi-" and a base64url macaroon, whose first bytes encode to "AgE"
+    # (https://pypi.org/help/#apitoken).
+    ("pypi-token", _starts("p") + r"ypi-AgE[A-Za-z0-9_\-]{50,}" + _E),
+    # npm access tokens: "npm_" and 36 base62 characters
+    # (https://github.blog/2021-09-23-announcing-npms-new-access-token-format/), and
+    # whatever `.npmrc` gives as a registry's "_authToken" (older tokens are UUIDs)
+    # (https://docs.npmjs.com/cli/configuring-npm/npmrc#auth-related-configuration).
+    ("npm-token", _starts("n") + r"pm_[A-Za-z0-9]{36}" + _E),
+    ("npm-token", r":_authToken" + _SP + "=" + _SP + r"""["']?(?![$<{%])(?P<secret>[^\s"'`$]{8,})"""),
     # A JSON Web Token (RFC 7519 §3): three base64url parts; the first two are JSON
     # objects, so they start with "eyJ" ('{"' encoded).
     ("jwt", _starts("e") + r"yJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*" + _E),
@@ -161,32 +174,209 @@ BUILTIN: Final[tuple[tuple[str, str], ...]] = (
     ),
 )
 
-#: `.env`, shell and config assignments whose name says it holds a secret
-#: (DB_PASSWORD=..., export GITHUB_TOKEN=..., --db-password=..., api_key = "..."): the
-#: value goes, the name stays. The name must end with the secret-looking word, as a whole
-#: part of it for the short words, so MAX_TOKENS=4096, TOKEN_COUNT=3 and COMPASS=north
-#: stay as they are. Found from each '=' backwards: `_ENV_NAME_REVERSED` reads the text
-#: before the '=' reversed, so one anchored match decides, not a search of every word.
+#: Name-based findings: the value after a name that says it holds a secret
+#: (``DB_PASSWORD=…``, ``export GITHUB_TOKEN=…``, ``--db-password=…``, ``"password": "…"``,
+#: ``password: …`` in YAML). The name must end with the secret-looking word, as a whole part
+#: of it for the short words, so MAX_TOKENS=4096, TOKEN_COUNT=3 and COMPASS=north are no
+#: candidates. A name says little about its value: code is full of ``token = next_token()``
+#: and ``self.password = password``. So such a value is only a *guess* (`Found.certain` is
+#: False: `Redactor.find` reports it, `Redactor.redact` leaves it) unless it passes
+#: `_judge`: a literal (quoted, or an unquoted `.env`/INI/YAML/flag value that is no code),
+#: no placeholder or reference, and varied enough to look generated.
 ENV_KIND: Final = "env-secret"
-_ENV_NAME_REVERSED: Final = re.compile(
-    r"""[ \t]?["']?(?i:(?:drowssap|dwssap|terces|nekot)[A-Za-z0-9]*"""
-    r"|(?:ssap|dwp|yek_?ipa|yek_?ssecca|yek_?etavirp|yek_?terces|yek_?htua|s?laitnederc|terces_?tneilc)"
-    r"(?![A-Za-z0-9]))(?:[_.\-][A-Za-z0-9]+)*(?![A-Za-z0-9_.])"
-)
-_ENV_VALUE: Final = re.compile(r"""[ \t]?["']?""" + _VALUE)
-#: How far before '=' a secret-looking name may start.
-_ENV_NAME_LIMIT: Final = 128
-#: The '=' signs `_ENV_NAME_REVERSED` can match before: the name ends with the last letter
-#: of one of its words (passworD, passwD, pwD, secreT, tokeN, pasS, credentialS, credentiaL,
-#: keY), in either case or as U+017F (long s), which matches 's' case-insensitively, then
-#: maybe a quote, then maybe a space or tab. Code is full of '=' (``x = 1``), so the name
-#: is read backwards only where this says it may end; the scan is one pass in C.
-_ENV_LAST = "dDtTnNsSyYlL\u017f"
-_ENV_CANDIDATES: Final = re.compile(
-    f"=(?:(?<=[{_ENV_LAST}]=)|(?<=[{_ENV_LAST}][\"'\t ]=)|(?<=[{_ENV_LAST}][\"'][\t ]=))"
+#: The password of a URL's user info (``postgres://user:…@host/db``, RFC 3986 §3.2.1) or
+#: of curl's ``-u user:…`` (https://curl.se/docs/manpage.html#-u), judged as a name-based
+#: value is.
+PASSWORD_KIND: Final = "password"
+# The last three letters of the secret words (passwORD, passWD, PWD, pASS, secRET, toKEN,
+# credentiALS, credentIAL, api_KEY ...), then what may stand between a name and its '='
+# or ':' (a quote, a space, a JSON-escaped quote: a JSON text shown inside a string), in
+# fixed widths: a look-behind must have one. Found from each separator backwards in C;
+# only the few candidates are read back (`_NAME_REVERSED`). One pattern per separator: a
+# pattern starting with one literal character is searched for at memchr speed, one
+# starting with a class ("[=:]") is tried at every position, some 15 times slower.
+_ENDINGS = "(?:ord|swd|pwd|ass|ret|ken|als|ial|key)"
+_TEXT_GAPS = ("", "[\"' \t]", "(?:[\"'][ \t]|\\\\[\"'])", "\\\\[\"'][ \t]")
+# Before the full look-behinds, cheap ones: for ':' the character just before (a last
+# letter or a gap's), for '=' (code is full of " = ") the last letter before each gap.
+
+
+def _guard(separator: str) -> str:
+    if separator == ":":
+        return "(?<=[dstnly\"' \t]:)"
+    return "(?:" + "|".join(f"(?<=[dstnly]{gap}=)" for gap in _TEXT_GAPS) + ")"
+
+
+_NAME_CANDIDATES: Final = tuple(
+    re.compile(
+        sep + _guard(sep) + "(?:" + "|".join(f"(?<={_ENDINGS}{gap}.)" for gap in _TEXT_GAPS) + ")",
+        re.ASCII | re.IGNORECASE,
+    )
+    for sep in "=:"
 )
 
-BUILTIN_KINDS: Final = (*dict.fromkeys(kind for kind, _ in BUILTIN), ENV_KIND)
+
+def _candidates(text: str) -> list[int]:
+    """Where a '=' or ':' follows a name that may end with a secret word, in text order."""
+    found = [m.start() for m in _NAME_CANDIDATES[0].finditer(text)] if "=" in text else []
+    if ":" in text:
+        found += [m.start() for m in _NAME_CANDIDATES[1].finditer(text)]
+        found.sort()
+    return found
+
+
+#: The text before a candidate's separator, reversed: the gap, then a secret word ending there.
+_NAME_REVERSED: Final = re.compile(
+    r"""[ \t]?["']?\\?(?:drowssap|dwssap|terces|nekot|s?laitnederc"""
+    r"|(?:ssap|dwp)(?![A-Za-z0-9])|yek[_.\-]?(?:ipa|ssecca|etavirp|terces|htua)(?![A-Za-z0-9]))"
+    r"[A-Za-z0-9_\-]*(?P<query>[?&])?",
+    re.ASCII | re.IGNORECASE,
+)
+#: How far before its separator a candidate's name is read back (the gap, the name, and
+#: the '?' or '&' of a URL's query before it).
+_NAME_LIMIT: Final = 64
+#: An unquoted value: up to a space, a quote or what ends a value on a shell line or in a query.
+_UNQUOTED: Final = re.compile(r"""[^\s"'`\\,;&]{1,256}""")
+#: What makes an unquoted value code or a reference, not a literal: a call, an index, a
+#: template, a variable (`$TOKEN`, `%(token)s`, `<token>`), a number, a decorator, an
+#: unpacking, a path (`PWD=/home/me`). ('+' and '/' inside stay: base64 values hold them.)
+_CODE: Final = re.compile(r"[()\[\]{}<>$%]|^-?\d[\d_.]*$|^[.@*/~]|^[A-Za-z]:\\")
+_DOTTED: Final = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+", re.ASCII)
+_IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
+_BASE64: Final = re.compile(r"[A-Za-z0-9+/]+={0,2}", re.ASCII)
+#: A file path (`"PWD": "/Users/me"`), which a value in quotes may also be.
+_PATH: Final = re.compile(r"(?:~|\.{1,2})?/[\w.\-]+(?:/[\w.\-]*)*|[A-Za-z]:\\[\w.\\\- ]*")
+#: Digits and signs read as the letters they stand for in a placeholder ("s00pers3cret").
+_LEET: Final = str.maketrans("013457@$", "oieastas")
+#: What a placeholder, a sample or a word holds (https://docs.github.com/en/code-security/secret-scanning
+#: leaves such values out the same way): never a secret, not even a guess.
+_PLACEHOLDER: Final = re.compile(
+    r"change.?me|example|placeholder|dummy|sample|your|xxx|\*\*\*|\.\.\.|redacted|secret|passw|token"
+    r"|fake|todo|replace|insert|enter|test|none|null|undefined|true|false|string|default|mypass",
+    re.IGNORECASE,
+)
+#: The character classes `_looks_generated` counts changes between (separators are skipped).
+_CLASS = {**dict.fromkeys("abcdefghijklmnopqrstuvwxyz", 1), **dict.fromkeys("ABCDEFGHIJKLMNOPQRSTUVWXYZ", 2)}
+_CLASS.update(dict.fromkeys("0123456789", 3))
+_SEPARATORS = frozenset("_-.")
+
+
+def _changes(value: str) -> int:
+    """How often the class (lower, upper, digit, other) changes from one character to the next."""
+    classes = [_CLASS.get(c, 4) for c in value if c not in _SEPARATORS]
+    return sum(a != b for a, b in itertools.pairwise(classes))
+
+
+def _looks_generated(value: str) -> bool:
+    """Whether ``value`` is varied enough to be a generated credential, not a word or a name.
+
+    Random characters change class (lower, upper, digit, other) at about half their
+    places; a camelCase name twice per word. A value without digits or symbols must
+    change nearly as often as random letters do; a base64 text that decodes to readable
+    words ("bm90IG15…", "not my…") is a sample, not a key.
+    """
+    changes = _changes(value)
+    if len(value) < 8 or len(set(value)) < 5 or changes < max(3, 0.3 * len(value)):
+        return False
+    if value.isalpha() and changes < 0.45 * len(value):
+        return False
+    return not _readable_base64(value)
+
+
+def _readable_base64(value: str) -> bool:
+    """Whether ``value`` is base64 of printable text with a space (an encoded sentence)."""
+    if len(value) % 4 or not _BASE64.fullmatch(value):
+        return False
+    try:
+        decoded = base64.b64decode(value, validate=True)
+    except ValueError:
+        return False
+    return b" " in decoded and all(32 <= byte < 127 for byte in decoded)
+
+
+def _judge(value: str, *, quoted: bool, tight: bool) -> bool | None:
+    """What a value after a secret's name is: True certain, False a guess, None no finding.
+
+    ``quoted``: a literal between quotes (or a URL's password); ``tight``: written
+    ``NAME=value`` with no space, as `.env` lines, flags and queries are and code rarely is.
+    """
+    if len(value) < 4 or MARKER_RE.search(value) or value[0] in "$<{%" or "${" in value:
+        return None  # too short to hold a secret, a marker, or a reference to another value
+    if not quoted and (_CODE.search(value) or _DOTTED.fullmatch(value)):
+        return None  # an expression, a call, an attribute, a number
+    if _PLACEHOLDER.search(value) or _PLACEHOLDER.search(value.translate(_LEET)) or _PATH.fullmatch(value):
+        return None  # a placeholder, also spelled in digits ("s3cr3t"), or a path
+    if quoted and (any(c.isspace() for c in value) or "{" in value):
+        return False  # prose or a template: maybe a passphrase, never certain
+    if not quoted and not tight and _IDENTIFIER.fullmatch(value):
+        # `name = value` / `name: value` with an identifier: code (a variable, an annotation),
+        # unless it changes class nearly as often as random characters do (a camelCase name
+        # changes twice per word).
+        if _looks_generated(value) and _changes(value) * 4 >= len(value) and any(c.isdigit() for c in value):
+            return True
+        return None
+    return _looks_generated(value)
+
+
+def _value_after(text: str, at: int) -> tuple[int, int, bool, bool] | None:
+    """The value a separator at ``at - 1`` assigns: (start, end, quoted, tight), or None."""
+    if text.startswith(("=", ">", ":", "//"), at):
+        return None  # '==', '=>', ':=', '::', a URL's "://": no assignment
+    start = at
+    while start < len(text) and start - at < 4 and text[start] in " \t":
+        start += 1
+    tight = start == at and text[at - 2 : at - 1] not in (" ", "\t")
+    quote = text[start : start + 2] if text.startswith(('\\"', "\\'"), start) else text[start : start + 1]
+    # Backquotes are left out: in prose they mark code (`d===t`), in JavaScript a template.
+    if quote in ('"', "'", '\\"', "\\'"):
+        inner = start + len(quote)
+        close = text.find(quote, inner, inner + 257)
+        if close < 0 or "\n" in text[inner:close]:
+            return None  # no literal on this line: a string built over lines, or code
+        return inner, close, True, tight
+    if text[at - 1] == ":" and start == at:
+        return None  # YAML puts a space after ':'; `name:value` is code (a JavaScript object)
+    value = _UNQUOTED.match(text, start)
+    return None if value is None else (start, value.end(), False, tight)
+
+
+#: A URL's user info with a password, found from its "://": the user, then the password.
+_URL_USERINFO: Final = re.compile(r"""://([^\s:/@?#"'`<>\[\],\\]{0,128}):([^\s/@?#"'`<>,\\]{1,256})@""")
+#: curl's ``-u user:password`` / ``--user user:password``.
+_CURL_USER: Final = re.compile(
+    r"""-(?<![\w-]-)(?:u|-user)(?:[ \t]+|=)["']?([^\s:"']{1,128}):([^\s"']{1,256})"""
+)
+
+
+def _assignments(text: str) -> Iterator[Found]:
+    """The values names say are secret, certain or guessed (`_judge`)."""
+    for at in _candidates(text):
+        name = _NAME_REVERSED.match(text[max(0, at - _NAME_LIMIT) : at][::-1])
+        value = _value_after(text, at + 1) if name is not None else None
+        if name is None or value is None:
+            continue
+        start, end, quoted, tight = value
+        verdict = _judge(text[start:end], quoted=quoted, tight=tight)
+        if verdict is not None:
+            # A URL's query parameter (`?token=`, `&page_token=`) carries badge, CSRF and
+            # pagination tokens as often as credentials: a guess at most.
+            yield Found(ENV_KIND, start, end, verdict and name["query"] is None)
+
+
+def _passwords(text: str) -> Iterator[Found]:
+    """The passwords of URLs' user info and of curl's ``-u``, certain or guessed (`_judge`)."""
+    # Each pattern starts with a literal, so one pass finds where it can start (see
+    # `_NAME_CANDIDATES`): cheaper than testing for "://" or "-u " first.
+    matches = [*_URL_USERINFO.finditer(text), *_CURL_USER.finditer(text)]
+    for match in matches:
+        user, password = match.group(1, 2)
+        verdict = None if password == user else _judge(password, quoted=True, tight=True)
+        if verdict is not None:
+            start, end = match.span(2)
+            yield Found(PASSWORD_KIND, start, end, verdict)
+
+
+BUILTIN_KINDS: Final = (*dict.fromkeys(kind for kind, _ in BUILTIN), ENV_KIND, PASSWORD_KIND)
 
 #: The literal pieces every pattern of `BUILTIN` needs, as text: a string without one is
 #: not searched further, and one with them only from a little before each (`_LOOKBACK`).
@@ -194,9 +384,9 @@ BUILTIN_KINDS: Final = (*dict.fromkeys(kind for kind, _ in BUILTIN), ENV_KIND)
 #: it occurs.
 _TEXT_ANCHORS: Final = (
     r"AKIA|ASIA|AIza"
-    r"|-(?:----BEGIN|(?<=sk-)|(?<=glpat-)|(?<=xox.-)|(?<=xapp-))"
-    r"|_(?:(?<=gh[pousr]_)|(?<=github_)|(?<=[sr]k_)|(?<=[Aa][Ww][Ss]_))"
-    r"|=(?<=Key=)|J(?<=eyJ)|\.(?<=hooks\.)"
+    r"|-(?:----BEGIN|(?<=sk-)|(?<=glpat-)|(?<=xox.-)|(?<=xapp-)|(?<=pypi-))"
+    r"|_(?:(?<=gh[pousr]_)|(?<=github_)|(?<=[sr]k_)|(?<=[Aa][Ww][Ss]_)|(?<=npm_)|(?=authToken))"
+    r"|=(?<=Key=)|J(?<=eyJ)|\.(?:(?<=hooks\.)|(?<=SG\.))|K(?:(?<=SK)|(?<=ccessK))"
     r"|B(?:earer|EARER|asic|ASIC)|b(?:earer|asic)"
 )
 _ANCHORS_IN_TEXT: Final = re.compile(_TEXT_ANCHORS)
@@ -211,37 +401,116 @@ _LOOKBACK: Final = 40
 #: memchr) is some 20 times faster than any regular-expression scan, so `_holds` jumps
 #: from one occurrence of the byte to the next and tries the pattern only there: '-' and
 #: '_' are in nearly every value (ids, keys), but only a few times.
-_GATES: Final[tuple[tuple[bytes, frozenset[int] | None, re.Pattern[bytes] | None], ...]] = (
-    (b"=", None, None),  # `.env` assignments, Azure connection strings
+_GATES: Final[tuple[tuple[bytes, frozenset[int] | None, re.Pattern[bytes]], ...]] = (
     (b"A", None, re.compile(rb"A(?:KIA|SIA|Iza)")),
     (b"J", frozenset(b"y"), re.compile(rb"J(?<=eyJ)")),
     (b"z", frozenset(b"i"), re.compile(rb"z(?<=uthoriz)ation")),
     (b"Z", frozenset(b"I"), re.compile(rb"Z(?<=UTHORIZ)ATION")),
     (b"/", frozenset(b"m"), re.compile(rb"/(?<=hooks\.slack\.com/)")),
-    # -----BEGIN, sk-, glpat-, xox?-, xapp-: the byte before, or the '-' after for BEGIN.
-    # Each with what its kinds' patterns need after it (letters, digits, '-' and '_' are
-    # never escaped either): code is full of '-' and '_' ("disk_", "task-"), and a value
-    # these let through has every string scanned for every kind.
+    (b"G", frozenset(b"S"), re.compile(rb"G(?<=SG)\.[A-Za-z0-9_\-]{22}\.")),
+    (b"K", frozenset(b"Ss"), re.compile(rb"K(?:(?<=SK)[0-9a-fA-F]{32}|(?<=ccessK)ey)")),
+    # -----BEGIN, sk-, glpat-, xox?-, xapp-, pypi-: the byte before, or the '-' after for
+    # BEGIN. Each with what its kinds' patterns need after it (letters, digits, '-' and '_'
+    # are never escaped either): code is full of '-' and '_' ("disk_", "task-"), and a
+    # value these let through has every string scanned for every kind.
     (
         b"-",
-        frozenset(b"-ktabeoprs"),
+        frozenset(b"-ktabeoprsi"),
         re.compile(
-            rb"-(?:----BEGIN|(?<=sk-)(?:ant-|proj-|svcacct-|admin-|[A-Za-z0-9]{20})"
-            rb"|(?<=glpat-)[A-Za-z0-9_\-]{20}|(?<=xox[abeoprs]-)[A-Za-z0-9\-]{10}|(?<=xapp-)[0-9]-)"
+            rb"-(?:----BEGIN|(?<=[abeoprskti]-)(?:(?<=sk-)(?:ant-|proj-|svcacct-|admin-|[A-Za-z0-9]{20})"
+            rb"|(?<=glpat-)[A-Za-z0-9_\-]{20}|(?<=xox[abeoprs]-)[A-Za-z0-9\-]{10}|(?<=xapp-)[0-9]-"
+            rb"|(?<=pypi-)AgE))"
         ),
     ),
-    # gh?_, github_pat_, sk_/rk_ live or test, aws_secret_access_key: the byte before.
+    # gh?_, github_pat_, sk_/rk_ live or test, aws_secret_access_key, npm_, :_authToken.
     (
         b"_",
-        frozenset(b"pousrbkSs"),
+        frozenset(b"pousrbkSsm:"),
         re.compile(
-            rb"_(?:(?<=gh[pousr]_)[A-Za-z0-9]{36}|(?<=github_)pat_|(?<=[sr]k_)(?:live|test)_"
-            rb"|(?<=aws_)secret_access_key|(?<=AWS_)SECRET_ACCESS_KEY)"
+            rb"_(?<=[pousrbkSsm:]_)(?:(?<=gh[pousr]_)[A-Za-z0-9]{36}|(?<=github_)pat_|(?<=[sr]k_)(?:live|test)_"
+            rb"|(?<=aws_)secret_access_key|(?<=AWS_)SECRET_ACCESS_KEY|(?<=npm_)[A-Za-z0-9]{36}"
+            rb"|(?<=:_)authToken)"
         ),
     ),
 )
-#: After this many occurrences of a byte, one search of the rest is cheaper than the jumps.
+#: The name-based and password pre-filter over encoded JSON: (byte, the bytes that may
+#: stand just before it, pattern), as `_GATES`: a candidate separator (as
+#: `_NAME_CANDIDATES`, with the gaps a JSON encoding writes: '\\"', '\\t'), a URL with user
+#: info, curl's ``-u``. A record's own keys end in an unescaped '"' before their ':'
+#: ("content":); those are skipped unread, since no string's text holds them.
+_BYTE_GAPS = (
+    b"",
+    b"[\"' \t]",
+    b"(?:[\"'][ \t]|\\\\[\"'t])",
+    b"(?:\\\\[\"'][ \t]|[\"']\\\\t)",
+    b"\\\\[\"']\\\\t",
+)
+_NAME_ENDS = frozenset(b"dDsStTnNlLyY' \t")
+_GAPS_RE = b"|".join(b"(?<=" + _ENDINGS.encode() + gap + b".)" for gap in _BYTE_GAPS)
+#: Where a '=' or ':' may assign a name-based value, or a ':' start a URL with user info.
+#: Each first checks the one byte before (a record's own key ends in an unescaped '"'
+#: before its ':', "content":, and no string's text holds one), then the names.
+_EQUALS_GATE: Final = re.compile(b"=(?<=[dDsStTnNlLyY\"' \t]=)(?:" + _GAPS_RE + b")", re.IGNORECASE)
+_COLON_GATE: Final = re.compile(
+    b":(?:(?:(?<=[dDsStTnNlLyY' \t]:)|(?<=\\\\\":))(?:" + _GAPS_RE + rb')|//[^/\s"@]{1,384}@)', re.IGNORECASE
+)
+#: curl's option in front of a user and its password.
+_DASH_GATE: Final = re.compile(rb"-(?:u|-user)(?:[ =]|\\t)")
+
+
+def _named_gate(data: bytes) -> bool:
+    """Whether a name-based value or a password may be in a string of the encoded ``data``.
+
+    As `_holds` does: from one occurrence of '=', ':' or '-' to the next (memchr; a
+    multi-byte ``bytes.find`` is some 50 times slower), trying the pattern only where the
+    bytes around allow it, and after a number of occurrences that grows with the size
+    (a search of the rest costs about as much as 512 bytes per jump) one search of the rest.
+    """
+    if len(data) <= _SHORT:  # as in `_gate`: one search costs less than the jumps
+        gates = ((b"=", _EQUALS_GATE), (b":", _COLON_GATE), (b"-", _DASH_GATE))
+        return any((at := data.find(b)) >= 0 and p.search(data, at) is not None for b, p in gates)
+    jumps = _JUMPS + len(data) // 512
+    return (
+        _jump(data, 0x3D, _NAME_ENDS_EQUALS, jumps, _EQUALS_GATE)
+        or _jump(data, 0x3A, _NAME_ENDS, jumps, _COLON_GATE)
+        or _jump(data, 0x2D, None, jumps, _DASH_GATE)
+    )
+
+
+#: '=' after a quote: in a string's text it is escaped (\"), so it is never a record's own.
+_NAME_ENDS_EQUALS = _NAME_ENDS | frozenset(b'"')
+
+
+def _jump(
+    data: bytes, byte: int, before: frozenset[int] | None, jumps: int, pattern: re.Pattern[bytes]
+) -> bool:
+    """`_named_gate` for one byte: ``before`` the bytes just before it that let the pattern
+    be tried (None: for '-', the byte after must be 'u' or '-')."""
+    find, end = data.find, len(data) - 1
+    at = find(byte)
+    while at >= 0 and jumps:
+        jumps -= 1
+        if before is None:
+            tried = at < end and data[at + 1] in (0x75, 0x2D)  # -u, --user
+        else:
+            previous = data[at - 1]
+            # ':' after an unescaped '"' ends a record's own key ("content":), which no
+            # string's text holds; an escaped one (\") ends a key in a JSON text shown.
+            tried = previous in before or (previous == 0x22 and data[at - 2] == 0x5C)
+            tried = tried or (byte == 0x3A and at < end and data[at + 1] == 0x2F)  # ://
+        if tried and pattern.match(data, at) is not None:
+            return True
+        at = find(byte, at + 1)
+    return at >= 0 and pattern.search(data, at) is not None
+
+
+#: Above this size a value is taken to hold a name-based candidate (`_gate`): code
+#: of this size always does, and the search of its strings would repeat the gates' passes.
+_BIG: Final = 64 * 1024
+#: After this many occurrences of a byte, one search of the rest is cheaper than the jumps,
+#: unless they are sparse: more than `_SPARSE` bytes apart on average.
 _JUMPS: Final = 8
+_SPARSE: Final = 512
 #: Up to this size one search from a byte's first occurrence costs less than the jumps.
 _SHORT: Final = 2048
 
@@ -254,7 +523,10 @@ def _holds(
     ``before``: the bytes one of the pattern's matches can have just before ``byte`` (or,
     for '-', just after it), looked at first: one index, not a call of the pattern.
     """
-    for _ in range(_JUMPS):
+    first, jumps = at, 0
+    # Jump while the byte is rare: a jump costs about what the pattern's own scan of
+    # `_SPARSE` bytes does (memchr is some ten times faster than the engine's loop).
+    while jumps < _JUMPS or at - first > jumps * _SPARSE:
         if (
             before is None
             or (at > 0 and data[at - 1] in before)
@@ -264,35 +536,32 @@ def _holds(
         at = data.find(byte, at + 1)
         if at < 0:
             return False
+        jumps += 1
     return pattern.search(data, at) is not None
 
 
 #: The methods whose replacement `Redactor.redact_json` must call, wherever it is made.
 _OVERRIDABLE: Final = frozenset({"find", "redact", "might_hold"})
-#: What `_gate` says of an encoded JSON value: no built-in secret can be in it; only an
-#: `.env` assignment can (a '=' and none of the other kinds' pieces); any kind can.
-_NONE, _ASSIGNMENTS, _ANY = 0, 1, 2
+#: What `_gate` says of an encoded JSON value: no built-in secret can be in it; only a
+#: name-based value or a password can (`_named_gate`); any kind can.
+_NONE, _NAMED, _ANY = 0, 1, 2
 
 
 def _gate(data: bytes) -> int:
-    """The pre-filter of the built-in kinds over an encoded JSON value: `_NONE`, `_ASSIGNMENTS` or `_ANY`."""
+    """The pre-filter of the built-in kinds over an encoded JSON value: `_NONE`, `_NAMED` or `_ANY`."""
     find, short = data.find, len(data) <= _SHORT
-    found = _NONE
     for byte, before, pattern in _GATES:
         at = find(byte)  # most bytes are not there: no call beyond this one
         if at < 0:
             continue
-        if pattern is None:
-            # '=': an `.env` assignment, or an Azure "AccountKey=" / "SharedAccessKey=",
-            # which the other kinds' scan finds (its anchor is "Key=").
-            if b"Key=" in data:
-                return _ANY
-            found = _ASSIGNMENTS
-            continue
         # A short value: one search from the first occurrence costs less than jumps.
         if pattern.search(data, at) is not None if short else _holds(data, at, byte, before, pattern):
             return _ANY
-    return found
+    if find(b"=") >= 0 and b"Key=" in data:  # Azure's "AccountKey=" / "SharedAccessKey="
+        return _ANY
+    if len(data) > _BIG:
+        return _NAMED
+    return _NAMED if _named_gate(data) else _NONE
 
 
 def marker(kind: str) -> str:
@@ -302,7 +571,8 @@ def marker(kind: str) -> str:
 
 class Found(NamedTuple):
     """One secret in a text: its kind, where it is (``text[start:end]``), and whether it is
-    certain (rewritten by `Redactor.redact`) or a guess (reported by `scan` only)."""
+    certain (a known format, or a value that passes `_judge`) or only a guess from a name,
+    which `Redactor.redact` leaves in place."""
 
     kind: str
     start: int
@@ -357,16 +627,65 @@ def _builtin() -> tuple[re.Pattern[str], list[tuple[str, re.Pattern[str]]]]:
     return _combined(BUILTIN)
 
 
-def _builtin_find(text: str, *, anchors: bool = True) -> list[Found]:
-    """The secrets of built-in kinds in ``text``, maybe overlapping (see `_leftmost`).
+#: Where a line of a key block ends: a newline, or its JSON escape in a text that shows JSON.
+_LINE_BREAK: Final = re.compile(r"\r?\n|\r|\\r\\n|\\n")
+#: What a tool may put before each line of a key block: `cat -n`'s and an editor's line
+#: numbers ("  12\t", "12:", "  12 | ", "12→"), e-mail and Markdown quotes ("> "), a
+#: comment's start. Bounded, so a line is read in linear time.
+_GUTTER: Final = re.compile(
+    r"[ \t]{0,16}(?:\d{1,9}[ \t]{0,4}[|:\u2192\t]?|(?:>[ \t]{0,2}){1,8}|(?:#|//|;|\*|\")[ \t]?)?[ \t]{0,4}"
+)
+#: A line of a key block after its gutter: base64 (up to a line's width), or one of the
+#: headers RFC 1421 §4.6 and RFC 4880 §6.2 allow (an encrypted key's "Proc-Type").
+_KEY_LINE: Final = re.compile(
+    r"[A-Za-z0-9+/=]{1,160}[ \t]{0,8}|(?:Proc-Type|DEK-Info|Comment|Version|Hash|Charset):[^\r\n\\]{0,200}|[ \t]{0,8}"
+)
+_KEY_END: Final = re.compile(KEY_HEADER.replace("BEGIN", "END"))
+#: How far a key block may reach (an 8192-bit RSA key in PEM is under 7 KB).
+_KEY_BLOCK_LIMIT: Final = 64 * 1024
 
-    ``anchors=False`` looks for `.env` assignments only: for a string of a JSON value in
-    which `_GATES` found none of the other kinds' pieces (`Redactor.redact_json`).
+
+def _key_block_end(text: str, at: int) -> int | None:
+    """Where the private-key block whose header ends at ``at`` ends; None for a mere mention.
+
+    Line by line, whatever gutter each line carries (`_GUTTER`): up to the END line, or,
+    in a truncated text, after the last line of key data. A header with no key data after
+    it (code that tests for one, prose) holds nothing secret.
     """
+    limit, data_lines, end = min(len(text), at + _KEY_BLOCK_LIMIT), 0, at
+    while end < limit and (brk := _LINE_BREAK.match(text, end)) is not None:
+        gutter = _GUTTER.match(text, brk.end())
+        start = gutter.end() if gutter is not None else brk.end()
+        closing = _KEY_END.match(text, start)
+        if closing is not None:
+            return closing.end() if data_lines else None
+        line = _KEY_LINE.match(text, start)
+        after = line.end() if line is not None else start
+        if after < len(text) and _LINE_BREAK.match(text, after) is None:
+            break  # not a line of key data: the block ended before it
+        data_lines += after - start >= 16
+        end = after
+    return end if data_lines else None
+
+
+#: The kinds known by the name in front of a value of no fixed format: a placeholder there
+#: (``Bearer YOUR_TOKEN``, ``_authToken=MYTOKEN``) is a sample, as a name-based value's is.
+_NAMED_FORMATS: Final = frozenset({"npm-token", "bearer-token", "aws-secret-key", "azure-storage-key"})
+
+
+def _sample(kind: str, secret: str) -> bool:
+    """Whether a match is documentation's sample, not a secret: AWS's example keys
+    (AKIAIOSFODNN7EXAMPLE, https://docs.aws.amazon.com/IAM/latest/UserGuide/security-creds.html)
+    and their like, or a placeholder after a name."""
+    return "EXAMPLE" in secret.upper() or (kind in _NAMED_FORMATS and _PLACEHOLDER.search(secret) is not None)
+
+
+def _prefixed(text: str) -> list[Found]:
+    """The secrets of the built-in formats (`BUILTIN`) in ``text``, left to right."""
     found: list[Found] = []
     end = 0  # where the last match ended: matches do not overlap
     builtin_pattern, kind_patterns = _builtin()
-    for anchor in _ANCHORS_IN_TEXT.finditer(text) if anchors else ():
+    for anchor in _ANCHORS_IN_TEXT.finditer(text):
         at = anchor.start()
         if at < end:
             continue
@@ -379,33 +698,53 @@ def _builtin_find(text: str, *, anchors: bool = True) -> list[Found]:
             kind, match = next(
                 (kind, m) for kind, pattern in kind_patterns if (m := pattern.match(text, start))
             )
-            found.append(
-                Found(kind, *(match.span("secret") if "secret" in match.re.groupindex else match.span()))
-            )
+            span = match.span("secret") if "secret" in match.re.groupindex else match.span()
             end = match.end()
+            if kind == "private-key":
+                block = _key_block_end(text, end)
+                if block is None:
+                    break  # a mention of the header, no key
+                span, end = (span[0], block), block
+            if not _sample(kind, text[span[0] : span[1]]):
+                found.append(Found(kind, *span))
             break
-    if "=" not in text:
-        return found
-    for candidate in _ENV_CANDIDATES.finditer(text):
-        at = candidate.start()
-        name = _ENV_NAME_REVERSED.match(text[max(0, at - _ENV_NAME_LIMIT) : at][::-1])
-        value = _ENV_VALUE.match(text, at + 1) if name is not None else None
-        if value is not None:
-            found.append(Found(ENV_KIND, *value.span("secret")))
     return found
 
 
-def _leftmost(found: list[Found]) -> list[Found]:
-    """``found`` without overlaps, left to right: the leftmost wins, a known format over an
-    `.env` value (a GitHub token assigned to GITHUB_TOKEN is a GitHub token), then the longest."""
-    if len(found) < 2:
-        return found
-    found.sort(key=lambda f: (f.start, f.kind == ENV_KIND, -f.end))
+def _builtin_find(text: str, *, anchors: bool = True) -> list[Found]:
+    """The secrets of built-in kinds in ``text``, maybe overlapping (see `_leftmost`).
+
+    ``anchors=False`` looks for name-based values and passwords only: for a string of a
+    JSON value in which `_GATES` found none of the other kinds' pieces (`Redactor.redact_json`).
+    """
+    found = _prefixed(text) if anchors else []
+    if "=" in text or ":" in text:
+        found.extend(_assignments(text))
+        found.extend(_passwords(text))
+    return found
+
+
+def _no_overlaps(found: list[Found]) -> list[Found]:
+    """``found`` without overlaps, left to right: the leftmost wins, a known format over a
+    name-based value (a GitHub token assigned to GITHUB_TOKEN is a GitHub token), then the longest."""
+    found.sort(key=lambda f: (f.start, f.kind in (ENV_KIND, PASSWORD_KIND), -f.end))
     kept: list[Found] = []
     for item in found:
         if not kept or item.start >= kept[-1].end:
             kept.append(item)
     return kept
+
+
+def _leftmost(found: list[Found]) -> list[Found]:
+    """``found`` without overlaps: the certain ones first (a guess never hides a secret
+    from `Redactor.redact`), then the guesses that overlap none of them; left to right."""
+    if len(found) < 2:
+        return found
+    certain = _no_overlaps([f for f in found if f.certain])
+    guesses = [
+        g for g in found if not g.certain and all(g.end <= c.start or g.start >= c.end for c in certain)
+    ]
+    return sorted(certain + _no_overlaps(guesses), key=lambda f: f.start)
 
 
 class Redactor:
@@ -427,7 +766,8 @@ class Redactor:
     # -- text -----------------------------------------------------------------------
 
     def find(self, text: str) -> list[Found]:
-        """Every secret in ``text``, left to right, none overlapping another."""
+        """Every secret in ``text``, left to right, none overlapping another: the certain
+        ones and the guesses (``certain=False``, name-based values that fail `_judge`)."""
         return self._find(text, anchors=True)
 
     def _find(self, text: str, *, anchors: bool) -> list[Found]:
@@ -440,20 +780,22 @@ class Redactor:
         return _leftmost(found)
 
     def redact(self, text: str) -> str:
-        """``text`` with every secret replaced by `marker` of its kind."""
+        """``text`` with every certain secret replaced by `marker` of its kind; guesses stay."""
         return self._redact(text, self.find(text))
 
-    def _redact_assignments(self, text: str) -> str:
-        """`redact` of a string that can hold no built-in secret but an `.env` assignment."""
+    def _redact_named(self, text: str) -> str:
+        """`redact` of a string that can hold no built-in secret but a name-based value or a password."""
         return self._redact(text, self._find(text, anchors=False))
 
     @staticmethod
     def _redact(text: str, found: list[Found]) -> str:
-        if not found:
+        if not any(f.certain for f in found):
             return text
         pieces: list[str] = []
         at = 0
-        for kind, start, end, _ in found:
+        for kind, start, end, certain in found:
+            if not certain:
+                continue
             pieces += (text[at:start], marker(kind))
             at = end
         pieces.append(text[at:])
@@ -496,8 +838,8 @@ class Redactor:
     def _text_redactor(self, data: bytes) -> Callable[[str], str] | None:
         """What `redact_json` applies to each string of ``data``; None when none can hold a secret.
 
-        Where `_GATES` found only '=' signs (code is full of them) and no user pattern may
-        match, only `.env` assignments are looked for: the built-in kinds' scan of each
+        Where `_GATES` found none of the formats' pieces, only a name-based value or a
+        password (`_named_gate`), and no user pattern may match, only those are looked for: the built-in kinds' scan of each
         string is skipped. A subclass (or an instance) that replaces `find`, `redact` or
         `might_hold` gets its own `redact` on every string `might_hold` lets through.
         """
@@ -514,7 +856,7 @@ class Redactor:
         gate = _gate(data) if self._builtin else _NONE
         if gate == _NONE:
             return None
-        return self.redact if gate == _ANY else self._redact_assignments
+        return self.redact if gate == _ANY else self._redact_named
 
 
 class CallableRedactor(Redactor):

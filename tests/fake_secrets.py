@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import random
+import string
 import uuid
+from collections.abc import Callable
+from typing import NamedTuple
 
-from jsonl_store._redact import marker
+from jsonl_store._redact import MARKER_RE, marker
 
 _ALNUM = "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zC"
 
@@ -114,6 +118,34 @@ SECRETS: list[tuple[str, str, str]] = [
         "Authorization: Basic " + base64.b64encode(b"user:" + body(12).encode()).decode(),
         f"Authorization: Basic {marker('basic-auth')}",
     ),
+    (
+        "sendgrid-api-key",
+        "SENDGRID_API_KEY=SG." + body(22) + "." + body(43),
+        f"SENDGRID_API_KEY={marker('sendgrid-api-key')}",
+    ),
+    ("twilio-api-key", "sid SK" + body(32, "0123456789abcdef"), f"sid {marker('twilio-api-key')}"),
+    ("pypi-token", "password = pypi-AgEIcHlwaS5vcmc" + body(60), f"password = {marker('pypi-token')}"),
+    ("npm-token", "npm_" + body(36), marker("npm-token")),
+    (
+        "npm-token",
+        "//registry.npmjs.org/:_authToken=" + body(36),
+        f"//registry.npmjs.org/:_authToken={marker('npm-token')}",
+    ),
+    (
+        "password",
+        "postgres://app:" + body(16) + "@db.internal:5432/main",
+        f"postgres://app:{marker('password')}@db.internal:5432/main",
+    ),
+    (
+        "password",
+        "curl -u deploy:" + body(14) + " https://ci",
+        f"curl -u deploy:{marker('password')} https://ci",
+    ),
+    (
+        "aws-secret-key",
+        '"SecretAccessKey": "' + body(40) + '",',
+        f'"SecretAccessKey": "{marker("aws-secret-key")}",',
+    ),
     ("env-secret", "DB_PASSWORD=" + body(12), f"DB_PASSWORD={marker('env-secret')}"),
     ("env-secret", "export STRIPE_API_KEY=" + body(10), f"export STRIPE_API_KEY={marker('env-secret')}"),
     ("env-secret", "MY_SERVICE_TOKEN='" + body(16) + "'", f"MY_SERVICE_TOKEN='{marker('env-secret')}'"),
@@ -141,3 +173,285 @@ NEAR_MISSES: list[str] = [
     "x = 1; y == 2; a=b",
     "eyJ is how a JWT starts",
 ]
+
+
+# -- the labelled set -------------------------------------------------------------------
+# Realistic FAKE secrets in the contexts agents see them in: real formats with random
+# bodies from a seeded generator (never a live credential), each in code, `.env`,
+# JSON/YAML, shell output, URLs and curl commands. `benchmarks/redaction_corpus.py`
+# measures recall on all of it; tests/unit/test_redaction_corpus.py checks a slice.
+
+_BASE62 = string.ascii_letters + string.digits
+_URLSAFE = _BASE62 + "-_"
+_B64 = _BASE62 + "+/"
+_HEX = "0123456789abcdef"
+
+
+class Labelled(NamedTuple):
+    """One fake secret in its context: what kind it is, where it sits, the text, and the
+    secret's random part (what must not survive redaction, not even in part)."""
+
+    kind: str
+    context: str
+    text: str
+    secret: str
+
+
+def _random(rng: random.Random, n: int, alphabet: str = _BASE62) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def _password(rng: random.Random) -> str:
+    """A password as generators make them: pwgen -s, token_urlsafe or openssl rand -base64."""
+    style = rng.randrange(3)
+    if style == 0:
+        return _random(rng, rng.randint(14, 24))
+    if style == 1:
+        return _random(rng, rng.randint(16, 32), _URLSAFE)
+    return _random(rng, 32, _B64) + "="
+
+
+def _url_password(rng: random.Random) -> str:
+    return _random(rng, rng.randint(14, 24), _BASE62 + "-_.~")
+
+
+#: Schemes whose URLs carry a password in their user info (each vendor's connection URL).
+DATABASE_SCHEMES = (
+    "postgres", "postgresql", "mysql", "mariadb", "mongodb", "mongodb+srv", "redis", "rediss",
+    "amqp", "amqps", "mssql", "sqlserver", "oracle", "cockroachdb", "clickhouse", "ftp",
+    "smtp", "ldap", "https",
+)  # fmt: skip
+
+#: How a tool shows the lines of a file: (name, the prefix of line n).
+GUTTERS: tuple[tuple[str, Callable[[int], str]], ...] = (
+    ("plain", lambda n: ""),
+    ("cat-n", lambda n: f"{n:6d}\t"),
+    ("pipe", lambda n: f"  {n} | "),
+    ("colon", lambda n: f"{n}:"),
+    ("arrow", lambda n: f"{n:6d}\u2192"),
+    ("quote", lambda n: "> "),
+)
+
+
+def _key_block(rng: random.Random, label: str) -> tuple[str, str]:
+    """A PEM private key of random base64: (the block's lines joined by newlines, its body)."""
+    lines = [_random(rng, 64, _B64) for _ in range(rng.randint(6, 12))] + [_random(rng, 28, _B64) + "=="]
+    block = "\n".join([f"-----BEGIN {label}PRIVATE KEY-----", *lines, f"-----END {label}PRIVATE KEY-----"])
+    return block, "".join(lines)
+
+
+def _prefixed(rng: random.Random) -> list[tuple[str, str, str]]:
+    """(kind, a variable name for it, the token) for every prefixed format, random bodies."""
+    return [
+        ("aws-access-key", "AWS_ACCESS_KEY_ID", "AKIA" + _random(rng, 16, string.ascii_uppercase + string.digits)),
+        ("aws-access-key", "AWS_ACCESS_KEY_ID", "ASIA" + _random(rng, 16, string.ascii_uppercase + string.digits)),
+        *[("github-token", "GITHUB_TOKEN", p + "_" + _random(rng, 36)) for p in ("ghp", "gho", "ghu", "ghs", "ghr")],
+        ("github-token", "GH_TOKEN", "github_pat_" + _random(rng, 22) + "_" + _random(rng, 59)),
+        ("gitlab-token", "GITLAB_TOKEN", "glpat-" + _random(rng, 20, _URLSAFE)),
+        ("anthropic-api-key", "ANTHROPIC_API_KEY", "sk-ant-api03-" + _random(rng, 93, _URLSAFE) + "AA"),
+        ("openai-api-key", "OPENAI_API_KEY", "sk-proj-" + _random(rng, 48, _URLSAFE) + "T3BlbkFJ" + _random(rng, 48, _URLSAFE)),
+        ("openai-api-key", "OPENAI_API_KEY", "sk-" + _random(rng, 48)),
+        ("google-api-key", "GOOGLE_API_KEY", "AIza" + _random(rng, 35, _URLSAFE)),
+        ("slack-token", "SLACK_BOT_TOKEN", f"xoxb-{rng.randint(10**10, 10**11)}-{rng.randint(10**12, 10**13)}-" + _random(rng, 24)),
+        ("slack-token", "SLACK_USER_TOKEN", f"xoxp-{rng.randint(10**10, 10**11)}-{rng.randint(10**10, 10**11)}-" + _random(rng, 32, _HEX)),
+        ("slack-token", "SLACK_APP_TOKEN", f"xapp-1-A{_random(rng, 10, string.ascii_uppercase + string.digits)}-{rng.randint(10**12, 10**13)}-" + _random(rng, 64, _HEX)),
+        ("stripe-key", "STRIPE_SECRET_KEY", "sk_live_" + _random(rng, 99)),
+        ("stripe-key", "STRIPE_RESTRICTED_KEY", "rk_live_" + _random(rng, 99)),
+        ("sendgrid-api-key", "SENDGRID_API_KEY", "SG." + _random(rng, 22, _URLSAFE) + "." + _random(rng, 43, _URLSAFE)),
+        ("pypi-token", "TWINE_PASSWORD", "pypi-AgEIcHlwaS5vcmc" + _random(rng, 140, _URLSAFE)),
+        ("npm-token", "NPM_TOKEN", "npm_" + _random(rng, 36)),
+        ("twilio-api-key", "TWILIO_API_KEY", "SK" + _random(rng, 32, _HEX)),
+        ("jwt", "ID_TOKEN", "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI" + _random(rng, 60, _URLSAFE) + "." + _random(rng, 86, _URLSAFE)),
+    ]  # fmt: skip
+
+
+def _contexts(name: str, token: str) -> list[tuple[str, str]]:
+    """(context, text) for one token under its variable name."""
+    lower = name.lower()
+    return [
+        ("env", f"{name}={token}\n"),
+        ("shell", f"$ export {name}={token}\n$ ./deploy.sh\nDeploying with {lower}...\n"),
+        ("python", f'import os\n\nclient = Client(api_key="{token}")\nprint(client.ping())\n'),
+        ("javascript", f"const {lower} = '{token}';\nmodule.exports = {{ {lower} }};\n"),
+        ("json", f'{{\n  "{lower}": "{token}",\n  "region": "us-east-1"\n}}\n'),
+        ("yaml", f"service:\n  {lower}: {token}\n  retries: 3\n"),
+        ("prose", f"Sure, I used the key {token} to call the API and it worked.\n"),
+    ]
+
+
+def _named(rng: random.Random) -> list[Labelled]:
+    """Passwords and keys recognisable only by their names, in every context."""
+    out: list[Labelled] = []
+    pairs = [
+        ("DB_PASSWORD", "password"), ("POSTGRES_PASSWORD", "password"), ("SECRET_KEY", "secret_key"),
+        ("API_KEY", "api_key"), ("CLIENT_SECRET", "client_secret"), ("TWILIO_AUTH_TOKEN", "auth_token"),
+        ("REDIS_PASSWORD", "redis_password"), ("SMTP_PASSWORD", "smtp_password"),
+    ]  # fmt: skip
+    for upper, lower in pairs:
+        for context in ("env", "shell", "json", "yaml", "yaml-quoted", "ini", "python", "toml"):
+            value = _random(rng, 32, _HEX) if "TWILIO" in upper else _password(rng)
+            text = {
+                "env": f"{upper}={value}\n",
+                "shell": f"$ cat .env\nDEBUG=false\n{upper}={value}\nPORT=8080\n",
+                "json": f'{{"user": "app", "{lower}": "{value}", "port": 5432}}',
+                "yaml": f"database:\n  user: app\n  {lower}: {value}\n  port: 5432\n",
+                "yaml-quoted": f'database:\n  {lower}: "{value}"\n',
+                "ini": f"[database]\nuser = app\n{lower} = {value}\n",
+                "python": f'settings = Settings(\n    {lower}="{value}",\n)\n',
+                "toml": f'[service]\n{lower} = "{value}"\n',
+            }[context]
+            out.append(Labelled("env-secret", context, text, value))
+    return out
+
+
+def _urls(rng: random.Random) -> list[Labelled]:
+    out = []
+    for scheme in DATABASE_SCHEMES:
+        for context in ("env", "shell", "code"):
+            password = _url_password(rng)
+            url = f"{scheme}://app_user:{password}@db-{rng.randrange(100)}.internal.example.net:5432/main"
+            text = {
+                "env": f"DATABASE_URL={url}\n",
+                "shell": f"$ psql '{url}'\npsql: connection refused\n",
+                "code": f'engine = create_engine("{url}")\n',
+            }[context]
+            out.append(Labelled("password", f"url-{context}", text, password))
+    return out
+
+
+def _curl(rng: random.Random) -> list[Labelled]:
+    out = []
+    for _ in range(6):
+        token = _random(rng, 40, _URLSAFE)
+        out.append(
+            Labelled(
+                "bearer-token",
+                "curl-bearer",
+                f"curl -s -H 'Authorization: Bearer {token}' https://api.example.net/v1/items\n",
+                token,
+            )
+        )
+        password = _password(rng)
+        out.append(
+            Labelled(
+                "password",
+                "curl-user",
+                f"curl -u deploy:{password} https://ci.example.net/api/json\n",
+                password,
+            )
+        )
+        basic = base64.b64encode(f"deploy:{_password(rng)}".encode()).decode()
+        out.append(
+            Labelled(
+                "basic-auth",
+                "curl-basic",
+                f'curl -H "Authorization: Basic {basic}" https://ci.example.net/\n',
+                basic,
+            )
+        )
+    return out
+
+
+def _keys(rng: random.Random) -> list[Labelled]:
+    out = []
+    for label in ("", "RSA ", "EC ", "OPENSSH ", "ENCRYPTED "):
+        for gutter, prefix in GUTTERS:
+            block, secret = _key_block(rng, label)
+            start = rng.randint(1, 40)
+            lines = ["$ cat id_key"] if gutter == "plain" else []
+            lines += [prefix(start + i) + line for i, line in enumerate(block.split("\n"))]
+            out.append(Labelled("private-key", f"key-{gutter}", "\n".join(lines) + "\n", secret))
+        block, secret = _key_block(rng, label)
+        escaped = block.replace("\n", "\\n")
+        out.append(Labelled("private-key", "key-json-escaped", f'{{"key": "{escaped}\\n"}}', secret))
+        truncated = block.rsplit("\n", 4)[0]
+        out.append(
+            Labelled("private-key", "key-truncated", truncated, secret[: 64 * (truncated.count("\n"))])
+        )
+    return out
+
+
+def _aws(rng: random.Random) -> list[Labelled]:
+    out = []
+    for _ in range(5):
+        key_id = "AKIA" + _random(rng, 16, string.ascii_uppercase + string.digits)
+        secret = _random(rng, 40, _B64)
+        created = (
+            '{\n    "AccessKey": {\n        "UserName": "deploy",\n'
+            f'        "AccessKeyId": "{key_id}",\n        "Status": "Active",\n'
+            f'        "SecretAccessKey": "{secret}",\n'
+            '        "CreateDate": "2026-01-02T03:04:05+00:00"\n    }\n}\n'
+        )
+        out.append(Labelled("aws-secret-key", "aws-cli-json", created, secret))
+        out.append(Labelled("aws-access-key", "aws-cli-json", created, key_id))
+        secret = _random(rng, 40, _B64)
+        credentials = f"[default]\naws_access_key_id = {key_id}\naws_secret_access_key = {secret}\n"
+        out.append(Labelled("aws-secret-key", "aws-credentials", credentials, secret))
+    return out
+
+
+def _npmrc(rng: random.Random) -> list[Labelled]:
+    out = []
+    for _ in range(4):
+        token = "npm_" + _random(rng, 36)
+        out.append(Labelled("npm-token", "npmrc", f"//registry.npmjs.org/:_authToken={token}\n", token))
+        legacy = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        out.append(
+            Labelled(
+                "npm-token",
+                "npmrc-legacy",
+                f"registry=https://registry.npmjs.org/\n//registry.npmjs.org/:_authToken={legacy}\n",
+                legacy,
+            )
+        )
+    return out
+
+
+def _cloud(rng: random.Random) -> list[Labelled]:
+    out = []
+    for _ in range(3):
+        key = _random(rng, 86, _B64) + "=="
+        text = f"DefaultEndpointsProtocol=https;AccountName=acct{rng.randrange(99)};AccountKey={key};EndpointSuffix=core.windows.net"
+        out.append(Labelled("azure-storage-key", "connection-string", text, key))
+        body_lines = [_random(rng, 64, _B64) for _ in range(8)]
+        pem = "-----BEGIN PRIVATE KEY-----\\n" + "\\n".join(body_lines) + "\\n-----END PRIVATE KEY-----\\n"
+        text = f'{{"type": "service_account", "project_id": "p{rng.randrange(999)}", "private_key": "{pem}", "client_email": "a@p.iam.gserviceaccount.com"}}'
+        out.append(Labelled("gcp-service-account-key", "key-file", text, "".join(body_lines)))
+        hook = (
+            "T"
+            + _random(rng, 10, string.ascii_uppercase + string.digits)
+            + "/B"
+            + _random(rng, 10, string.ascii_uppercase + string.digits)
+            + "/"
+            + _random(rng, 24)
+        )
+        out.append(
+            Labelled(
+                "slack-webhook",
+                "url",
+                f"curl -X POST https://hooks.slack.com/services/{hook} -d @msg.json",
+                hook,
+            )
+        )
+    return out
+
+
+def labelled(seed: int = 20) -> list[Labelled]:
+    """The labelled set: every kind in every context it occurs in, bodies from ``seed``."""
+    rng = random.Random(seed)
+    out: list[Labelled] = []
+    for kind, name, token in _prefixed(rng):
+        out += [Labelled(kind, context, text, token) for context, text in _contexts(name, token)]
+    for make in (_named, _urls, _curl, _keys, _aws, _npmrc, _cloud):
+        out += make(rng)
+    return out
+
+
+def removed_whole(secret: str, text: str, redacted: str, width: int = 6) -> bool | None:
+    """True when no piece of ``secret`` (``width`` characters, as ``text`` shows it) is left
+    in ``redacted``, False when none was removed, None when part was: never allowed."""
+    pieces = [secret[i : i + width] for i in range(max(1, len(secret) - width + 1))]
+    pieces = [piece for piece in pieces if piece in text]
+    rest = MARKER_RE.sub("", redacted)  # the marker's own words ("github") are no leftover
+    left = sum(piece in rest for piece in pieces)
+    return True if left == 0 else False if left == len(pieces) else None

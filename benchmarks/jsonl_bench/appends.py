@@ -52,6 +52,8 @@ def run(ctx: Context) -> None:
                     f"append with redaction vs without, {what}",
                     _redaction(ctx, kind, suffix, what, stack),
                 )
+        if not missing:
+            _run_race(ctx, "append with redaction vs without, 1 MB code output", _code_output(ctx, stack))
         _run_race(ctx, "group commit", _group(ctx, stores.get("fsync"), stack))
         _run_race(ctx, "metadata update", _metadata(ctx, stores.get("fsync")))
         if not missing:
@@ -239,6 +241,37 @@ def _redaction(
             )
         )
     return contenders
+
+
+def _code_output(ctx: Context, stack: contextlib.ExitStack) -> list[Contender]:
+    """1 MB of source code as a tool's output, appended with redaction and without (issue 20:
+    within 1.5x). Code is redaction's hardest common case: '=' and ':' everywhere, and names
+    like token and password in front of them. durability="none", as in `_redaction`."""
+    ops, d = max(1, ctx.sizes.fast_ops // 500), ctx.scratch("appends-redact-code")
+    total = _total(ctx, ops)
+    plain = stack.enter_context(jsonl.open_store(os.path.join(d, "plain"), "none", redact=False))
+    redacting = stack.enter_context(jsonl.open_store(os.path.join(d, "redacting"), "none"))
+    base = "jsonl.append.none.unredacted.code"
+    what = "1 MB code output"
+    return [
+        Contender(
+            Row(base, "jsonl_store", f'append, durability="none", redact=False, {what}', [], op="append"),
+            jsonl.code_output_appender(plain, "plain-code", total),
+            ops,
+        ),
+        Contender(
+            Row(
+                "jsonl.append.none.redacted.code",
+                "jsonl_store",
+                f'append, durability="none", redact=True, {what}',
+                [],
+                floor=base,
+                op="append",
+            ),
+            jsonl.code_output_appender(redacting, "redacting-code", total),
+            ops,
+        ),
+    ]
 
 
 def _group(ctx: Context, store: Any, stack: contextlib.ExitStack) -> list[Contender]:

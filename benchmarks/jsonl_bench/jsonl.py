@@ -118,6 +118,17 @@ def secret_appender(store: Any, session_id: str, kind: str, total: int) -> Block
     return block
 
 
+def code_output_appender(store: Any, session_id: str, total: int) -> Block:
+    """Per op: one ``append`` of a 1 MB code output (`workload.code_output`), made in advance."""
+    messages = iter([workload.code_output(i) for i in range(total)])
+
+    def block(n: int) -> None:
+        for _ in range(n):
+            store.append(session_id, next(messages))
+
+    return block
+
+
 def round_robin_appender(store: Any, session_ids: list[str], kind: str, total: int) -> Block:
     """Per op: one ``append`` to the next session of ``session_ids``, in turn."""
     items: Iterator[tuple[Any, Any]] = iter(workload.store_messages(kind, 0, total))

@@ -8,7 +8,10 @@ Content is varied per record (a pool of distinct texts) so no layer can cache a 
 
 from __future__ import annotations
 
+import functools
+import os
 import random
+import sysconfig
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -181,3 +184,37 @@ def store_message(t: Turn) -> tuple[Any, Any]:
 
 def store_messages(kind: str, start: int, count: int) -> list[tuple[Any, Any]]:
     return [store_message(turn(kind, i)) for i in range(start, start + count)]
+
+
+# ---------------------------------------------------------------------------------------
+# Code output: what an agent's tool returns after `cat` of source files
+# ---------------------------------------------------------------------------------------
+
+#: The size of one code output: issue 20 bounds what redaction costs on 1 MB of it.
+CODE_OUTPUT_BYTES = 1 << 20
+
+
+@functools.cache
+def _code() -> str:
+    """1 MB of this interpreter's standard library, its files in name order: real code, full
+    of the '=' and ':' and names (token, password, key) that redaction must read past."""
+    folder = sysconfig.get_paths()["stdlib"]
+    pieces: list[str] = []
+    size = 0
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".py"):
+            continue
+        with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as file:
+            pieces.append(file.read())
+        size += len(pieces[-1])
+        if size >= CODE_OUTPUT_BYTES:
+            break
+    return "".join(pieces)[:CODE_OUTPUT_BYTES]
+
+
+def code_output(i: int) -> Any:
+    """The ``i``-th 1 MB code output as a tool message; each differs in its last line, so no
+    two are one blob file (a string this long is spilled, spec §5.1)."""
+    from jsonl_store import ToolMessage
+
+    return ToolMessage(tool_call_id=f"call_code_{i}", name="bash", content=f"{_code()}\n# output {i}\n")

@@ -550,33 +550,30 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
 
 @vector("valid", "redaction-markers")
 def _() -> tuple[dict[str, bytes], dict[str, Any]]:
-    """Markers a redacting writer left (§18), and secrets an older writer stored as given.
+    """Markers a redacting writer left (§18), a secret an older writer stored as given, and a sample.
 
-    Readers give both back as stored; `scan` finds only the secrets, `redact` replaces
-    them by markers (new checksums, the same sequences and ids) and then finds nothing.
-    The fake secrets are the documentation's own examples (AWS's AKIAIOSFODNN7EXAMPLE).
+    Readers give all back as stored; `scan` finds only the secret, `redact` replaces it by
+    a marker (new checksums, the same sequences and ids) and then finds nothing. AWS's
+    documentation key (AKIAIOSFODNN7EXAMPLE) is a sample, no secret: it stays (§18.3).
     """
     log = Log()
     log.add(UserMessage(id=message_id(1), content="Deploy with key [REDACTED:aws-access-key]."))
     log.add(AssistantMessage(id=message_id(2), content="Using AKIAIOSFODNN7EXAMPLE now."))
     log.add(
-        UserMessage(id=message_id(3), content="My .env holds DB_PASSWORD=correct-horse-battery\n"),
+        UserMessage(id=message_id(3), content="My .env holds DB_PASSWORD=q7Rt2xLm9Vp4Kd8s\n"),
         tags={"note": "[REDACTED:github-token]"},
     )
     expected = clean(log)
     # Each finding's fingerprint (§18.2): SHA-256 of "kind:value", its first 16 hex digits.
     expected["scan"] = [
-        {"file": "messages.jsonl", "line": 2, "sequence": 2, "where": "$.message.content",
-         "kind": "aws-access-key", "preview": "AKIA…(20 chars)", "fingerprint": "63ddfff3720c7202",
-         "certain": True, "allowed": False},
         {"file": "messages.jsonl", "line": 3, "sequence": 3, "where": "$.message.content",
-         "kind": "env-secret", "preview": "corr…(21 chars)", "fingerprint": "be41d1f098df19fe",
+         "kind": "env-secret", "preview": "q7Rt…(16 chars)", "fingerprint": "fff9e71c007486d4",
          "certain": True, "allowed": False},
     ]  # fmt: skip
     expected["redact"] = {
         "messages": [
             "Deploy with key [REDACTED:aws-access-key].",
-            "Using [REDACTED:aws-access-key] now.",
+            "Using AKIAIOSFODNN7EXAMPLE now.",
             "My .env holds DB_PASSWORD=[REDACTED:env-secret]\n",
         ],
         "ids": [record_id(1), record_id(2), record_id(3)],

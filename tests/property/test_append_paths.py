@@ -53,7 +53,8 @@ def _run(root: Path, calls: list[tuple[Any, Any]], *, flat: bool) -> list[object
 #: (spilled to a blob at this threshold), a "$" (the blob marker's first byte), no id.
 _EDGES = st.sampled_from(
     [
-        UserMessage(content="my key is AKIAIOSFODNN7EXAMPLE, keep it"),
+        # A fake key id (AWS's documentation one, ...EXAMPLE, is a sample redaction keeps).
+        UserMessage(content="my key is AKIA" + "QZ7XW3VT9RK2MP5L, keep it"),
         UserMessage(content="x" * 200),
         UserMessage(content="costs $5"),
         {"role": "user", "content": "a plain dict"},

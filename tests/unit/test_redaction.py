@@ -32,7 +32,7 @@ def test_near_misses_are_left_as_they_are(text: str) -> None:
     assert Redactor().find(text) == []
 
 
-@pytest.mark.parametrize(("kind", "text", "redacted"), SECRETS[:8])
+@pytest.mark.parametrize(("kind", "text", "redacted"), SECRETS)
 def test_the_pre_filter_lets_every_secret_through(kind: str, text: str, redacted: str) -> None:
     """The cheap search of encoded bytes says 'maybe' for every JSON value holding a secret."""
     import msgspec
@@ -129,8 +129,8 @@ def test_the_pre_filter_finds_a_secret_in_a_large_value_after_many_near_misses(
 
 
 def test_a_redact_replaced_on_the_instance_is_called_for_every_string() -> None:
-    """A `redact` set on one redactor (a mock, a wrapper) is what redact_json applies, '=' or not."""
+    """A `redact` set on one redactor (a mock, a wrapper) is what redact_json applies, name-based or not."""
     redactor = Redactor()
     redactor.redact = lambda text: "replaced"  # type: ignore[method-assign]
-    assert redactor.redact_json(b'{"a":"x=1"}') == b'{"replaced":"replaced"}'
+    assert redactor.redact_json(b'{"a":"DB_TOKEN=1"}') == b'{"replaced":"replaced"}'
     assert redactor.redact_json(b'{"a":"AKIAIOSFODNN7EXAMPLE"}') == b'{"replaced":"replaced"}'

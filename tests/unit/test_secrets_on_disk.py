@@ -229,7 +229,8 @@ def test_scan_of_a_clean_store_and_of_a_missing_session(tmp_path: Path) -> None:
 def test_scan_output_is_escaped_for_the_terminal(tmp_path: Path) -> None:
     """A stored value with terminal control characters reaches stdout escaped, never raw."""
     with SessionStore(tmp_path, redact=False) as store:
-        store.append("s", UserMessage(content="DB_PASSWORD=\x1b[2J\x07\x1b[31mabcdefgh"))
+        # ESC c, BEL, BS: a value no rule reads as code (an ESC [ sequence holds a bracket).
+        store.append("s", UserMessage(content="DB_PASSWORD=\x1bc\x07\x08Xk9mP2qR7vL4"))
     done = _command(tmp_path, "scan")
     assert done.returncode == 1
     assert "\x1b" not in done.stdout and "\x07" not in done.stdout
