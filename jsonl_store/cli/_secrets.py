@@ -46,10 +46,10 @@ def _line(finding: SecretFinding) -> str:
     notes = ("" if finding.certain else " (unsure: reported only)") + (
         " (allowed)" if finding.allowed else ""
     )
-    return (
-        f"{finding.session_id}: {where}{sequence} {finding.where}: "
-        f"[REDACTED:{finding.kind}] {finding.preview} {finding.fingerprint}{notes}"
-    )
+    # A guess is shown by its kind's name alone: a marker there would read as if the value
+    # had been replaced, and a guess never is (spec §18.2).
+    label = f"[REDACTED:{finding.kind}]" if finding.certain else f"{finding.kind}?"
+    return f"{finding.session_id}: {where}{sequence} {finding.where}: {label} {finding.preview} {finding.fingerprint}{notes}"
 
 
 def _report(found: Iterable[SecretFinding], as_json: bool) -> list[SecretFinding]:

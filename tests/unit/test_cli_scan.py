@@ -43,7 +43,8 @@ def test_scan_passes_with_only_guesses_and_fails_with_strict(
     _leaky(tmp_path, "config guess=hunter22")
     code, out, _ = run(capsys, "--root", str(tmp_path), "scan")
     assert code == 0
-    assert "[REDACTED:password-guess] hu…(8 chars)" in out and "(unsure: reported only)" in out
+    assert "password-guess? hu…(8 chars)" in out and "(unsure: reported only)" in out
+    assert "[REDACTED:" not in out  # a guess is never shown as if it were replaced
     assert "0 secrets, 1 unsure (reported only, never rewritten)" in out and "hunter22" not in out
     assert run(capsys, "--root", str(tmp_path), "scan", "--strict")[0] == 1
 
