@@ -40,10 +40,15 @@ def create(
     directory: str,
     compacted_message: Message,
     compacted_through_sequence: int,
-    expected_version: int,
+    versions: tuple[int, int],
     redactor: Redactor | None = None,
 ) -> ContextSnapshot:
-    """Create snapshot ``expected_version + 1``; the caller has checked the arguments and holds the lock."""
+    """Create snapshot ``expected_version + 1``; the caller has checked the arguments and holds the lock.
+
+    ``versions`` is (``expected_version``, the version of the snapshot a fork's context
+    starts at while it has none of its own, else 0).
+    """
+    expected_version, inherited = versions
     fs = handles.fs
     payload, plain = _codec.encode_message(compacted_message)
     if redactor is not None:
@@ -65,7 +70,7 @@ def create(
         # only a snapshot() holding the lock makes a new one.
         present = _snapshots.versions(fs, directory)
         current = log.latest_snapshot(present=present)
-        current_version = current.version if current else 0
+        current_version = current.version if current else inherited
         if expected_version != current_version:
             raise SnapshotConflict(
                 f"session {session_id!r} is at snapshot version {current_version}, not {expected_version}",
