@@ -255,19 +255,16 @@ class Handles:
             else:
                 self._seen[session_id] = (sequence, record_id)
 
-    def forget(self, session_id: str, *, deleted: bool = False) -> None:
+    def forget(self, session_id: str) -> None:
         """Close and drop what this store keeps open for a session (before delete or repair).
 
-        What the caller has seen is kept, unless the session is ``deleted``: then none of
-        what a new session of that id holds was seen.
+        What the caller has seen is kept: a delete forgets it only once it has deleted.
         """
         with self._mutex:
             session = self._sessions.pop(session_id, None)
             if session is not None:
                 self._held -= 2 if session.usage is not None else 1
                 self._seen[session_id] = (session.seen, session.seen_id)
-            if deleted:
-                self._seen.pop(session_id, None)
         if session is not None:
             session.close()
 
@@ -401,7 +398,7 @@ class Handles:
         ``check`` runs under the session lock first and may raise to refuse the delete.
         """
         fs = self.fs
-        self.forget(session_id, deleted=True)
+        self.forget(session_id)
         existed = False
         with self.lock(session_id):
             if check is not None:
@@ -443,6 +440,9 @@ class Handles:
                     fs.close(fd)
             if self.durable:
                 fs.fsync_dir(directory)
+        with self._mutex:
+            # None of what a new session of this id will hold was seen (checkpoint, spec §10).
+            self._seen.pop(session_id, None)
         return existed
 
     def check_dir(self, session_id: str, directory: str) -> bool:

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jsonl_store import AssistantMessage, CompactedMessage, Message, SessionStore, UserMessage
+import pytest
+
+from jsonl_store import (
+    AssistantMessage,
+    CompactedMessage,
+    Message,
+    SessionHasForks,
+    SessionStore,
+    UserMessage,
+)
 
 
 def user(text: str) -> UserMessage:
@@ -68,3 +77,16 @@ def test_a_fork_made_again_from_another_source_matches_the_new_sources_messages(
     assert store.checkpoint("f", [*second, new]) == [3]
     assert store.load("f").messages == [*second, new]
     assert [r.message for r in store.records("f")] == [*second, new]
+
+
+def test_a_refused_delete_keeps_what_the_caller_saw(root: Path) -> None:
+    """A delete refused because of a fork forgets nothing the caller saw: a compaction drops what it left out."""
+    store = SessionStore(root, durability="none")
+    history = [user("1"), user("2"), user("3")]
+    store.checkpoint("s", history)
+    store.fork("s", 1, "f")
+    with pytest.raises(SessionHasForks):
+        store.delete_session("s")
+    runner: list[Message] = [CompactedMessage(content="1 to 3"), history[0]]
+    store.checkpoint("s", runner)
+    assert store.load("s").messages == runner
