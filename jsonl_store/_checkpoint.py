@@ -13,7 +13,7 @@ import itertools
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from . import _codec, _snapshots
 from ._errors import InvalidArgument, InvalidMessage, UnsupportedValue
@@ -42,8 +42,9 @@ class CheckpointCache:
     """Ids of the session context as of a log offset, so a checkpoint reads only new bytes."""
 
     __slots__ = (
-        "boundary", "ids", "last_id", "last_offset", "last_sequence", "log_end", "saved", "saved_count",
-        "saved_ids", "saved_idset", "saved_mutex", "snapshot_version",
+        "boundary", "context_version", "ids", "last_id", "last_offset", "last_sequence", "log_end",
+        "origin", "saved", "saved_count", "saved_ids", "saved_idset", "saved_mutex", "snapshot_version",
+        "top_id",
     )  # fmt: skip
 
     def __init__(self, snapshot_version: int, log_end: int, ids: dict[Any, int], last_sequence: int) -> None:
@@ -53,7 +54,17 @@ class CheckpointCache:
         self.last_offset = log_end
         self.last_id = ""
         self.boundary = last_sequence
+        #: The version of the session's own newest snapshot (0 for none).
         self.snapshot_version = snapshot_version
+        #: The version of the snapshot the session context starts at, which a fork may
+        #: inherit from its source (spec §8.10): what `snapshot()` expects.
+        self.context_version = snapshot_version
+        #: What a fork's history before its own log was read from (`Prefix.origin`);
+        #: None when the ids come from the session alone.
+        self.origin: object = None
+        #: The id of the record at ``last_sequence`` ("" when not known), wherever it is:
+        #: what a caller handed this state has seen.
+        self.top_id = ""
         self.log_end = log_end
         self.ids = ids
         self.last_sequence = last_sequence
@@ -172,9 +183,27 @@ def check_unique(fresh_ids: list[str], cache: CheckpointCache | None, saved: int
         raise InvalidMessage("checkpoint got two messages with the same id")
 
 
-#: A fork's history before its own log (spec §8.10): the ids of its context's messages there,
-#: with their sequences, and the branch sequence.
-Prefix = Callable[[], tuple[dict[Any, int], int]]
+class Before(NamedTuple):
+    """A fork's history before its own log (spec §8.10), as a checkpoint counts it."""
+
+    #: The ids of the context's messages there, with their sequences.
+    ids: dict[Any, int]
+    #: The branch sequence, and the id of the source's record there.
+    sequence: int
+    record_id: str
+    #: The version of the snapshot the context starts at (0 for none).
+    version: int
+    origin: object
+
+
+class Prefix(NamedTuple):
+    """A session's history before its own log: nothing unless it is a fork."""
+
+    #: What that history is read from (the chain of fork files and the snapshot it starts
+    #: at; None for no fork), found without reading a record: compared on every save of a
+    #: fork, it tells when the source compacted the shared part or the fork was made anew.
+    origin: Callable[[], object]
+    read: Callable[[], Before]
 
 
 def state(
@@ -193,30 +222,68 @@ def state(
     with LogReader(fs, session_id, directory, listings=listings) as log:
         snapshot = log.latest_snapshot()
         version = snapshot.version if snapshot else 0
-        if (
-            cache is None
-            or cache.snapshot_version != version
-            or cache.log_end > log.size
-            or (log.fd is not None and not _still_holds(fs, log.fd, cache))
-        ):
-            ids: dict[Any, int] = {}
-            last = 0
-            if snapshot is not None:
-                ids[message_id(snapshot.compacted_message)] = 0
-                last = snapshot.compacted_through_sequence
-            elif prefix is not None:
-                ids, last = prefix()
-            start = snapshot.tail_offset if snapshot else 0
-            cache = CheckpointCache(version, start, ids, last)
+        if cache is None or _stale(fs, log, cache, version, None if snapshot else prefix):
+            cache = _built(snapshot, prefix)
         if log.size > cache.log_end:
             for line, record in log.records(cache.log_end, cache.last_sequence):
                 cache.ids.setdefault(message_id(record.message), record.sequence)
                 cache.last_sequence = record.sequence
                 cache.last_offset, cache.last_id = line.offset, record.id
+                cache.top_id = record.id
                 # Only up to the last complete record: a batch still being written
                 # (or torn) is read again next time.
                 cache.log_end = line.end
         return cache
+
+
+def _stale(fs: Any, log: LogReader, cache: CheckpointCache, version: int, prefix: Prefix | None) -> bool:
+    """Whether ``cache`` was read from other files than the session's now.
+
+    Its own log is the same while the last record read is still where it was. A fork
+    without a snapshot of its own also reads its source's: the source may have compacted
+    the shared part since, or the fork may have been deleted and made again from another.
+    """
+    if cache.snapshot_version != version or cache.log_end > log.size:
+        return True
+    if log.fd is not None and not _still_holds(fs, log.fd, cache):
+        return True
+    if prefix is not None and (cache.origin is not None or not cache.last_id):
+        return bool(prefix.origin() != cache.origin)
+    return False
+
+
+def _built(snapshot: ContextSnapshot | None, prefix: Prefix | None) -> CheckpointCache:
+    """A new cache, from the session's newest snapshot, else from what a fork reads before its own log."""
+    if snapshot is not None:
+        cache = CheckpointCache(
+            snapshot.version,
+            snapshot.tail_offset,
+            {message_id(snapshot.compacted_message): 0},
+            snapshot.compacted_through_sequence,
+        )
+        # Anchored at the boundary record, so a log made anew is not taken for this one
+        # before a record is read after it.
+        cache.last_offset, cache.last_id = snapshot.boundary_offset, snapshot.boundary_record_id
+        cache.top_id = snapshot.boundary_record_id
+        return cache
+    if prefix is None:
+        return CheckpointCache(0, 0, {}, 0)
+    before = prefix.read()
+    cache = CheckpointCache(0, 0, before.ids, before.sequence)
+    cache.context_version, cache.origin, cache.top_id = before.version, before.origin, before.record_id
+    return cache
+
+
+def still_seen(store: Store, session_id: str, sequence: int, record_id: str) -> int:
+    """``sequence`` while the session holds the record the caller was handed there, else 0.
+
+    A session deleted and made again numbers its records from 1 anew: none of them
+    was seen, however many there are.
+    """
+    if not sequence or not record_id:
+        return 0
+    record = next(iter(store.records(session_id, after=sequence - 1)), None)
+    return sequence if record is not None and (record.sequence, record.id) == (sequence, record_id) else 0
 
 
 def _still_holds(fs: Any, fd: int, cache: CheckpointCache) -> bool:
@@ -319,8 +386,10 @@ class SessionState(Protocol):
 
     session_id: str
     checkpoint: CheckpointCache | None
-    #: The last sequence the store handed to its caller (load or checkpoint).
+    #: The last sequence the store handed to its caller (load or checkpoint), and the id
+    #: of the record there.
     seen: int
+    seen_id: str
 
 
 def save(
@@ -364,7 +433,7 @@ def save(
             sequences = store.append_many(session_id, found.new, **append_options) if found.new else []
         else:
             wanted = [m for m in messages if persisted(m)]
-            seen = max(session.seen, found.seen)
+            seen = max(still_seen(store, session_id, session.seen, session.seen_id), found.seen)
             sequences = rewrite(store, session_id, wanted, {*prefix, *fresh_ids}, seen, cache, append_options)
         after = state(fs, session_id, directory, session.checkpoint, listings, prefix_of)
         session.checkpoint = after
@@ -372,7 +441,7 @@ def save(
             remember(after, messages, saved, fresh_ids)
         else:
             forget_list(after)
-        session.seen = after.last_sequence
+        session.seen, session.seen_id = after.last_sequence, after.top_id
         return sequences
 
 
@@ -416,6 +485,6 @@ def rewrite(
     )
     tail = [*rest, *unseen]
     sequences = store._rewrite_context(
-        session_id, [marker, *tail], compacted, cache.snapshot_version, append_options
+        session_id, [marker, *tail], compacted, cache.context_version, append_options
     )
     return sequences[1 : 1 + len(rest)]

@@ -42,10 +42,15 @@ def create(
     directory: str,
     compacted_message: Message,
     compacted_through_sequence: int,
-    expected_version: int,
+    versions: tuple[int, int],
     redactor: Redactor | None = None,
 ) -> ContextSnapshot:
-    """Create snapshot ``expected_version + 1``; the caller has checked the arguments and holds the lock."""
+    """Create snapshot ``expected_version + 1``; the caller has checked the arguments and holds the lock.
+
+    ``versions`` is (``expected_version``, the version of the snapshot a fork's context
+    starts at while it has none of its own, else 0).
+    """
+    expected_version, inherited = versions
     fs = handles.fs
     payload, plain = _codec.encode_message(compacted_message)
     if redactor is not None:
@@ -67,7 +72,7 @@ def create(
         # only a snapshot() holding the lock makes a new one.
         present = _snapshots.versions(fs, directory)
         current = log.latest_snapshot(present=present)
-        current_version = current.version if current else 0
+        current_version = current.version if current else inherited
         if expected_version != current_version:
             raise SnapshotConflict(
                 f"session {session_id!r} is at snapshot version {current_version}, not {expected_version}",
@@ -114,7 +119,7 @@ def before_batch(
     session_id: str,
     directory: str,
     compacted_message: Message,
-    expected_version: int,
+    versions: tuple[int, int],
     redactor: Redactor | None = None,
 ) -> Callable[[int, bytes], None]:
     """What makes the snapshot of a checkpoint's rewrite, once its boundary's place is known.
@@ -124,8 +129,10 @@ def before_batch(
     by the returned ``make(offset, marker_line)``. Until the batch is whole on disk, the
     snapshot is not trusted (spec §10), so a crash leaves the old context or the new one.
     Checked now, under the session lock the caller holds: the expected version (else
-    `SnapshotConflict`); the version is one above every snapshot file present.
+    `SnapshotConflict`); the version is one above every snapshot file present. ``versions``
+    is as `create` takes it.
     """
+    expected_version, inherited = versions
     fs = handles.fs
     payload, plain = _codec.encode_message(compacted_message)
     if redactor is not None:
@@ -134,7 +141,7 @@ def before_batch(
     present = _snapshots.versions(fs, directory)
     with LogReader(fs, session_id, directory, handles.reporter) as log:
         current = log.latest_snapshot(present=present)
-    current_version = current.version if current else 0
+    current_version = current.version if current else inherited
     if expected_version != current_version:
         raise SnapshotConflict(
             f"session {session_id!r} is at snapshot version {current_version}, not {expected_version}",

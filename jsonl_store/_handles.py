@@ -80,7 +80,7 @@ class OpenSession:
 
     __slots__ = (
         "base", "checkpoint", "directory", "fs", "init", "init_metadata", "log", "mutex", "parent",
-        "prepared", "seen", "session_id", "usage",
+        "prepared", "seen", "seen_id", "session_id", "usage",
     )  # fmt: skip
 
     def __init__(self, session_id: str, directory: str, fs: FileSystem) -> None:
@@ -100,6 +100,9 @@ class OpenSession:
         #: The last sequence this store handed to its caller (load or checkpoint): what a
         #: runner using this store has seen, for `checkpoint`'s rewrite rule.
         self.seen = 0
+        #: The id of the record at ``seen`` ("" when not known): a session deleted and
+        #: made again numbers from 1 anew, and none of its records were seen.
+        self.seen_id = ""
         #: What the latest append would initialise the session with, should it have to
         #: (re)create it: (created_at, parent, type, agent name, title).
         self.init: tuple[datetime, str | None, int, str | None, str | None] | None = None
@@ -158,7 +161,8 @@ class Handles:
         self._sessions: OrderedDict[str, OpenSession] = OrderedDict()
         self._mutex = threading.Lock()
         self._locks: dict[str, AbstractContextManager[Any]] = {}
-        self._seen: dict[str, int] = {}  # `OpenSession.seen` of sessions evicted from `_sessions`
+        #: `OpenSession.seen` and ``seen_id`` of sessions evicted from `_sessions` or closed.
+        self._seen: dict[str, tuple[int, str]] = {}
         self._root_ready = False
         self._max_open = open_descriptors_limit()
         self._held = 0  # descriptors the sessions in `_sessions` may hold: 1 each, 2 with a usage log
@@ -175,6 +179,10 @@ class Handles:
             sessions = list(self._sessions.values())
             self._sessions.clear()
             self._held = 0
+            # Closing gives back descriptors only: what the caller has seen outlives them,
+            # as it outlives an eviction (checkpoint's rewrite rule, spec §10).
+            for session in sessions:
+                self._seen[session.session_id] = (session.seen, session.seen_id)
         for session in sessions:
             session.close()
 
@@ -213,14 +221,14 @@ class Handles:
             session = self._sessions.get(session_id)
             if session is None:
                 session = self._sessions[session_id] = OpenSession(session_id, directory, self.fs)
-                session.seen = self._seen.pop(session_id, 0)
+                session.seen, session.seen_id = self._seen.pop(session_id, (0, ""))
                 self._held += 1
                 while self._held > self._max_open and len(self._sessions) > 1:
                     old = self._sessions.popitem(last=False)[1]
                     self._held -= 2 if old.usage is not None else 1
                     # Descriptors are released, but what the caller has seen of the session
                     # must outlive them: checkpoint's rewrite rule depends on it.
-                    self._seen[old.session_id] = old.seen
+                    self._seen[old.session_id] = (old.seen, old.seen_id)
                     evicted.append(old)
         for old in evicted:
             old.close()
@@ -236,8 +244,9 @@ class Handles:
         writer = session.log if session is not None else None
         return writer.known_last() if writer is not None else None
 
-    def saw(self, session_id: str, sequence: int) -> None:
-        """Remember that the caller has seen the session up to ``sequence`` (for `checkpoint`).
+    def saw(self, session_id: str, sequence: int, record_id: str) -> None:
+        """Remember that the caller was handed the session up to ``sequence``, the record
+        ``record_id`` (for `checkpoint`): what this store last loaded for it (spec §10).
 
         A read opens nothing for writing: a session this store has not opened gets only an
         entry in ``_seen``, so loading many sessions never evicts another one's writer.
@@ -245,16 +254,20 @@ class Handles:
         with self._mutex:
             session = self._sessions.get(session_id)
             if session is not None:
-                session.seen = max(session.seen, sequence)
+                session.seen, session.seen_id = sequence, record_id
             else:
-                self._seen[session_id] = max(self._seen.get(session_id, 0), sequence)
+                self._seen[session_id] = (sequence, record_id)
 
     def forget(self, session_id: str) -> None:
-        """Close and drop what this store keeps open for a session (before delete or repair)."""
+        """Close and drop what this store keeps open for a session (before delete or repair).
+
+        What the caller has seen is kept: a delete forgets it only once it has deleted.
+        """
         with self._mutex:
             session = self._sessions.pop(session_id, None)
             if session is not None:
                 self._held -= 2 if session.usage is not None else 1
+                self._seen[session_id] = (session.seen, session.seen_id)
         if session is not None:
             session.close()
 
@@ -459,6 +472,10 @@ class Handles:
             finally:
                 if fd is not None:
                     fs.close(fd)
+        with self._mutex:
+            # None of what a new session of this id will hold was seen (checkpoint, spec §10):
+            # forgotten only once the files are gone, so a refused delete keeps it.
+            self._seen.pop(session_id, None)
         return any(name in (LOG_NAME, META_NAME, FORK_NAME) for name in names)
 
     def _rename_away(self, directory: str, gone: str) -> None:

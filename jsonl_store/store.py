@@ -278,14 +278,10 @@ class SessionStore:
         """A fork's snapshot and the records after it: its own newest snapshot, else its
         sources' newest one before the branch, else none (spec §8.10)."""
         fs, directory_of = self._fs, self._handles.directory
-        for index in range(len(links) - 1, -1, -1):
+        start = self._fork_start(links, found)
+        if start is not None:
+            index, snapshot = start
             link = links[index]
-            with LogReader(
-                fs, link.session_id, directory_of(link.session_id), found, listings=self._listings
-            ) as log:
-                snapshot = _forks.latest_snapshot_upto(log, link.upto)
-            if snapshot is None:
-                continue
             tail = list(
                 _forks.link_records(
                     fs, directory_of(link.session_id), link, found,
@@ -300,6 +296,19 @@ class SessionStore:
         for link in links:
             tail.extend(_forks.link_records(fs, directory_of(link.session_id), link, found))
         return None, tail
+
+    def _fork_start(self, links: list[_forks.Link], found: Reporter) -> tuple[int, ContextSnapshot] | None:
+        """The newest snapshot a history made of ``links`` starts at, and its link's index (spec §8.10)."""
+        for index in range(len(links) - 1, -1, -1):
+            link = links[index]
+            with LogReader(
+                self._fs, link.session_id, self._handles.directory(link.session_id), found,
+                listings=self._listings,
+            ) as log:  # fmt: skip
+                snapshot = _forks.latest_snapshot_upto(log, link.upto)
+            if snapshot is not None:
+                return index, snapshot
+        return None
 
     def _fork_point(self, session_id: str, directory: str) -> ForkPoint | None:
         """The session's fork point; None for a session that is not a fork (or does not exist)."""
@@ -316,24 +325,43 @@ class SessionStore:
         """What a session's history holds before its own log, as `checkpoint` counts it:
         nothing for a session that is not a fork.
 
-        Asked only when the checkpoint cache is built (the first save, or after a new
-        snapshot or log), so an extending save pays no look at ``fork.json``.
+        Read when the checkpoint cache is built (the first save, or after a new snapshot
+        or log); its origin is looked at again by the saves of a fork without a snapshot
+        of its own (or of a session with no record yet), never by other saves.
         """
 
-        def prefix() -> tuple[dict[Any, int], int]:
+        def origin() -> object:
+            return self._fork_origin(self._links(session_id, directory, Reporter()))
+
+        def read() -> _checkpoint.Before:
             ids: dict[Any, int] = {}
             found = Reporter()
             links = self._links(session_id, directory, found)
-            if len(links) == 1:
-                return ids, 0  # not a fork (or one whose fork.json the next append refuses)
+            point = links[-2].check if len(links) > 1 else None
+            if point is None:
+                # not a fork (or one whose fork.json the next append refuses)
+                return _checkpoint.Before(ids, 0, "", 0, None)
+            key = self._fork_origin(links)
             snapshot, tail = self._fork_history(links[:-1], found)
             if snapshot is not None:
                 ids[_checkpoint.message_id(snapshot.compacted_message)] = 0
             for record in tail:
                 ids.setdefault(_checkpoint.message_id(record.message), record.sequence)
-            return ids, links[-1].base
+            version = snapshot.version if snapshot is not None else 0
+            return _checkpoint.Before(ids, links[-1].base, point.record_id, version, key)
 
-        return prefix
+        return _checkpoint.Prefix(origin, read)
+
+    def _fork_origin(self, links: list[_forks.Link]) -> object:
+        """What a fork's history before its own log is read from: its chain and the snapshot it starts at."""
+        if len(links) == 1:
+            return None
+        start = self._fork_start(links[:-1], Reporter())
+        snapshot = start[1] if start is not None else None
+        return (
+            tuple((link.session_id, link.base, link.upto, link.check) for link in links),
+            None if snapshot is None else (snapshot.session_id, snapshot.version, snapshot.id),
+        )
 
     def _readable(self, session_id: str) -> str:
         """The session's directory, once the session is known to be one this version reads."""
@@ -579,7 +607,7 @@ class SessionStore:
             problems=found.problems,
             dialect=stored_dialect(meta.metadata) if meta else "neutral",
         )
-        self._handles.saw(session_id, view.last_sequence)
+        self._handles.saw(session_id, view.last_sequence, _last_record_id(view))
         return view
 
     @_storage_errors
@@ -840,7 +868,8 @@ class SessionStore:
         """Create snapshot ``expected_version + 1``: a summary replacing the log up to a sequence.
 
         ``expected_version`` is the version of the snapshot the caller's context came from
-        (0 for none, as in ``load(...).snapshot``). Raises `SnapshotConflict` when another
+        (0 for none, as in ``load(...).snapshot``; for a fork that is its own newest
+        snapshot, else the source's it starts at). Raises `SnapshotConflict` when another
         writer created a newer snapshot first, and `InvalidArgument` when the boundary does
         not advance past the previous snapshot's or passes the last sequence.
         """
@@ -857,6 +886,7 @@ class SessionStore:
                 session_id=session_id,
             )
         tally = self._tally()
+        inherited = self._inherited_version(session_id, directory) if point is not None else 0
         with self._handles.lock(session_id):
             snapshot = _compact.create(
                 self._handles,
@@ -864,11 +894,21 @@ class SessionStore:
                 directory,
                 compacted_message,
                 compacted_through_sequence,
-                expected_version,
+                (expected_version, inherited),
                 tally,
             )
         self._redacted(tally, session_id, "snapshot")
         return snapshot
+
+    def _inherited_version(self, session_id: str, directory: str) -> int:
+        """The version of the source snapshot a fork's context starts at (0: none).
+
+        Until a fork has a snapshot of its own, its context starts at its source's (spec
+        §8.10), and that is the version `load` hands the caller to pass back.
+        """
+        links = self._links(session_id, directory, Reporter())
+        start = self._fork_start(links[:-1], Reporter())
+        return start[1].version if start is not None else 0
 
     def _require_writable(self, session_id: str, directory: str) -> SessionMeta | None:
         """Refuse to change a session this version cannot read or must not write."""
@@ -1050,14 +1090,18 @@ class SessionStore:
             *_append.per_message(options.pop("timing", None), MessageTiming, len(tail), "timing"),
         ]
         usages = [None, *_append.usages_for(tail, options.pop("usage", None))]
+        tally = self._tally()
         encoded = _append.encode(
             session, batch, self._sizes, timings=timings, usages=usages,
             **{**_REWRITE_DEFAULTS, **options},
-            clock=handles.clock, new_id=handles.new_id, redactor=self._redactor,
+            clock=handles.clock, new_id=handles.new_id, redactor=tally,
         )  # fmt: skip
         assert encoded is not None  # the marker is always stored
+        inherited = (
+            self._inherited_version(session_id, directory) if self._fork_point(session_id, directory) else 0
+        )
         make = _compact.before_batch(
-            handles, session_id, directory, compacted, expected_version, self._redactor
+            handles, session_id, directory, compacted, (expected_version, inherited), tally
         )
 
         def build(last: Line | None) -> tuple[bytes, Line]:
@@ -1068,6 +1112,7 @@ class SessionStore:
             return data, line
 
         self._write(session, handles.writer, build)
+        self._redacted(tally, session_id, "checkpoint", encoded.sequences)
         return encoded.sequences
 
     # -- forks ----------------------------------------------------------------------------
@@ -1325,6 +1370,13 @@ def _checked_root(root: str | os.PathLike[str]) -> str:
     except (UnicodeEncodeError, ValueError):
         raise InvalidArgument(f"root must be a path the file system can name, got {path!r}") from None
     return path
+
+
+def _last_record_id(view: SessionView) -> str:
+    """The id of the record at ``view.last_sequence`` ("" for an empty session)."""
+    if view.raw_tail:
+        return view.raw_tail[-1].id
+    return view.snapshot.boundary_record_id if view.snapshot is not None else ""
 
 
 #: The keywords `checkpoint` passes on to `append_many`.
