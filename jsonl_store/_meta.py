@@ -147,8 +147,8 @@ def merge(
     """Apply the named fields to ``meta`` in place; return whether anything changed.
 
     A ``runtime`` update never overwrites a field or metadata key a ``user`` set: a
-    title the agent derives must not undo a rename made in a UI (the seed
-    ``004_0b1605c615b13fa7.txt``'s ``title_version`` rule).
+    title the agent derives must not undo a rename made in a UI (spec §7's
+    ``title_version`` rule).
     """
     if expected_version is not None and expected_version != meta.version:
         raise MetadataConflict(

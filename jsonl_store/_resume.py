@@ -1,8 +1,8 @@
 """`resume`: close the interrupted tool batch in the log itself, once (spec §9.11).
 
-The seed rule (``002_193ac4f508577b36.txt`` in the project's seeds: "when the next
-request starts, by adding a result for each call that has none") is applied to the raw
-log, not only to a view of it: the closing results are records, so the batch stays
+Spec §5's tool-batch repair (an interrupted batch is closed when the next request
+starts, by adding a result for each call that has none) is applied to the raw log, not
+only to a view of it: the closing results are records, so the batch stays
 whole when the agent appends its next message, and every later read sees the same ids.
 """
 

@@ -219,7 +219,7 @@ def repair_context(
     dropping it, as its calls may have run), so the result is always provider-valid (see
     `is_provider_valid`). With ``close_last=False``
     the last batch keeps the results that finished and may lack some: under ``"drop"`` it
-    is dropped whole if any of its results answers no call (the seed rule), under
+    is dropped whole if any of its results answers no call (spec §5's rule), under
     ``"close"`` such results are dropped instead. ``dialect`` says where calls and
     results are (a registered name or a `Dialect`); raises `InvalidArgument` for an
     unknown one.

@@ -82,7 +82,7 @@ class SessionView:
 
     @property
     def messages(self) -> list[Message]:
-        """The provider-safe model context (the seed's repair rule; last batch kept open), in the session's `dialect`."""
+        """The provider-safe model context (spec §5's tool-batch repair; last batch kept open), in the session's `dialect`."""
         return provider_safe(self.context, dialect=self.dialect)
 
     def model_context(

@@ -1040,7 +1040,7 @@ class SessionStore:
         """Save a runner's full message list by appending only what is not stored yet.
 
         Messages are matched by ``id`` (stored messages are immutable: give an edited message
-        a new id). As in the seed ``004_0b1605c615b13fa7.txt``, a stored message is never
+        a new id). As spec §10 says, a stored message is never
         removed or reordered by a save, even when ``messages`` lacks it (a stale list, or
         records another writer appended): the new messages go after the stored ones. A list
         that rewrites history (a caller's compaction, i.e. a new `CompactedMessage`; a new

@@ -735,7 +735,7 @@ def _() -> tuple[dict[str, bytes], dict[str, Any]]:
             "messages": [m1, new, m2, m3, m4],
         },
         {
-            # A save never removes a stored message (seed 004's rule): a list that lacks
+            # A save never removes a stored message (spec §10's rule): a list that lacks
             # one is stale, not an instruction to drop it.
             "name": "drop-from-the-middle",
             "list": [m1, m3, m4, new],
