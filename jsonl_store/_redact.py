@@ -686,9 +686,9 @@ _SHORT: Final = 2048
 #: `_GATES` for a large value (`_large_may_hold`): a Slack webhook is looked for from its
 #: "://" instead (`_LARGE_COLON`), a token with a '-' from `_LARGE_DASH`, on their lines.
 _LARGE_GATES: Final = tuple(gate for gate in _GATES if gate[0] not in (b"/", b"-"))
-#: `_COLON_GATE` with every "://" let through, for a large value: its line is then searched
-#: for a URL's password and a Slack webhook, whatever the length of the user info.
-_LARGE_COLON: Final = _separator_gate(b":", b"//|")
+#: `_COLON_GATE` for a large value, with a Slack webhook and user info of any length (the
+#: run stops at the next '/', so each byte is read once): the line is then searched.
+_LARGE_COLON: Final = _separator_gate(b":", rb'//(?:[^/\s"@]*@|hooks\.slack\.com/)|')
 #: The '-' gate of `_GATES` and curl's ``-u`` (`_DASH_GATE`) in one pass, for a large value:
 #: a private key's header has its whole text searched (its block spans lines), anything
 #: else its line (`_line_checked`).
