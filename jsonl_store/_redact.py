@@ -8,7 +8,8 @@ expression, so a text is searched once whatever the number of kinds.
 Redaction sits on the append path, so the common case (nothing secret) must cost little:
 `Redactor.redact_json` first looks in the encoded bytes for the literal pieces every
 built-in pattern needs (`_GATES`, a necessary condition, see its comment), and only when
-one is there decodes the value and redacts its strings.
+one is there decodes the value and redacts its strings. A value over `_BIG` (a long tool
+output) has only the lines those pieces are on decoded and searched (`_large_may_hold`).
 
 Why not a library: detect-secrets 1.5.0 (https://github.com/Yelp/detect-secrets), the
 well-kept one, took 6.3 ms for one clean 0.5 KB line with its default plugins (its
@@ -674,8 +675,9 @@ def _line_end(data: bytes, at: int) -> int | None:
         low = edge + 1
 
 
-#: Above this size a value is taken to hold a name-based candidate (`_gate`): code
-#: of this size always does, and the search of its strings would repeat the gates' passes.
+#: Above this size a value is taken to hold a name-based candidate (`_gate`, which
+#: `might_hold` answers with): code of this size always does. `Redactor.redact_json`
+#: checks such a value line by line from its bytes instead (`_large_may_hold`).
 _BIG: Final = 64 * 1024
 #: After this many occurrences of a byte, one search of the rest is cheaper than the jumps,
 #: unless they are sparse: more than `_SPARSE` bytes apart on average.
