@@ -16,6 +16,11 @@ The second table times the phases of real ``update_session(title=...)`` calls
 (``durability="fsync"``), each phase measured inside the call by wrapping the function
 that does it, as medians of ``--updates`` calls, beside the floor's durable file
 replacement (`jsonl_bench.floor.replace_file`) timed in turn with them.
+
+The third splits redaction of the benchmark's 1 MB code output (`workload.code_output`,
+issue 20's hardest case) into its passes over the encoded value, beside the one-byte
+``bytes.find`` (memchr) and the regular-expression scan for one byte that no pass can
+go below, and the decoding a pass over the text would need first.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import argparse
 import collections
 import fcntl
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -42,7 +48,7 @@ sys.path[:0] = [p for p in (_HERE, os.path.dirname(_HERE)) if p not in sys.path]
 from jsonl_bench import floor as floors  # noqa: E402
 from jsonl_bench import workload  # noqa: E402
 
-from jsonl_store import SessionStore, UserMessage, _append, _codec, _meta, _session  # noqa: E402
+from jsonl_store import SessionStore, UserMessage, _append, _codec, _meta, _redact, _session  # noqa: E402
 from jsonl_store._handles import now  # noqa: E402
 from jsonl_store._ids import new_uuid7  # noqa: E402
 from jsonl_store._redact import DEFAULT  # noqa: E402
@@ -107,6 +113,35 @@ def measure(number: int, repeat: int) -> list[tuple[str, float, float, bool]]:
         for store in stores:
             store.close()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def measure_code(repeat: int) -> list[tuple[str, float, float]]:
+    """(pass, median ms, spread) for redaction of the 1 MB code output, pass by pass, then whole."""
+    data = _codec.encode_message(workload.code_output(0))[0]
+    literal = re.compile(b"\x01")
+
+    def gate(byte: bytes, before: frozenset[int] | None, pattern: re.Pattern[bytes]) -> Callable[[], object]:
+        at = data.find(byte)
+        return lambda: at >= 0 and _redact._holds(data, at, byte, before, pattern)
+
+    def scan(pattern: re.Pattern[bytes]) -> Callable[[], object]:
+        return lambda: list(pattern.finditer(data))
+
+    parts: list[tuple[str, Callable[[], object]]] = [
+        ("floor: bytes.find of an absent byte (memchr)", lambda: data.find(b"\x01")),
+        ("floor: regex scan for an absent byte", lambda: literal.search(data)),
+        ("decoding the value (what a text search needs)", lambda: _redact._decode(data)),
+        *(
+            (f"gate {byte.decode()!r}", gate(byte, before, pattern))
+            for byte, before, pattern in _redact._LARGE_GATES
+        ),
+        ("separators '=' (whole scan)", scan(_redact._EQUALS_GATE)),
+        ("separators ':' and '://' (whole scan)", scan(_redact._LARGE_COLON)),
+        ("'-': tokens and curl -u (whole scan)", scan(_redact._LARGE_DASH)),
+        ("the separators' lines, judged (_line_checked)", lambda: _redact._line_checked(data)),
+        ("Redactor.redact_json, whole", lambda: DEFAULT.redact_json(data)),
+    ]
+    return [(name, us / 1000, spread) for name, call in parts for us, spread in [_median(call, 5, repeat)]]
 
 
 @contextmanager
@@ -203,6 +238,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\n{'update_session phase (median)':56} {'us':>7} {'x floor':>8}")
     for name, us in phases:
         print(f"{name:56} {us:7.1f} {us / floor:8.2f}")
+    code = measure_code(args.repeat)
+    print(f"\n{'redaction of 1 MB of code output (median)':48} {'ms':>7} {'spread':>7}")
+    for name, ms, spread in code:
+        print(f"{name:48} {ms:7.3f} {f'±{spread:.0%}':>7}")
     if args.json:
         with open(args.json, "wb") as out:
             out.write(
@@ -212,6 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                             {"part": n, "us": us, "spread": sp, "every_append": m} for n, us, sp, m in rows
                         ],
                         "update_session": [{"phase": n, "us": us} for n, us in phases],
+                        "code_output": [{"pass": n, "ms": ms, "spread": sp} for n, ms, sp in code],
                     }
                 )
             )

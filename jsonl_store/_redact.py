@@ -8,7 +8,8 @@ expression, so a text is searched once whatever the number of kinds.
 Redaction sits on the append path, so the common case (nothing secret) must cost little:
 `Redactor.redact_json` first looks in the encoded bytes for the literal pieces every
 built-in pattern needs (`_GATES`, a necessary condition, see its comment), and only when
-one is there decodes the value and redacts its strings.
+one is there decodes the value and redacts its strings. A value over `_BIG` (a long tool
+output) has only the lines those pieces are on decoded and searched (`_large_may_hold`).
 
 Why not a library: detect-secrets 1.5.0 (https://github.com/Yelp/detect-secrets), the
 well-kept one, took 6.3 ms for one clean 0.5 KB line with its default plugins (its
@@ -232,6 +233,14 @@ _NAME_REVERSED: Final = re.compile(
     r"[A-Za-z0-9_\-]*(?P<query>[?&])?",
     re.ASCII | re.IGNORECASE,
 )
+#: `_NAME_REVERSED` over encoded bytes, looser: the gap as JSON writes it (a quote as \",
+#: a tab as \t, a backslash as \\), and no look at the byte before the word (the 'n' of
+#: an escaped newline is a letter there, not in the text).
+_NAME_REVERSED_BYTES: Final = re.compile(
+    rb"""[ \t"'\\t]{0,8}(?:drowssap|dwssap|terces|nekot|s?laitnederc|ssap|dwp"""
+    rb"|yek[_.\-]?(?:ipa|ssecca|etavirp|terces|htua))",
+    re.IGNORECASE,
+)
 #: How far before its separator a candidate's name is read back (the gap, the name, and
 #: the '?' or '&' of a URL's query before it).
 _NAME_LIMIT: Final = 64
@@ -446,14 +455,59 @@ _BYTE_GAPS = (
     b"\\\\[\"']\\\\t",
 )
 _NAME_ENDS = frozenset(b"dDsStTnNlLyY' \t")
-_GAPS_RE = b"|".join(b"(?<=" + _ENDINGS.encode() + gap + b".)" for gap in _BYTE_GAPS)
-#: Where a '=' or ':' may assign a name-based value, or a ':' start a URL with user info.
-#: Each first checks the one byte before (a record's own key ends in an unescaped '"'
-#: before its ':', "content":, and no string's text holds one), then the names.
-_EQUALS_GATE: Final = re.compile(b"=(?<=[dDsStTnNlLyY\"' \t]=)(?:" + _GAPS_RE + b")", re.IGNORECASE)
-_COLON_GATE: Final = re.compile(
-    b":(?:(?:(?<=[dDsStTnNlLyY' \t]:)|(?<=\\\\\":))(?:" + _GAPS_RE + rb')|//[^/\s"@]{1,384}@)', re.IGNORECASE
-)
+
+
+def _separator_gate(separator: bytes, url: bytes = b"") -> re.Pattern[bytes]:
+    """Where ``separator`` may follow a secret word's last letters (`_ENDINGS`) and one of
+    `_BYTE_GAPS`: a look at the byte before it picks the gaps that can end there (a
+    letter, a space, a quote, an escaped tab), so each occurrence costs a few look-behinds,
+    not one per gap. After ':', an unescaped '"' ends a record's own key ("content":), which
+    no string's text holds: only a quote's escape (\\") is looked at there. ``url``:
+    alternatives tried first, each ending in '|' (a URL's "//" after ':').
+    """
+    ending = _ENDINGS.encode()
+
+    def before(piece: bytes) -> bytes:
+        return b"(?<=" + piece + separator + b")"
+
+    quotes = b"[\"']" if separator == b"=" else b"'"
+    branches = (
+        before(b"[dstnly]") + before(ending),
+        before(b"[ \t]")
+        + b"(?:"
+        + before(b"[dstnly][ \t]")
+        + before(ending + b"[ \t]")
+        + b"|"
+        + before(b"[\"'][ \t]")
+        + b"(?:"
+        + before(ending + b"[\"'][ \t]")
+        + b"|"
+        + before(ending + b"\\\\[\"'][ \t]")
+        + b"))",
+        before(b"[\"']") + b"(?:" + before(ending + quotes) + b"|" + before(ending + b"\\\\[\"']") + b")",
+        before(b"\\\\t")
+        + b"(?:"
+        + before(ending + b"\\\\t")
+        + b"|"
+        + before(ending + b"[\"']\\\\t")
+        + b"|"
+        + before(ending + b"\\\\[\"']\\\\t")
+        + b")",
+    )
+    # The URL first: its ':' may follow any byte. Then one look at the byte before, which
+    # rejects most separators in code (')', '=', most letters) and a record's keys at once.
+    first = (
+        before(b"[dstnly \t\"']")
+        if separator == b"="
+        else b"(?:" + before(b"[dstnly \t']") + b"|" + before(b'\\\\"') + b")"
+    )
+    return re.compile(separator + b"(?:" + url + first + b"(?:" + b"|".join(branches) + b"))", re.IGNORECASE)
+
+
+#: Where a '=' or ':' may assign a name-based value (the gaps of `_BYTE_GAPS`), or a ':'
+#: start a URL with user info.
+_EQUALS_GATE: Final = _separator_gate(b"=")
+_COLON_GATE: Final = _separator_gate(b":", rb'//[^/\s"@]{1,384}@|')
 #: curl's option in front of a user and its password.
 _DASH_GATE: Final = re.compile(rb"-(?:u|-user)(?:[ =]|\\t)")
 
@@ -504,8 +558,126 @@ def _jump(
     return at >= 0 and pattern.search(data, at) is not None
 
 
-#: Above this size a value is taken to hold a name-based candidate (`_gate`): code
-#: of this size always does, and the search of its strings would repeat the gates' passes.
+def _large_may_hold(data: bytes) -> bool:
+    """Whether a string of the large encoded ``data`` may hold a certain secret: False means
+    `Redactor.redact_json` leaves it as it is, without decoding it.
+
+    Code holds name-based candidates on every page, nearly none of them certain, and
+    decoding a megabyte and searching all of its text cost more than appending it (issue
+    20 bounds what redaction adds to an append of 1 MB of code output). So: the formats'
+    gates (`_LARGE_GATES`), then each place where a name-based value, a password, a Slack
+    webhook or a token with a '-' can be (`_line_checked`) is searched on its line alone.
+    """
+    for byte, before, pattern in _LARGE_GATES:
+        at = data.find(byte)
+        if at >= 0 and _holds(data, at, byte, before, pattern):
+            return True
+    return _line_checked(data)
+
+
+def _line_checked(data: bytes) -> bool:
+    """Whether a line of a string of ``data`` that the separators' gates let through holds
+    a certain secret, searched as `Redactor.find` searches text.
+
+    A name-based value or password is judged on its line only: a name, its gap and its
+    value never span a newline (`_NAME_REVERSED`, `_value_after`, `_URL_USERINFO`,
+    `_CURL_USER`), nor does a match of `BUILTIN` (such as a Slack webhook, or an Azure key,
+    "AccountKey=", which the '=' gate lets through by its "key") but a private key's block,
+    so its header answers True. So do too many lines, or a line too long to find the ends
+    of: the caller then searches all of the text.
+    """
+    checked: set[int] = set()
+    budget = len(data) // _LINE_SHARE
+    for pattern in (_EQUALS_GATE, _LARGE_COLON, _LARGE_DASH):
+        match = pattern.search(data)
+        while match is not None:
+            at = match.start()
+            if pattern is _LARGE_DASH and data.startswith(b"----BEGIN", at + 1):
+                return True
+            if pattern is _LARGE_DASH or data.startswith(b"//", at + 1) or _named_before(data, at):
+                line = _line_at(data, at)
+                if line is None:
+                    return True
+                start, text = line
+                if start not in checked:
+                    if len(checked) >= budget:
+                        return True
+                    checked.add(start)
+                    if any(found.certain for found in _builtin_find(text)):
+                        return True
+            match = pattern.search(data, at + 1)
+    return False
+
+
+def _named_before(data: bytes, at: int) -> bool:
+    """Whether a secret word (`_NAME_REVERSED_BYTES`), or an Azure key's name, may end just
+    before the separator at ``data[at]``."""
+    if data.endswith(b"Key", 0, at):  # "AccountKey=", "SharedAccessKey=": `BUILTIN`'s azure-storage-key
+        return True
+    return _NAME_REVERSED_BYTES.match(data[max(0, at - _NAME_BYTES) : at][::-1]) is not None
+
+
+#: How many bytes before a separator its name's word and gap can take: the longest word
+#: ("credentials", "private_key") and the widest gap as JSON writes it (\\\"\t).
+_NAME_BYTES: Final = 24
+#: At most one line checked per this many bytes of a value (`_line_checked`); past that,
+#: one search of all its text costs less.
+_LINE_SHARE: Final = 4096
+#: How far from a separator its line's ends are looked for.
+_LINE_LIMIT: Final = 16 * 1024
+
+
+def _line_at(data: bytes, at: int) -> tuple[int, str] | None:
+    """The line of the JSON string of encoded ``data`` that holds ``data[at]``: where its
+    bytes start and its text. A line ends at a newline (its escape, \\n) or at the string's
+    end; None when an end is farther than `_LINE_LIMIT`."""
+    start, end = _line_start(data, at), _line_end(data, at)
+    if start is None or end is None:
+        return None
+    try:
+        text = _decoder.decode(b'"' + data[start:end] + b'"')
+    except msgspec.DecodeError:
+        return None
+    return (start, text) if isinstance(text, str) else None
+
+
+def _escaped(data: bytes, at: int) -> bool:
+    """Whether ``data[at]`` follows an odd run of backslashes: escaped, part of the escape before it."""
+    run = at
+    while run > 0 and data[run - 1] == 0x5C:
+        run -= 1
+    return (at - run) % 2 == 1
+
+
+def _line_start(data: bytes, at: int) -> int | None:
+    """Just after the string's opening quote or the newline escape before ``data[at]``."""
+    low, high = max(0, at - _LINE_LIMIT), at
+    while True:
+        quote, newline = data.rfind(b'"', low, high), data.rfind(b"\\n", low, high)
+        edge = max(quote, newline)
+        if edge < 0:
+            return None
+        if not _escaped(data, edge):
+            return edge + (1 if edge == quote else 2)
+        high = edge
+
+
+def _line_end(data: bytes, at: int) -> int | None:
+    """The string's closing quote or the newline escape after ``data[at]``."""
+    low, high = at + 1, min(len(data), at + _LINE_LIMIT)
+    while True:
+        quote, newline = data.find(b'"', low, high), data.find(b"\\n", low, high)
+        edge = min(quote, newline) if quote >= 0 and newline >= 0 else max(quote, newline)
+        if edge < 0:
+            return None
+        if not _escaped(data, edge):
+            return edge
+        low = edge + 1
+
+
+#: Above this size a value is taken to hold a name-based candidate (`_gate`, which
+#: `might_hold` answers with): code of this size always does. `Redactor.redact_json`
+#: checks such a value line by line from its bytes instead (`_large_may_hold`).
 _BIG: Final = 64 * 1024
 #: After this many occurrences of a byte, one search of the rest is cheaper than the jumps,
 #: unless they are sparse: more than `_SPARSE` bytes apart on average.
@@ -513,10 +685,26 @@ _JUMPS: Final = 8
 _SPARSE: Final = 512
 #: Up to this size one search from a byte's first occurrence costs less than the jumps.
 _SHORT: Final = 2048
+#: `_GATES` for a large value (`_large_may_hold`): a Slack webhook is looked for from its
+#: "://" instead (`_LARGE_COLON`), a token with a '-' from `_LARGE_DASH`, on their lines.
+_LARGE_GATES: Final = tuple(gate for gate in _GATES if gate[0] not in (b"/", b"-"))
+#: `_COLON_GATE` for a large value, with a Slack webhook and user info of any length (the
+#: run stops at the next '/', so each byte is read once): the line is then searched.
+_LARGE_COLON: Final = _separator_gate(b":", rb'//(?:[^/\s"@]*@|hooks\.slack\.com/)|')
+#: The '-' gate of `_GATES` and curl's ``-u`` (`_DASH_GATE`) in one pass, for a large value:
+#: a private key's header has its whole text searched (its block spans lines), anything
+#: else its line (`_line_checked`).
+_LARGE_DASH: Final = re.compile(
+    b"-(?:" + _DASH_GATE.pattern[1:] + b"|" + next(p for b, _, p in _GATES if b == b"-").pattern[1:] + b")"
+)
 
 
 def _holds(
-    data: bytes, at: int, byte: bytes, before: frozenset[int] | None, pattern: re.Pattern[bytes]
+    data: bytes,
+    at: int,
+    byte: bytes,
+    before: frozenset[int] | None,
+    pattern: re.Pattern[bytes],
 ) -> bool:
     """Whether ``pattern`` matches at an occurrence of ``byte`` in ``data``, the first at ``at``.
 
@@ -853,7 +1041,11 @@ class Redactor:
             return self.redact if self.might_hold(data) else None
         if self._extra_might_match(data):
             return self.redact
-        gate = _gate(data) if self._builtin else _NONE
+        if not self._builtin:
+            return None
+        if len(data) > _BIG:
+            return self.redact if _large_may_hold(data) else None
+        gate = _gate(data)
         if gate == _NONE:
             return None
         return self.redact if gate == _ANY else self._redact_named

@@ -143,3 +143,33 @@ def test_hostile_texts_come_back_unchanged_in_one_pass(text: str) -> None:
     reaches '@', a quote never closed) are searched in linear time and hold no secret: unchanged."""
     assert redact_text(text) == text
     assert msgspec.json.decode(Redactor().redact_json(msgspec.json.encode({"c": text}))) == {"c": text}
+
+
+_LARGE_FILLER = "    x = f(a, b)\n    self.key = key\n    if token: return\n" * 1500
+
+
+@settings(max_examples=examples(60))
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, len(_LARGE_FILLER)),
+            st.lists(
+                st.one_of(
+                    _ASSIGNMENT_PIECES, st.text(max_size=8), st.sampled_from([t for _, t, _ in SECRETS])
+                ),
+                max_size=6,
+            ),
+        ),
+        max_size=4,
+    )
+)
+def test_a_large_value_is_redacted_as_its_strings_are(insertions: list[tuple[int, list[str]]]) -> None:
+    """Pieces spliced into a value over 64 KB (judged line by line from its bytes) redact as per-string `redact_text`."""
+    content = _LARGE_FILLER
+    for at, pieces in sorted(insertions, reverse=True):
+        content = content[:at] + "".join(pieces) + content[at:]
+    value = {"content": content, "parts": [piece for _, pieces in insertions for piece in pieces]}
+    data = msgspec.json.encode(value)
+    assert len(data) > _redact._BIG
+    expected = {"content": redact_text(content), "parts": [redact_text(p) for p in value["parts"]]}
+    assert msgspec.json.decode(Redactor().redact_json(data)) == expected

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 import pytest
@@ -134,3 +135,62 @@ def test_a_redact_replaced_on_the_instance_is_called_for_every_string() -> None:
     redactor.redact = lambda text: "replaced"  # type: ignore[method-assign]
     assert redactor.redact_json(b'{"a":"DB_TOKEN=1"}') == b'{"replaced":"replaced"}'
     assert redactor.redact_json(b'{"a":"AKIAIOSFODNN7EXAMPLE"}') == b'{"replaced":"replaced"}'
+
+
+@functools.cache
+def _stdlib_code(size: int) -> str:
+    """``size`` characters of this interpreter's standard library, its files in name order: real
+    code, full of '=' and ':' after names such as token, password and key."""
+    import os
+    import sysconfig
+
+    folder = sysconfig.get_paths()["stdlib"]
+    pieces: list[str] = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py") and sum(map(len, pieces)) < size:
+            with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as file:
+                pieces.append(file.read())
+    return "".join(pieces)[:size]
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "redacted"), SECRETS, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(SECRETS)]
+)
+def test_a_secret_on_one_line_of_a_large_code_output_is_redacted(kind: str, text: str, redacted: str) -> None:
+    """A secret on its own line in the middle of 96 KB of code (each line judged alone) is redacted as in text."""
+    import msgspec
+
+    code = _stdlib_code(96 * 1024)
+    content = f"{code[: len(code) // 2]}\n{text}\n{code[len(code) // 2 :]}"
+    data = msgspec.json.encode({"role": "tool", "content": content})
+    assert msgspec.json.decode(Redactor().redact_json(data))["content"] == redact_text(content)
+    assert redacted in redact_text(content)
+
+
+def test_a_megabyte_of_code_is_checked_without_decoding_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """1 MB of the standard library comes back as it is with under 1% of it decoded (only lines with a secret's name)."""
+    import msgspec
+
+    from jsonl_store import _redact
+
+    decoded: list[int] = []
+
+    class Counting:
+        def decode(self, data: bytes) -> object:
+            decoded.append(len(data))
+            return msgspec.json.decode(data)
+
+    data = msgspec.json.encode({"role": "tool", "content": _stdlib_code(1 << 20)})
+    monkeypatch.setattr(_redact, "_decoder", Counting())
+    assert Redactor().redact_json(data) is data
+    assert sum(decoded) < len(data) // 100
+
+
+def test_a_url_password_after_a_long_user_in_a_large_value_is_redacted() -> None:
+    """A database URL whose user takes 128 characters, in 96 KB of code, loses its password as in text."""
+    import msgspec
+
+    url = "postgres://" + "u" * 128 + ":" + "aB3dE5gH7jK9mN1p" * 16 + "@db.internal:5432/app"
+    content = f"{_stdlib_code(96 * 1024)}\n{url}\n"
+    data = msgspec.json.encode({"role": "tool", "content": content})
+    assert msgspec.json.decode(Redactor().redact_json(data))["content"] == redact_text(content) != content
