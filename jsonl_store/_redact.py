@@ -507,7 +507,9 @@ def _separator_gate(separator: bytes, url: bytes = b"") -> re.Pattern[bytes]:
 #: Where a '=' or ':' may assign a name-based value (the gaps of `_BYTE_GAPS`), or a ':'
 #: start a URL with user info.
 _EQUALS_GATE: Final = _separator_gate(b"=")
-_COLON_GATE: Final = _separator_gate(b":", rb'//[^/\s"@]{1,384}@|')
+#: The URL branch spans what `_URL_USERINFO` can take between "//" and "@": a user of up
+#: to 128 characters, ':', a password of up to 256 (neither holds a byte JSON escapes).
+_COLON_GATE: Final = _separator_gate(b":", rb'//[^/\s"@]{1,385}@|')
 #: curl's option in front of a user and its password.
 _DASH_GATE: Final = re.compile(rb"-(?:u|-user)(?:[ =]|\\t)")
 

@@ -186,6 +186,16 @@ def test_a_megabyte_of_code_is_checked_without_decoding_it(monkeypatch: pytest.M
     assert sum(decoded) < len(data) // 100
 
 
+def test_a_url_with_the_longest_user_and_password_is_redacted_in_a_small_value_as_in_text() -> None:
+    """A 128-character user and a 256-character password: the encoded-value gate lets the URL through."""
+    import msgspec
+
+    url = "postgres://" + "u" * 128 + ":" + "aB3dE5gH7jK9mN1p" * 16 + "@db.internal:5432/app"
+    content = f"connect with {url}\n"
+    data = msgspec.json.encode({"role": "tool", "content": content})
+    assert msgspec.json.decode(Redactor().redact_json(data))["content"] == redact_text(content) != content
+
+
 def test_a_url_password_after_a_long_user_in_a_large_value_is_redacted() -> None:
     """A database URL whose user takes 128 characters, in 96 KB of code, loses its password as in text."""
     import msgspec
