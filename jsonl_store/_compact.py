@@ -73,11 +73,7 @@ def create(
         present = _snapshots.versions(fs, directory)
         current = log.latest_snapshot(present=present)
         current_version = current.version if current else inherited
-        if expected_version != current_version:
-            raise SnapshotConflict(
-                f"session {session_id!r} is at snapshot version {current_version}, not {expected_version}",
-                session_id=session_id,
-            )
+        _expect(session_id, expected_version, current_version)
         previous = current.compacted_through_sequence if current else 0
         if compacted_through_sequence <= previous:
             raise InvalidArgument(
@@ -106,11 +102,7 @@ def create(
         plain=plain,
         compacted_message=msgspec.Raw(payload),
     )
-    if not _snapshots.create(fs, directory, snapshot, durable=handles.durable):
-        raise SnapshotConflict(
-            f"snapshot {version} of session {session_id!r} was created by another writer",
-            session_id=session_id,
-        )
+    _write(handles, directory, session_id, snapshot)
     return msgspec.structs.replace(snapshot, compacted_message=compacted_message, session_id=session_id)
 
 
@@ -142,11 +134,7 @@ def before_batch(
     with LogReader(fs, session_id, directory, handles.reporter) as log:
         current = log.latest_snapshot(present=present)
     current_version = current.version if current else inherited
-    if expected_version != current_version:
-        raise SnapshotConflict(
-            f"session {session_id!r} is at snapshot version {current_version}, not {expected_version}",
-            session_id=session_id,
-        )
+    _expect(session_id, expected_version, current_version)
     version = max([current_version, *present]) + 1
 
     def make(offset: int, marker_line: bytes) -> None:
@@ -162,13 +150,27 @@ def before_batch(
             plain=plain,
             compacted_message=msgspec.Raw(payload),
         )
-        if not _snapshots.create(fs, directory, snapshot, durable=handles.durable):
-            raise SnapshotConflict(
-                f"snapshot {version} of session {session_id!r} was created by another writer",
-                session_id=session_id,
-            )
+        _write(handles, directory, session_id, snapshot)
 
     return make
+
+
+def _expect(session_id: str, expected_version: int, current_version: int) -> None:
+    """`SnapshotConflict` unless the caller's context came from the newest snapshot."""
+    if expected_version != current_version:
+        raise SnapshotConflict(
+            f"session {session_id!r} is at snapshot version {current_version}, not {expected_version}",
+            session_id=session_id,
+        )
+
+
+def _write(handles: Handles, directory: str, session_id: str, snapshot: ContextSnapshot) -> None:
+    """Create the snapshot's file once (by link); `SnapshotConflict` when its number is taken."""
+    if not _snapshots.create(handles.fs, directory, snapshot, durable=handles.durable):
+        raise SnapshotConflict(
+            f"snapshot {snapshot.version} of session {session_id!r} was created by another writer",
+            session_id=session_id,
+        )
 
 
 def _restore_if_converted(handles: Handles, session_id: str, directory: str) -> None:
