@@ -955,12 +955,7 @@ class SessionStore:
         with self._handles.lock(session_id):
             meta = self._read_meta(session_id, directory)
             if meta is None:
-                # No (readable) metadata: a session exists only if its log does.
-                if not _dirs.exists(self._fs, os.path.join(directory, LOG_NAME)):
-                    raise _missing(session_id)
-                meta = SessionMeta(
-                    created_at=_session.first_record_time(self._fs, directory) or self._handles.clock()
-                )
+                meta = self._unwritten_meta(session_id, directory)
             _meta.check_writable(meta, session_id)
             if update.apply(meta, session_id):
                 _meta.write(self._fs, directory, meta, durable=self._durable)
@@ -973,6 +968,19 @@ class SessionStore:
         )
         assert summary is not None
         return summary
+
+    def _unwritten_meta(self, session_id: str, directory: str) -> SessionMeta:
+        """The metadata to give a session that has none (readable) yet, under its lock.
+
+        Such a session exists if its log does, or its fork file: a fork whose making
+        stopped before its metadata is one `load`, `get_session` and `list_sessions` show
+        (spec §9.13), so an update gives it its metadata as its next append would.
+        Raises `SessionNotFound` otherwise.
+        """
+        began = _session.began_at(self._fs, directory)
+        if began is None and not _dirs.exists(self._fs, os.path.join(directory, LOG_NAME)):
+            raise _missing(session_id)
+        return SessionMeta(created_at=began or self._handles.clock())
 
     # -- token usage --------------------------------------------------------------------
 
