@@ -1068,6 +1068,15 @@ class SessionStore:
         if unknown:
             raise InvalidArgument(f"checkpoint got unknown append options: {', '.join(sorted(unknown))}")
         session = handles.session(session_id)
+        # A session this save makes (new, or anew after another store deleted it) gets
+        # this call's labels, as an append's would (spec §9.8): the save makes it before
+        # its append, so neither defaults nor an earlier append's labels may stand in.
+        # What the redactor replaces in them is counted once, by the append that follows.
+        _append.set_init(
+            session, handles.clock(), append_options.get("parent_session_id"),
+            append_options.get("session_type", 0), append_options.get("agent_name"),
+            append_options.get("title"), self._redactor,
+        )  # fmt: skip
         return _checkpoint.save(
             self,
             session,
