@@ -64,18 +64,6 @@ ALL = [*SESSIONS, *FORKS]
 WHICH = st.integers(0, 2)
 FRESH = 2
 
-#: What the checked-in code does not do yet, each owned by another part of issue 20. The
-#: rules that would find them stay out of the default run; set a flag once the fix is in.
-#: A conditional append that fails with `SequenceConflict` on a missing session creates it.
-CONDITIONAL_ON_MISSING = True
-#: A fork made by a store that wrote the id before another store deleted it writes no
-#: meta.json (the store keeps the session as prepared).
-FORK_BY_STALE_STORE = True
-#: Crashes inside these steps leave states no step went through (delete_session unlinks
-#: one file at a time; a fork's fork.json comes before its meta.json; a rewriting
-#: checkpoint's snapshot comes before the list's append).
-CRASH_INSIDE = {"delete_session": True, "fork": True, "checkpoint_rewrite": True}
-
 short_text = st.text(st.characters(codec="utf-8"), max_size=8)
 counter = itertools.count()
 
@@ -258,11 +246,10 @@ class UnexpectedProblem(Exception):
 
 @dataclass
 class Step:
-    """One rule run on the simulator: the model after it, where the trace was, what it was."""
+    """One rule run on the simulator: the model after it, and where the trace was."""
 
     trace_end: int
     model: Model
-    kind: str
     #: Model states the step may leave when a crash cuts it short, besides before and after.
     between: list[Model] = field(default_factory=list)
     #: The session a rewriting checkpoint saved (a crash inside it may leave its snapshot untrusted).
@@ -284,14 +271,14 @@ class StoreModel(RuleBasedStateMachine):
         #: What each long-lived store last handed its caller, per session: (sequence,
         #: the incarnation it was of) (spec §10, checkpoint's rewrite rule).
         self.seen: list[dict[str, tuple[int, int]]] = [{}, {}]
-        #: Sessions each long-lived store wrote (it keeps them as prepared), and those
-        #: another store deleted since.
-        self.prepared: list[set[str]] = [set(), set()]
-        self.stale: list[set[str]] = [set(), set()]
-        #: Model states a crash inside the step under way may leave, and what the step is.
+        #: Model states a crash inside the step under way may leave, and the session a
+        #: rewriting checkpoint under way saves.
         self.between: list[Model] = []
-        self.kind = "write"
         self.rewritten: str | None = None
+        #: Sessions a crash cut a rewriting checkpoint of short: their snapshot may stand
+        #: without its whole batch, which readers report as `bad-snapshot` and skip, and
+        #: which a new snapshot's number still goes past (spec §10). Only the simulator's.
+        self.untrusted: set[str] = set()
 
     # -- the stores ---------------------------------------------------------------------
 
@@ -329,11 +316,6 @@ class StoreModel(RuleBasedStateMachine):
     def _tick(self) -> int:
         self.clock += 1
         return self.clock
-
-    def _wrote(self, which: int, session_id: str) -> None:
-        if which < FRESH:
-            self.prepared[which].add(session_id)
-            self.stale[which].discard(session_id)
 
     def _saw(self, which: int, session_id: str) -> None:
         if which < FRESH and session_id in self.model:
@@ -380,7 +362,6 @@ class StoreModel(RuleBasedStateMachine):
 
         if isinstance(expected, list):
             assert call() == expected[0]
-            self._wrote(which, session_id)
         else:
             with pytest.raises(expected):
                 call()
@@ -396,7 +377,6 @@ class StoreModel(RuleBasedStateMachine):
 
         if isinstance(expected, list):
             assert call() == expected
-            self._wrote(which, session_id)
         else:
             with pytest.raises(expected):
                 call()
@@ -407,7 +387,7 @@ class StoreModel(RuleBasedStateMachine):
         session = self.model.get(session_id)
         length = len(session.log) if session else 0
         expected = length + off_by
-        if expected < 0 or (session is None and off_by and not CONDITIONAL_ON_MISSING):
+        if expected < 0:
             return
         if session_id in PARENTS:
             return  # a child is appended to with its parent by the other rules
@@ -419,7 +399,6 @@ class StoreModel(RuleBasedStateMachine):
         assert self._expect_append(session_id, batch, None) == store.append_many(
             session_id, batch, expected_last_sequence=expected
         )
-        self._wrote(which, session_id)
 
     # -- rules: checkpoints and resume --------------------------------------------------------
 
@@ -442,7 +421,6 @@ class StoreModel(RuleBasedStateMachine):
             session = self._new(session_id)
         session.log.extend(new)
         session.activity = self._tick()
-        self._wrote(which, session_id)
         self._saw(which, session_id)
 
     def _unseen(self, which: int, session_id: str, kept: list[Message], floor: int) -> list[Message]:
@@ -486,10 +464,12 @@ class StoreModel(RuleBasedStateMachine):
         middle = copied(self.model)
         middle[session_id].log.append(marker)
         self.between.append(middle)
-        self.kind, self.rewritten = "checkpoint_rewrite", session_id
+        self.rewritten = session_id
         session.log.extend(written)
-        session.snapshots.append((context_version(self.model, session_id) + 1, summary, length + 1))
-        self._wrote(which, session_id)
+        made = self.reader.load(session_id).snapshot
+        assert made is not None
+        version = self._new_version(session_id, context_version(self.model, session_id), made.version)
+        session.snapshots.append((version, summary, length + 1))
         self._saw(which, session_id)
 
     @precondition(lambda self: bool(self.model))
@@ -510,7 +490,6 @@ class StoreModel(RuleBasedStateMachine):
         if added:
             session.log.extend(added)
             session.activity = self._tick()
-            self._wrote(which, session_id)
         self._saw(which, session_id)
 
     @precondition(lambda self: bool(self.model))
@@ -538,9 +517,17 @@ class StoreModel(RuleBasedStateMachine):
             return
         through = data.draw(st.integers(floor + 1, len(session.log)))
         made = self.store(which).snapshot(session_id, summary, through, version)
-        assert made.version == version + 1
+        self._new_version(session_id, version, made.version)
         assert made.compacted_through_sequence == through
         session.snapshots.append((made.version, summary, through))
+
+    def _new_version(self, session_id: str, expected: int, made: int) -> int:
+        """A new snapshot's version: one above ``expected``, or above an untrusted file a crash left too (spec §10)."""
+        if session_id in self.untrusted:
+            assert made > expected
+        else:
+            assert made == expected + 1
+        return made
 
     def _compacted(self) -> list[str]:
         """Sessions with a snapshot in their context and records of their own."""
@@ -577,14 +564,10 @@ class StoreModel(RuleBasedStateMachine):
             with pytest.raises(InvalidArgument):
                 self.store(which).fork(source_id, at, fork_id)
             return
-        if which < FRESH and fork_id in self.stale[which] and not FORK_BY_STALE_STORE:
-            return
         assert self.store(which).fork(source_id, at, fork_id) == fork_id
         session = self._new(fork_id)
         session.log, session.source, session.base = list(source.log[:at]), source_id, at
         session.activity = self._tick()
-        self._wrote(which, fork_id)
-        self.kind = "fork"
 
     # -- rules: metadata and usage ----------------------------------------------------------------
 
@@ -690,7 +673,6 @@ class StoreModel(RuleBasedStateMachine):
             session = self._new(session_id)
             session.activity = self._tick()
         session.usage = session.usage + usage
-        self._wrote(which, session_id)
 
     # -- rules: deleting and reopening ------------------------------------------------------------
 
@@ -704,20 +686,11 @@ class StoreModel(RuleBasedStateMachine):
             return
         assert self.store(which).delete_session(session_id) is (session_id in self.model)
         self.model.pop(session_id, None)
-        self.kind = "delete_session"
-        for index in (0, 1):
-            if index != which and session_id in self.prepared[index]:
-                self.stale[index].add(session_id)
-            self.prepared[index].discard(session_id)
-        if which < FRESH:
-            self.stale[which].discard(session_id)
 
     @rule(which=st.integers(0, 1), replace=st.booleans())
     def reopen(self, which: int, replace: bool) -> None:
         """Closing gives back descriptors and forgets nothing the caller saw; a new store saw nothing."""
         self.stores[which].close()
-        self.prepared[which].clear()
-        self.stale[which].clear()
         if replace:
             self.stores[which] = self._open()
             self.seen[which].clear()
@@ -805,11 +778,8 @@ class SimulatedStoreModel(StoreModel):
     def __init__(self) -> None:
         self.fs = SimulatedFileSystem()
         self.crashed = False
-        #: Sessions a crash cut a rewriting checkpoint of short: their snapshot may stand
-        #: without its whole batch, which readers report as `bad-snapshot` and skip (spec §10).
-        self.untrusted: set[str] = set()
         super().__init__()
-        self.steps: list[Step] = [Step(self.fs.inherited, copied(self.model), "start")]
+        self.steps: list[Step] = [Step(self.fs.inherited, copied(self.model))]
 
     def _make_root(self) -> str:
         return "/store"
@@ -849,15 +819,13 @@ class SimulatedStoreModel(StoreModel):
     def step_is_recorded(self) -> None:
         """Where each step ended in the trace, and the model then (what a crash may show)."""
         if len(self.fs.trace) != self.steps[-1].trace_end:
-            self.steps.append(
-                Step(len(self.fs.trace), copied(self.model), self.kind, self.between, self.rewritten)
-            )
-        self.between, self.kind, self.rewritten = [], "write", None
+            self.steps.append(Step(len(self.fs.trace), copied(self.model), self.between, self.rewritten))
+        self.between, self.rewritten = [], None
 
     @rule(data=st.data(), power=st.booleans())
     def crash(self, data: st.DataObject, power: bool) -> None:
         """A crash at a random point since the last one reads as a state the model went through."""
-        points = [p for p in crash_points(self.fs) if self._crashable(p)]
+        points = list(crash_points(self.fs))
         if not points:
             return
         prefix = data.draw(st.sampled_from(points))
@@ -891,10 +859,8 @@ class SimulatedStoreModel(StoreModel):
         self.stores = [self._open(), self._open()]
         self.fresh = None
         self.seen = [{}, {}]
-        self.prepared = [set(), set()]
-        self.stale = [set(), set()]
         self.between = []
-        self.steps = [Step(self.fs.inherited, copied(self.model), "start")]
+        self.steps = [Step(self.fs.inherited, copied(self.model))]
 
     def _step_at(self, prefix: int) -> int:
         """The index of the last step whose writes all came before ``prefix``."""
@@ -911,13 +877,6 @@ class SimulatedStoreModel(StoreModel):
             return set()
         rewritten = self.steps[index + 1].rewritten
         return {rewritten} if rewritten is not None else set()
-
-    def _crashable(self, prefix: int) -> bool:
-        index = self._step_at(prefix)
-        if index + 1 >= len(self.steps) or self.steps[index].trace_end == prefix:
-            return True
-        kind = self.steps[index + 1].kind
-        return CRASH_INSIDE.get(kind, True)
 
     def _candidates(self, prefix: int) -> list[Model]:
         """The model states a crash at ``prefix`` may show: the step done by then, the one under way and its middles."""
