@@ -707,10 +707,13 @@ class StoreModel(RuleBasedStateMachine):
             return
         summary = store.get_session(session_id)
         assert summary is not None and summary.message_count == len(session.log)
-        assert (summary.title, summary.pinned, summary.metadata) == (
+        # The version too: an update that only marks a field as the user's changes nothing
+        # else, and a crash state must match the model on it as the listing does.
+        assert (summary.title, summary.pinned, summary.metadata, summary.version) == (
             session.title,
             session.pinned,
             session.metadata,
+            session.version,
         )
         view = store.load(session_id)
         assert [r.sequence for r in records] == list(range(1, len(session.log) + 1))
