@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -313,6 +314,9 @@ class StoreModel(RuleBasedStateMachine):
                 store.close()
         shutil.rmtree(self.root, ignore_errors=True)
 
+    def _meta_on_disk(self, session_id: str) -> bool:
+        return os.path.exists(os.path.join(self.root, session_id, "meta.json"))
+
     def _tick(self) -> int:
         self.clock += 1
         return self.clock
@@ -341,6 +345,10 @@ class StoreModel(RuleBasedStateMachine):
             return ParentMismatch
         if session is None:
             session = self._new(session_id, parent, title)
+        elif title is not None and not self._meta_on_disk(session_id):
+            # A fork a crash left without meta.json gets one from this append's own values
+            # (spec §7, §9.13): its title names it.
+            session.title = title
         expected = []
         for message in batch:
             if _persisted(message):
@@ -812,6 +820,12 @@ class SimulatedStoreModel(StoreModel):
 
     def _options(self) -> dict[str, Any]:
         return {"durability": "fsync", "fs": self.fs}
+
+    def _meta_on_disk(self, session_id: str) -> bool:
+        try:
+            return "meta.json" in self.fs.listdir(f"{self.root}/{session_id}")
+        except FileNotFoundError:
+            return False
 
     def teardown(self) -> None:
         for store in [*self.stores, self.reader, self.fresh]:
