@@ -789,6 +789,8 @@ class SimulatedStoreModel(StoreModel):
     def __init__(self) -> None:
         self.fs = SimulatedFileSystem()
         self.crashed = False
+        #: Sessions of `untrusted` deleted since the last crash (which may undo the delete).
+        self.deleted_untrusted: set[str] = set()
         super().__init__()
         self.steps: list[Step] = [Step(self.fs.inherited, copied(self.model))]
 
@@ -815,8 +817,10 @@ class SimulatedStoreModel(StoreModel):
     @rule(which=WHICH, session_id=st.sampled_from(ALL))
     def delete_session(self, which: int, session_id: str) -> None:
         super().delete_session(which, session_id)
-        if session_id not in self.model:
-            self.untrusted.discard(session_id)  # its files went with it
+        if session_id not in self.model and session_id in self.untrusted:
+            # Its files went with it, unless a crash takes the delete back.
+            self.untrusted.discard(session_id)
+            self.deleted_untrusted.add(session_id)
 
     def _options(self) -> dict[str, Any]:
         return {"durability": "fsync", "fs": self.fs}
@@ -851,7 +855,8 @@ class SimulatedStoreModel(StoreModel):
         )
         state = data.draw(st.sampled_from(states))
         candidates = self._candidates(prefix)
-        self.untrusted |= self._cut_rewrite(prefix)
+        self.untrusted |= self._cut_rewrite(prefix) | self.deleted_untrusted
+        self.deleted_untrusted = set()
         for store in [*self.stores, self.reader, self.fresh]:
             if store is not None:
                 store.close()
@@ -872,6 +877,7 @@ class SimulatedStoreModel(StoreModel):
             if session_id in found:
                 model[session_id] = found[session_id]
         self.model = model
+        self.untrusted &= set(model)  # a session the crash state shows deleted took its files
         self.clock = max([0, *(s.activity for s in model.values())])
         self.stores = [self._open(), self._open()]
         self.fresh = None
