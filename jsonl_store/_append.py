@@ -142,6 +142,26 @@ def redact_labels(redactor: Redactor | None, *labels: str | None) -> tuple[str |
     return tuple(redactor.redact(label) if label is not None else None for label in labels)
 
 
+def set_init(
+    session: OpenSession,
+    created_at: datetime,
+    parent_session_id: str | None,
+    session_type: int,
+    agent_name: str | None,
+    title: str | None,
+    redactor: Redactor | None,
+) -> None:
+    """What the session's metadata is made from should this write have to make it (spec §9.8).
+
+    Raises `InvalidArgument` for a title or agent name `update_session` would refuse.
+    """
+    if title is not None or agent_name is not None:
+        _meta.check_title(title)
+        _meta.check_agent_name(agent_name)
+    title, agent_name = redact_labels(redactor, title, agent_name)
+    session.init = (created_at, parent_session_id, session_type, agent_name, title)
+
+
 class Batch:
     """The encoded records of one append, waiting for their sequences."""
 
@@ -349,11 +369,7 @@ def encode(
         bodies.append((head_of(new_id(), created, payload, plain, trailer, sizes), trailer))
     if len(bodies) == bodies.count(None):
         return None
-    if title is not None or agent_name is not None:
-        _meta.check_title(title)
-        _meta.check_agent_name(agent_name)
-    title, agent_name = redact_labels(redactor, title, agent_name)
-    session.init = (created_at, parent_session_id, session_type, agent_name, title)
+    set_init(session, created_at, parent_session_id, session_type, agent_name, title, redactor)
     return Batch(session, bodies, parent_session_id, expected_last_sequence, blobs, sizes.store)
 
 

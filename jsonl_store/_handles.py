@@ -378,9 +378,9 @@ class Handles:
         if moved_aside:
             _session.move_aside(self.fs, session.directory, META_NAME)
         meta = session.initial_meta(self.clock)
-        first = _session.first_record_time(self.fs, session.directory)
+        first = _session.began_at(self.fs, session.directory)
         if first is not None:
-            # The log is older than this metadata: the session began with it.
+            # The log (or the fork file) is older than this metadata: the session began with it.
             meta.created_at = first
         if _meta.create(self.fs, session.directory, meta, durable=self.durable):
             return meta

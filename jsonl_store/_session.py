@@ -64,6 +64,24 @@ def first_record_time(fs: FileSystem, directory: str) -> datetime | None:
     return record_summary(first.body)[1] if first is not None else None
 
 
+def began_at(fs: FileSystem, directory: str) -> datetime | None:
+    """When a session without metadata began: its first record's time, else its fork's.
+
+    A fork whose making stopped before its metadata (spec §9.13) has no record yet, and
+    its ``fork.json`` says when it was made: metadata written for it later keeps that
+    time, so completing it does not move the fork up the list (which is ordered by last
+    activity, README "list_sessions"). None: no record and no readable fork file.
+    """
+    first = first_record_time(fs, directory)
+    if first is not None:
+        return first
+    try:
+        point = _forks.read(fs, directory)
+    except _forks.DamagedFork:
+        return None  # verify names it; the caller's time stands
+    return point.created_at if point is not None else None
+
+
 def first_sequence(fs: FileSystem, directory: str) -> int:
     """The sequence of the raw log's first complete record (0 for no log or no record)."""
     first = _first_line(fs, directory)

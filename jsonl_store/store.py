@@ -955,12 +955,7 @@ class SessionStore:
         with self._handles.lock(session_id):
             meta = self._read_meta(session_id, directory)
             if meta is None:
-                # No (readable) metadata: a session exists only if its log does.
-                if not _dirs.exists(self._fs, os.path.join(directory, LOG_NAME)):
-                    raise _missing(session_id)
-                meta = SessionMeta(
-                    created_at=_session.first_record_time(self._fs, directory) or self._handles.clock()
-                )
+                meta = self._unwritten_meta(session_id, directory)
             _meta.check_writable(meta, session_id)
             if update.apply(meta, session_id):
                 _meta.write(self._fs, directory, meta, durable=self._durable)
@@ -973,6 +968,19 @@ class SessionStore:
         )
         assert summary is not None
         return summary
+
+    def _unwritten_meta(self, session_id: str, directory: str) -> SessionMeta:
+        """The metadata to give a session that has none (readable) yet, under its lock.
+
+        Such a session exists if its log does, or its fork file: a fork whose making
+        stopped before its metadata is one `load`, `get_session` and `list_sessions` show
+        (spec §9.13), so an update gives it its metadata as its next append would.
+        Raises `SessionNotFound` otherwise.
+        """
+        began = _session.began_at(self._fs, directory)
+        if began is None and not _dirs.exists(self._fs, os.path.join(directory, LOG_NAME)):
+            raise _missing(session_id)
+        return SessionMeta(created_at=began or self._handles.clock())
 
     # -- token usage --------------------------------------------------------------------
 
@@ -1060,6 +1068,15 @@ class SessionStore:
         if unknown:
             raise InvalidArgument(f"checkpoint got unknown append options: {', '.join(sorted(unknown))}")
         session = handles.session(session_id)
+        # A session this save makes (new, or anew after another store deleted it) gets
+        # this call's labels, as an append's would (spec §9.8): the save makes it before
+        # its append, so neither defaults nor an earlier append's labels may stand in.
+        # What the redactor replaces in them is counted once, by the append that follows.
+        _append.set_init(
+            session, handles.clock(), append_options.get("parent_session_id"),
+            append_options.get("session_type", 0), append_options.get("agent_name"),
+            append_options.get("title"), self._redactor,
+        )  # fmt: skip
         return _checkpoint.save(
             self,
             session,

@@ -114,3 +114,19 @@ def test_checkpoint_after_another_store_deleted_the_session_makes_it_again(tmp_p
     assert two.delete_session("s")
     assert one.checkpoint("s", [*first, AssistantMessage(id="a1", content="b")]) == [1, 2]
     assert [r.message.id for r in two.records("s")] == ["u1", "a1"]  # type: ignore[union-attr]
+
+
+def test_checkpoint_remaking_a_session_another_store_deleted_keeps_none_of_its_old_labels(
+    tmp_path: Path,
+) -> None:
+    """A store's checkpoint of a session another store deleted makes it with the save's labels, not an earlier append's title."""
+    one, two = SessionStore(tmp_path, durability="none"), SessionStore(tmp_path, durability="none")
+    one.append("s", UserMessage(id="u0", content="old"), title="old title", agent_name="old agent")
+    assert two.delete_session("s")
+    assert one.checkpoint("s", [UserMessage(id="u1", content="a")]) == [1]
+    made = two.get_session("s")
+    assert made is not None and (made.title, made.agent_name) == (None, None)
+    assert two.delete_session("s")
+    assert one.checkpoint("s", [UserMessage(id="u2", content="b")], title="new title") == [1]
+    made = two.get_session("s")
+    assert made is not None and made.title == "new title"

@@ -12,11 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
 from jsonl_store import (
     AssistantMessage,
     CompactedMessage,
     ModelUsage,
     SessionHasForks,
+    SessionNotFound,
     SessionStore,
     UserMessage,
 )
@@ -141,6 +144,48 @@ def test_every_crash_point_of_making_a_fork_reads_the_same_to_every_reader() -> 
         assert loaded == got == listed == counted, (state.report(), loaded, got, listed, counted)
         outcomes.add(loaded)
     assert outcomes == {False, True}
+
+
+def _fork_crash_states() -> Iterator[SessionStore]:
+    """A fresh store on every crash state of making fork "f" of session "s" at 3."""
+    fs = SimulatedFileSystem()
+    fs.makedirs(ROOT)
+    store = _store(fs)
+    _full_session(store, "s")
+    start = len(fs.trace)
+    store.fork("s", 3, "f")
+    for state in _states(fs, start):
+        yield _store(state.filesystem())
+
+
+def test_every_crash_point_of_making_a_fork_lets_update_session_finish_it() -> None:
+    """After a crash inside fork(), update_session finds the fork exactly when get_session does, and gives it its metadata."""
+    outcomes = set()
+    for fresh in _fork_crash_states():
+        before = fresh.get_session("f")
+        outcomes.add(before is not None)
+        if before is None:
+            with pytest.raises(SessionNotFound):
+                fresh.update_session("f", title="y")
+            assert fresh.get_session("f") is None
+            continue
+        updated = fresh.update_session("f", title="y")
+        assert (updated.title, updated.message_count, updated.fork) == ("y", 3, before.fork)
+        assert updated.updated_at == before.updated_at
+        assert [r.id for r in fresh.records("f")] == [r.id for r in fresh.records("s")][:3]
+    assert outcomes == {False, True}
+
+
+def test_a_fork_finished_after_a_crash_keeps_its_place_in_the_list() -> None:
+    """Metadata a later write gives a fork whose making a crash cut short keeps the fork's time: it does not move up the list."""
+    for fresh in _fork_crash_states():
+        if fresh.get_session("f") is None:
+            continue
+        fresh.append("b", UserMessage(id="b1", content="later"))
+        fresh.record_usage("f", ModelUsage(input_tokens=1))
+        assert [s.session_id for s in fresh.list_sessions()] == ["b", "f", "s"]
+        fresh.update_session("f", pinned=True)
+        assert [s.session_id for s in fresh.list_sessions()] == ["b", "f", "s"]
 
 
 def _context_ids(store: SessionStore, sid: str) -> list[Any]:

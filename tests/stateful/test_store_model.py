@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -63,18 +64,6 @@ ALL = [*SESSIONS, *FORKS]
 #: Which store a rule goes through: the two long-lived ones, or 2: one opened for the call.
 WHICH = st.integers(0, 2)
 FRESH = 2
-
-#: What the checked-in code does not do yet, each owned by another part of issue 20. The
-#: rules that would find them stay out of the default run; set a flag once the fix is in.
-#: A conditional append that fails with `SequenceConflict` on a missing session creates it.
-CONDITIONAL_ON_MISSING = False
-#: A fork made by a store that wrote the id before another store deleted it writes no
-#: meta.json (the store keeps the session as prepared).
-FORK_BY_STALE_STORE = False
-#: Crashes inside these steps leave states no step went through (delete_session unlinks
-#: one file at a time; a fork's fork.json comes before its meta.json; a rewriting
-#: checkpoint's snapshot comes before the list's append).
-CRASH_INSIDE = {"delete_session": False, "fork": False, "checkpoint_rewrite": False}
 
 short_text = st.text(st.characters(codec="utf-8"), max_size=8)
 counter = itertools.count()
@@ -258,13 +247,14 @@ class UnexpectedProblem(Exception):
 
 @dataclass
 class Step:
-    """One rule run on the simulator: the model after it, where the trace was, what it was."""
+    """One rule run on the simulator: the model after it, and where the trace was."""
 
     trace_end: int
     model: Model
-    kind: str
     #: Model states the step may leave when a crash cuts it short, besides before and after.
     between: list[Model] = field(default_factory=list)
+    #: The session a rewriting checkpoint saved (a crash inside it may leave its snapshot untrusted).
+    rewritten: str | None = None
 
 
 class StoreModel(RuleBasedStateMachine):
@@ -282,13 +272,14 @@ class StoreModel(RuleBasedStateMachine):
         #: What each long-lived store last handed its caller, per session: (sequence,
         #: the incarnation it was of) (spec §10, checkpoint's rewrite rule).
         self.seen: list[dict[str, tuple[int, int]]] = [{}, {}]
-        #: Sessions each long-lived store wrote (it keeps them as prepared), and those
-        #: another store deleted since.
-        self.prepared: list[set[str]] = [set(), set()]
-        self.stale: list[set[str]] = [set(), set()]
-        #: Model states a crash inside the step under way may leave, and what the step is.
+        #: Model states a crash inside the step under way may leave, and the session a
+        #: rewriting checkpoint under way saves.
         self.between: list[Model] = []
-        self.kind = "write"
+        self.rewritten: str | None = None
+        #: Sessions a crash cut a rewriting checkpoint of short: their snapshot may stand
+        #: without its whole batch, which readers report as `bad-snapshot` and skip, and
+        #: which a new snapshot's number still goes past (spec §10). Only the simulator's.
+        self.untrusted: set[str] = set()
 
     # -- the stores ---------------------------------------------------------------------
 
@@ -323,14 +314,12 @@ class StoreModel(RuleBasedStateMachine):
                 store.close()
         shutil.rmtree(self.root, ignore_errors=True)
 
+    def _meta_on_disk(self, session_id: str) -> bool:
+        return os.path.exists(os.path.join(self.root, session_id, "meta.json"))
+
     def _tick(self) -> int:
         self.clock += 1
         return self.clock
-
-    def _wrote(self, which: int, session_id: str) -> None:
-        if which < FRESH:
-            self.prepared[which].add(session_id)
-            self.stale[which].discard(session_id)
 
     def _saw(self, which: int, session_id: str) -> None:
         if which < FRESH and session_id in self.model:
@@ -356,6 +345,10 @@ class StoreModel(RuleBasedStateMachine):
             return ParentMismatch
         if session is None:
             session = self._new(session_id, parent, title)
+        elif title is not None and not self._meta_on_disk(session_id):
+            # A fork a crash left without meta.json gets one from this append's own values
+            # (spec §7, §9.13): its title names it.
+            session.title = title
         expected = []
         for message in batch:
             if _persisted(message):
@@ -377,7 +370,6 @@ class StoreModel(RuleBasedStateMachine):
 
         if isinstance(expected, list):
             assert call() == expected[0]
-            self._wrote(which, session_id)
         else:
             with pytest.raises(expected):
                 call()
@@ -393,7 +385,6 @@ class StoreModel(RuleBasedStateMachine):
 
         if isinstance(expected, list):
             assert call() == expected
-            self._wrote(which, session_id)
         else:
             with pytest.raises(expected):
                 call()
@@ -404,7 +395,7 @@ class StoreModel(RuleBasedStateMachine):
         session = self.model.get(session_id)
         length = len(session.log) if session else 0
         expected = length + off_by
-        if expected < 0 or (session is None and off_by and not CONDITIONAL_ON_MISSING):
+        if expected < 0:
             return
         if session_id in PARENTS:
             return  # a child is appended to with its parent by the other rules
@@ -416,7 +407,6 @@ class StoreModel(RuleBasedStateMachine):
         assert self._expect_append(session_id, batch, None) == store.append_many(
             session_id, batch, expected_last_sequence=expected
         )
-        self._wrote(which, session_id)
 
     # -- rules: checkpoints and resume --------------------------------------------------------
 
@@ -439,7 +429,6 @@ class StoreModel(RuleBasedStateMachine):
             session = self._new(session_id)
         session.log.extend(new)
         session.activity = self._tick()
-        self._wrote(which, session_id)
         self._saw(which, session_id)
 
     def _unseen(self, which: int, session_id: str, kept: list[Message], floor: int) -> list[Message]:
@@ -483,10 +472,12 @@ class StoreModel(RuleBasedStateMachine):
         middle = copied(self.model)
         middle[session_id].log.append(marker)
         self.between.append(middle)
-        self.kind = "checkpoint_rewrite"
+        self.rewritten = session_id
         session.log.extend(written)
-        session.snapshots.append((context_version(self.model, session_id) + 1, summary, length + 1))
-        self._wrote(which, session_id)
+        made = self.reader.load(session_id).snapshot
+        assert made is not None
+        version = self._new_version(session_id, context_version(self.model, session_id), made.version)
+        session.snapshots.append((version, summary, length + 1))
         self._saw(which, session_id)
 
     @precondition(lambda self: bool(self.model))
@@ -507,7 +498,6 @@ class StoreModel(RuleBasedStateMachine):
         if added:
             session.log.extend(added)
             session.activity = self._tick()
-            self._wrote(which, session_id)
         self._saw(which, session_id)
 
     @precondition(lambda self: bool(self.model))
@@ -535,9 +525,17 @@ class StoreModel(RuleBasedStateMachine):
             return
         through = data.draw(st.integers(floor + 1, len(session.log)))
         made = self.store(which).snapshot(session_id, summary, through, version)
-        assert made.version == version + 1
+        self._new_version(session_id, version, made.version)
         assert made.compacted_through_sequence == through
         session.snapshots.append((made.version, summary, through))
+
+    def _new_version(self, session_id: str, expected: int, made: int) -> int:
+        """A new snapshot's version: one above ``expected``, or above an untrusted file a crash left too (spec §10)."""
+        if session_id in self.untrusted:
+            assert made > expected
+        else:
+            assert made == expected + 1
+        return made
 
     def _compacted(self) -> list[str]:
         """Sessions with a snapshot in their context and records of their own."""
@@ -574,14 +572,10 @@ class StoreModel(RuleBasedStateMachine):
             with pytest.raises(InvalidArgument):
                 self.store(which).fork(source_id, at, fork_id)
             return
-        if which < FRESH and fork_id in self.stale[which] and not FORK_BY_STALE_STORE:
-            return
         assert self.store(which).fork(source_id, at, fork_id) == fork_id
         session = self._new(fork_id)
         session.log, session.source, session.base = list(source.log[:at]), source_id, at
         session.activity = self._tick()
-        self._wrote(which, fork_id)
-        self.kind = "fork"
 
     # -- rules: metadata and usage ----------------------------------------------------------------
 
@@ -687,7 +681,6 @@ class StoreModel(RuleBasedStateMachine):
             session = self._new(session_id)
             session.activity = self._tick()
         session.usage = session.usage + usage
-        self._wrote(which, session_id)
 
     # -- rules: deleting and reopening ------------------------------------------------------------
 
@@ -701,20 +694,11 @@ class StoreModel(RuleBasedStateMachine):
             return
         assert self.store(which).delete_session(session_id) is (session_id in self.model)
         self.model.pop(session_id, None)
-        self.kind = "delete_session"
-        for index in (0, 1):
-            if index != which and session_id in self.prepared[index]:
-                self.stale[index].add(session_id)
-            self.prepared[index].discard(session_id)
-        if which < FRESH:
-            self.stale[which].discard(session_id)
 
     @rule(which=st.integers(0, 1), replace=st.booleans())
     def reopen(self, which: int, replace: bool) -> None:
         """Closing gives back descriptors and forgets nothing the caller saw; a new store saw nothing."""
         self.stores[which].close()
-        self.prepared[which].clear()
-        self.stale[which].clear()
         if replace:
             self.stores[which] = self._open()
             self.seen[which].clear()
@@ -731,10 +715,13 @@ class StoreModel(RuleBasedStateMachine):
             return
         summary = store.get_session(session_id)
         assert summary is not None and summary.message_count == len(session.log)
-        assert (summary.title, summary.pinned, summary.metadata) == (
+        # The version too: an update that only marks a field as the user's changes nothing
+        # else, and a crash state must match the model on it as the listing does.
+        assert (summary.title, summary.pinned, summary.metadata, summary.version) == (
             session.title,
             session.pinned,
             session.metadata,
+            session.version,
         )
         view = store.load(session_id)
         assert [r.sequence for r in records] == list(range(1, len(session.log) + 1))
@@ -802,8 +789,10 @@ class SimulatedStoreModel(StoreModel):
     def __init__(self) -> None:
         self.fs = SimulatedFileSystem()
         self.crashed = False
+        #: Sessions of `untrusted` deleted since the last crash (which may undo the delete).
+        self.deleted_untrusted: set[str] = set()
         super().__init__()
-        self.steps: list[Step] = [Step(self.fs.inherited, copied(self.model), "start")]
+        self.steps: list[Step] = [Step(self.fs.inherited, copied(self.model))]
 
     def _make_root(self) -> str:
         return "/store"
@@ -813,10 +802,34 @@ class SimulatedStoreModel(StoreModel):
         # file and says so (spec §9, §12): no damage, and nothing acknowledged in it.
         if self.crashed and getattr(problem, "kind", None) == "torn-tail":
             return
+        if self._untrusted_snapshot(problem):
+            return
         super()._problem(problem)
+
+    def _untrusted_snapshot(self, problem: object) -> bool:
+        """A snapshot of a rewriting checkpoint a crash cut short, skipped (spec §10): the one problem that state may show."""
+        if getattr(problem, "kind", None) != "bad-snapshot":
+            return False
+        path = str(getattr(problem, "path", ""))
+        session_id = path.rsplit("/", 2)[-2] if path.count("/") >= 2 else ""
+        return session_id in self.untrusted and path.rsplit("/", 1)[-1].startswith("snapshot-")
+
+    @rule(which=WHICH, session_id=st.sampled_from(ALL))
+    def delete_session(self, which: int, session_id: str) -> None:
+        super().delete_session(which, session_id)
+        if session_id not in self.model and session_id in self.untrusted:
+            # Its files went with it, unless a crash takes the delete back.
+            self.untrusted.discard(session_id)
+            self.deleted_untrusted.add(session_id)
 
     def _options(self) -> dict[str, Any]:
         return {"durability": "fsync", "fs": self.fs}
+
+    def _meta_on_disk(self, session_id: str) -> bool:
+        try:
+            return "meta.json" in self.fs.listdir(f"{self.root}/{session_id}")
+        except FileNotFoundError:
+            return False
 
     def teardown(self) -> None:
         for store in [*self.stores, self.reader, self.fresh]:
@@ -827,13 +840,13 @@ class SimulatedStoreModel(StoreModel):
     def step_is_recorded(self) -> None:
         """Where each step ended in the trace, and the model then (what a crash may show)."""
         if len(self.fs.trace) != self.steps[-1].trace_end:
-            self.steps.append(Step(len(self.fs.trace), copied(self.model), self.kind, self.between))
-        self.between, self.kind = [], "write"
+            self.steps.append(Step(len(self.fs.trace), copied(self.model), self.between, self.rewritten))
+        self.between, self.rewritten = [], None
 
     @rule(data=st.data(), power=st.booleans())
     def crash(self, data: st.DataObject, power: bool) -> None:
         """A crash at a random point since the last one reads as a state the model went through."""
-        points = [p for p in crash_points(self.fs) if self._crashable(p)]
+        points = list(crash_points(self.fs))
         if not points:
             return
         prefix = data.draw(st.sampled_from(points))
@@ -842,6 +855,8 @@ class SimulatedStoreModel(StoreModel):
         )
         state = data.draw(st.sampled_from(states))
         candidates = self._candidates(prefix)
+        self.untrusted |= self._cut_rewrite(prefix) | self.deleted_untrusted
+        self.deleted_untrusted = set()
         for store in [*self.stores, self.reader, self.fresh]:
             if store is not None:
                 store.close()
@@ -862,14 +877,13 @@ class SimulatedStoreModel(StoreModel):
             if session_id in found:
                 model[session_id] = found[session_id]
         self.model = model
+        self.untrusted &= set(model)  # a session the crash state shows deleted took its files
         self.clock = max([0, *(s.activity for s in model.values())])
         self.stores = [self._open(), self._open()]
         self.fresh = None
         self.seen = [{}, {}]
-        self.prepared = [set(), set()]
-        self.stale = [set(), set()]
         self.between = []
-        self.steps = [Step(self.fs.inherited, copied(self.model), "start")]
+        self.steps = [Step(self.fs.inherited, copied(self.model))]
 
     def _step_at(self, prefix: int) -> int:
         """The index of the last step whose writes all came before ``prefix``."""
@@ -879,12 +893,13 @@ class SimulatedStoreModel(StoreModel):
                 index = i
         return index
 
-    def _crashable(self, prefix: int) -> bool:
+    def _cut_rewrite(self, prefix: int) -> set[str]:
+        """The session whose rewriting checkpoint a crash at ``prefix`` cuts short, if any."""
         index = self._step_at(prefix)
         if index + 1 >= len(self.steps) or self.steps[index].trace_end == prefix:
-            return True
-        kind = self.steps[index + 1].kind
-        return CRASH_INSIDE.get(kind, True)
+            return set()
+        rewritten = self.steps[index + 1].rewritten
+        return {rewritten} if rewritten is not None else set()
 
     def _candidates(self, prefix: int) -> list[Model]:
         """The model states a crash at ``prefix`` may show: the step done by then, the one under way and its middles."""

@@ -13,6 +13,7 @@ from helpers import fails_after, log_path, read_tree
 from jsonl_store import (
     AssistantMessage,
     CompactedMessage,
+    InvalidArgument,
     InvalidMessage,
     Message,
     SessionStore,
@@ -542,3 +543,19 @@ def test_a_save_that_lost_its_saved_part_to_another_thread_still_appends(
     assert outcome == {"late": [4]}
     view = store.load("s")
     assert view.snapshot is None and _texts(view.messages) == ["1", "2", "b", "a"]
+
+
+def test_first_checkpoint_of_a_session_gives_it_the_title_and_agent_name_it_names(tmp_path: Path) -> None:
+    """checkpoint(title=..., agent_name=...) that makes a session writes them into its metadata, as the first append would."""
+    store = SessionStore(tmp_path)
+    store.checkpoint("s", [UserMessage(id="u1", content="hi")], title="Plan", agent_name="runner")
+    made = SessionStore(tmp_path).get_session("s")
+    assert made is not None and (made.title, made.agent_name) == ("Plan", "runner")
+
+
+def test_checkpoint_with_a_title_it_cannot_store_makes_no_session(tmp_path: Path) -> None:
+    """A checkpoint whose title update_session would refuse raises InvalidArgument and creates nothing."""
+    store = SessionStore(tmp_path)
+    with pytest.raises(InvalidArgument):
+        store.checkpoint("s", [UserMessage(id="u1", content="hi")], title="x" * 100_000)
+    assert store.get_session("s") is None and not (tmp_path / "s").exists()
