@@ -464,11 +464,16 @@ class Handles:
                     # next sees the file gone (st_nlink == 0) and starts a new session.
                     fs.flock(fd, fcntl.LOCK_EX)
                 names = self._deletable(session_id, directory)
-                gone = os.path.join(self.root, deleted_name(session_id))
-                self._rename_away(directory, gone)
-                if self.durable:
-                    fs.fsync_dir(self.root)
-                clear_deleted(fs, gone)
+                # A directory holding nothing but the lock file is a session another
+                # process is making right now (its mkdir, then this lock, then its
+                # metadata): there is nothing to delete, and renaming it away would only
+                # take it from under that maker, again and again when deletes repeat.
+                if any(name != LOCK_NAME for name in names):
+                    gone = os.path.join(self.root, deleted_name(session_id))
+                    self._rename_away(directory, gone)
+                    if self.durable:
+                        fs.fsync_dir(self.root)
+                    clear_deleted(fs, gone)
             finally:
                 if fd is not None:
                     fs.close(fd)
