@@ -676,6 +676,18 @@ def test_delete_session_twice_or_of_an_unknown_session_returns_false(store: Sess
     assert store.delete_session("s") is False
 
 
+def test_delete_leaves_a_directory_holding_only_the_lock_of_a_session_being_made(
+    store: SessionStore, root: Path
+) -> None:
+    """A directory with nothing but .lock is a session another process is making: no session, left in place."""
+    (root / "making").mkdir(parents=True)
+    (root / "making" / ".lock").write_bytes(b"")
+    assert store.delete_session("making") is False
+    assert sorted(p.name for p in (root / "making").iterdir()) == [".lock"]
+    store.append("making", user())
+    assert [r.sequence for r in store.records("making")] == [1]
+
+
 def test_session_recreated_after_delete_starts_at_sequence_one(store: SessionStore, root: Path) -> None:
     """A session appended to after its deletion starts afresh at sequence 1 with new metadata."""
     store.append_many("s", [user(), user()], title="old")
