@@ -251,15 +251,26 @@ def deletable(fs: FileSystem, directory: str, session_id: str) -> list[str] | No
     except FileNotFoundError:
         return None
     names = fs.listdir(folder)
+    only_regular_files(fs, folder, names, session_id, shown=f"{BLOBS_DIR}/")
+    return names
+
+
+def only_regular_files(
+    fs: FileSystem, folder: str, names: list[str], session_id: str, *, shown: str = ""
+) -> None:
+    """`UnsafePath` for the first of ``names`` in ``folder`` that is not a regular file.
+
+    What a delete checks before it changes anything: anything else is not the store's,
+    and a person must look at it. ``shown`` is put before a name in the message.
+    """
     for name in names:
         path = os.path.join(folder, name)
         mode = fs.lstat(path).st_mode
         if not stat.S_ISREG(mode):
             raise UnsafePath(
-                f"{BLOBS_DIR}/{name} is {describe_mode(mode)}, not a regular file; nothing was deleted",
+                f"{shown}{name} is {describe_mode(mode)}, not a regular file; nothing was deleted",
                 filename=path, session_id=session_id, path=path,
             )  # fmt: skip
-    return names
 
 
 def remove(fs: FileSystem, directory: str, names: list[str] | None) -> None:

@@ -26,7 +26,7 @@ from ._checkpoint import CheckpointCache
 from ._errors import LockTimeout, SessionNotFound, UnsafePath, UnsupportedFormat
 from ._forks import DamagedFork
 from ._forks import read as _forks_read
-from ._fs import FileSystem, check_directory, describe_mode, open_regular, register_descriptor_cache
+from ._fs import FileSystem, check_directory, open_regular, register_descriptor_cache
 from ._ids import new_uuid7
 from ._log import FLAGS_READ, Line, LogWriter
 from ._meta import SessionMeta
@@ -507,16 +507,8 @@ class Handles:
         fs = self.fs
         blobs = _blob_writes.deletable(fs, directory, session_id)  # checks what blobs/ holds
         names = fs.listdir(directory)
-        for name in names:
-            if name == BLOBS_DIR and blobs is not None:
-                continue
-            path = os.path.join(directory, name)
-            mode = fs.lstat(path).st_mode
-            if not stat.S_ISREG(mode):
-                raise UnsafePath(
-                    f"{name} is {describe_mode(mode)}, not a regular file; nothing was deleted",
-                    filename=path, session_id=session_id, path=path,
-                )  # fmt: skip
+        checked = [name for name in names if not (name == BLOBS_DIR and blobs is not None)]
+        _blob_writes.only_regular_files(fs, directory, checked, session_id)
         return names
 
     def check_dir(self, session_id: str, directory: str) -> bool:
