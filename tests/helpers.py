@@ -224,3 +224,19 @@ def fails_after(seconds: int, what: str) -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def nested_lists(levels: int, leaf: Any = "deep") -> Any:
+    """``leaf`` inside ``levels`` lists."""
+    value = leaf
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def nested_objects(levels: int) -> Any:
+    """A string inside ``levels`` objects (each ``{"k": ...}``)."""
+    value: Any = "deep"
+    for _ in range(levels):
+        value = {"k": value}
+    return value

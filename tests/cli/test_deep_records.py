@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from helpers import cli
+from helpers import nested_lists as lists
+from helpers import nested_objects as objects
 
 from jsonl_store import AssistantMessage, SessionStore, ToolCall
 from jsonl_store._codec import MAX_DEPTH
 
 #: The innermost part of the deepest value as compact JSON: the string, then MAX_DEPTH - 1 brackets.
 INNERMOST = '"deep"' + "]" * (MAX_DEPTH - 1)
-
-
-def lists(levels: int) -> Any:
-    value: Any = "deep"
-    for _ in range(levels):
-        value = [value]
-    return value
-
-
-def objects(levels: int) -> Any:
-    value: Any = "deep"
-    for _ in range(levels):
-        value = {"k": value}
-    return value
 
 
 @pytest.fixture(scope="module")

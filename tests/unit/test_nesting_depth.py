@@ -10,6 +10,8 @@ from typing import Any, TypeVar
 
 import msgspec
 import pytest
+from helpers import nested_lists as lists
+from helpers import nested_objects as objects
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,22 +20,6 @@ from jsonl_store._codec import MAX_DEPTH, nesting
 from jsonl_store.export import to_html, to_json, to_markdown
 
 T = TypeVar("T")
-
-
-def lists(levels: int, leaf: Any = "deep") -> Any:
-    """``leaf`` inside ``levels`` lists."""
-    value = leaf
-    for _ in range(levels):
-        value = [value]
-    return value
-
-
-def objects(levels: int) -> Any:
-    """A string inside ``levels`` objects."""
-    value: Any = "deep"
-    for _ in range(levels):
-        value = {"k": value}
-    return value
 
 
 def message(levels: int, leaf: str = "deep") -> dict[str, Any]:
