@@ -8,7 +8,7 @@ merge code: the command's start-up is most of a small search's time.
 
 from typing import TYPE_CHECKING, Any
 
-from ._dialects import Dialect, register_dialect
+from ._dialects import Dialect, message_parts, register_dialect
 from ._errors import (
     CorruptSession,
     DurabilityError,
@@ -37,6 +37,7 @@ from ._errors import (
 )
 from ._fs import FileSystem, OsFileSystem
 from ._gitattributes import install_gitattributes
+from ._parts import ImagePart, OtherPart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from ._paths import decode_session_id, encode_session_id
 from ._problems import Problem, ProblemKind
 from ._records import (
@@ -101,6 +102,7 @@ __all__ = [
     "DurabilityError",
     "FileSystem",
     "ForkPoint",
+    "ImagePart",
     "InvalidArgument",
     "InvalidMessage",
     "InvalidSessionId",
@@ -112,11 +114,14 @@ __all__ = [
     "MetadataConflict",
     "ModelUsage",
     "OsFileSystem",
+    "OtherPart",
     "ParentMismatch",
+    "Part",
     "Problem",
     "ProblemKind",
     "RawMessageRecord",
     "ReadOnlySession",
+    "ReasoningPart",
     "RecordTooLarge",
     "Redaction",
     "Redactor",
@@ -133,8 +138,11 @@ __all__ = [
     "StorageFileNotFoundError",
     "StoragePermissionError",
     "SystemMessage",
+    "TextPart",
     "ToolCall",
+    "ToolCallPart",
     "ToolMessage",
+    "ToolResultPart",
     "UnrecognizedRecords",
     "UnsafePath",
     "UnsupportedFormat",
@@ -150,6 +158,7 @@ __all__ = [
     "merge_meta",
     "merge_session_file",
     "merge_usage",
+    "message_parts",
     "provider_safe",
     "provider_violation",
     "redact_text",

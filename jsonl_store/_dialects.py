@@ -21,6 +21,14 @@ Three are built in; `register_dialect` adds one under a name:
 Every dialect also reads what ``"neutral"`` reads, so the library's classes mean the same
 in all of them; a dialect adds its own dict shapes. A dialect's methods never change the
 message they are given.
+
+Each built-in dialect also maps its shape to the message model every reader uses
+(`_parts`): ``parts(message)`` gives a message's ordered parts and ``from_parts(parts,
+role)`` builds one message of the dialect's shape from them. The mapping sits beside the
+tool-batch rules it must agree with: the calls and results a message's parts name are the
+ones ``calls`` and ``answers`` give (a property test holds the two readings equal).
+A dialect registered without ``parts`` reads as ``"neutral"``, its own ``calls`` and
+``answers`` deciding the calls and results (`message_parts`).
 """
 
 from __future__ import annotations
@@ -29,7 +37,24 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ._errors import InvalidArgument
-from ._records import AssistantMessage, ToolMessage
+from ._parts import (
+    ImagePart,
+    OtherPart,
+    Part,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    base64_of,
+    chat_item,
+    content_item,
+    content_parts,
+    decode_arguments,
+    encode_arguments,
+    image_from_base64,
+    result_content,
+)
+from ._records import AssistantMessage, ToolMessage, _Message
 
 #: ``(call id, tool name)`` of one tool call; the name is None when the message has none.
 Call = tuple[Any, str | None]
@@ -134,6 +159,156 @@ def _notice(assistant: Any, call_id: Any, name: str | None, notice: str) -> Any:
     return ToolMessage(tool_call_id=call_id, name=name, content=notice, is_error=True)
 
 
+def _call_part(call: Any) -> Part:
+    """One entry of ``tool_calls``: a `ToolCall`, an OpenAI chat call or a flat dict."""
+    if isinstance(call, dict):
+        function = call.get("function")
+        inner = function if isinstance(function, dict) else call
+        return ToolCallPart(
+            call.get("id"), call.get("name") or inner.get("name"), decode_arguments(inner.get("arguments"))
+        )
+    return ToolCallPart(call.id, call.name, decode_arguments(call.arguments))
+
+
+def neutral_parts(message: Any) -> list[Part]:
+    """The parts of a message in the neutral shape: a library class or an OpenAI chat dict.
+
+    An assistant message is its reasoning, then its content, then its calls; a tool result
+    is one `ToolResultPart`; any other role is its content. A stored pydantic-ai message
+    (``format: "pydantic-ai"``, as the pydantic-ai adapters write them) is read by its own
+    parts. A value that is neither a dict nor a library class is one `OtherPart`.
+    """
+    if isinstance(message, _Message):
+        return _class_parts(message)
+    if not isinstance(message, dict):
+        return [OtherPart(message)]
+    if message.get("format") == "pydantic-ai" and isinstance(message.get("content"), dict):
+        return pydantic_ai_parts(message["content"])
+    role = message.get("role")
+    if role == "tool":
+        content = result_content(message.get("content"))
+        return [ToolResultPart(message.get("tool_call_id"), content, bool(message.get("is_error")))]
+    out: list[Part] = []
+    reasoning = message.get("reasoning")
+    if isinstance(reasoning, str) and reasoning:
+        out.append(ReasoningPart(reasoning))
+    out.extend(content_parts(message.get("content")))
+    if role == "assistant":
+        out.extend(_call_part(call) for call in message.get("tool_calls") or ())
+    return out
+
+
+def _class_parts(message: _Message) -> list[Part]:
+    if isinstance(message, ToolMessage):
+        return [ToolResultPart(message.tool_call_id, result_content(message.content), message.is_error)]
+    if isinstance(message, AssistantMessage):
+        out: list[Part] = [ReasoningPart(message.reasoning)] if message.reasoning else []
+        out.extend(content_parts(message.content))
+        out.extend(_call_part(call) for call in message.tool_calls)
+        return out
+    return content_parts(getattr(message, "content", None))
+
+
+def neutral_from_parts(parts: Sequence[Part], role: str) -> dict[str, Any]:
+    """One OpenAI-chat-shaped dict of ``role`` holding ``parts`` (what `neutral_parts` reads back).
+
+    Raises `InvalidArgument` for parts one such message cannot hold (two reasoning texts,
+    a tool result beside anything else, a call outside an assistant message).
+    """
+    if role == "tool":
+        if len(parts) != 1 or not isinstance(parts[0], ToolResultPart):
+            raise InvalidArgument("a neutral tool message holds exactly one tool result")
+        result = parts[0]
+        message: dict[str, Any] = {
+            "role": "tool",
+            "tool_call_id": result.tool_call_id,
+            "content": _chat_result(result),
+        }
+        if result.is_error:
+            message["is_error"] = True
+        return message
+    message = {"role": role}
+    reasoning = [p for p in parts if isinstance(p, ReasoningPart)]
+    calls = [p for p in parts if isinstance(p, ToolCallPart)]
+    content = [p for p in parts if not isinstance(p, (ReasoningPart, ToolCallPart))]
+    if len(reasoning) > 1 or (reasoning and not reasoning[0].text) or (calls and role != "assistant"):
+        raise InvalidArgument(f"a neutral {role} message cannot hold these parts")
+    if reasoning:
+        message["reasoning"] = reasoning[0].text
+    if len(content) == 1 and isinstance(content[0], TextPart):
+        message["content"] = content[0].text
+    elif content:
+        message["content"] = [chat_item(p) for p in content]
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": encode_arguments(c.arguments)},
+            }
+            for c in calls
+        ]
+    return message
+
+
+def _chat_result(result: ToolResultPart) -> Any:
+    if isinstance(result.content, str):
+        return result.content
+    return [chat_item(p) for p in result.content]
+
+
+# ---------------------------------------------------------------------------------------
+# pydantic-ai's messages as its adapters store them (read by every dialect)
+# ---------------------------------------------------------------------------------------
+
+
+def pydantic_ai_parts(content: dict[str, Any]) -> list[Part]:
+    """The parts of a pydantic-ai ``ModelRequest``/``ModelResponse`` in pydantic-ai's JSON form.
+
+    The part kinds are pydantic-ai's (``pydantic_ai.messages``, https://ai.pydantic.dev/api/messages/):
+    a request's system and user prompts are text, its tool returns results, a retry prompt
+    for a tool an error result; a response's text, thinking and tool calls map one to one.
+    Built-in (provider-run) tool parts and files are `OtherPart`s.
+    """
+    out: list[Part] = []
+    for part in content.get("parts") or ():
+        out.extend(_pydantic_ai_part(part))
+    return out
+
+
+def _pydantic_ai_part(part: Any) -> list[Part]:
+    kind = part.get("part_kind") if isinstance(part, dict) else None
+    if kind in ("system-prompt", "text") and isinstance(part.get("content"), str):
+        return [TextPart(part["content"])]
+    if kind == "user-prompt":
+        body = part.get("content")
+        return [_pydantic_ai_item(item) for item in (body if isinstance(body, list) else [body])]
+    if kind == "thinking":
+        return [ReasoningPart(part.get("content") or "")]
+    if kind == "tool-call":
+        return [
+            ToolCallPart(part.get("tool_call_id"), part.get("tool_name"), decode_arguments(part.get("args")))
+        ]
+    if kind == "tool-return":
+        return [ToolResultPart(part.get("tool_call_id"), result_content(part.get("content")))]
+    if kind == "retry-prompt" and part.get("tool_name") is not None:
+        return [ToolResultPart(part.get("tool_call_id"), result_content(part.get("content")), True)]
+    if kind == "retry-prompt" and isinstance(part.get("content"), str):
+        return [TextPart(part["content"])]
+    return [OtherPart(part)]
+
+
+def _pydantic_ai_item(item: Any) -> Part:
+    if isinstance(item, str):
+        return TextPart(item)
+    kind = item.get("kind") if isinstance(item, dict) else None
+    if kind == "image-url" and isinstance(item.get("url"), str):
+        return ImagePart(item.get("media_type"), url=item["url"])
+    if kind == "binary" and str(item.get("media_type", "")).startswith("image/"):
+        return image_from_base64(item.get("media_type"), item.get("data"), item)
+    return OtherPart(item)
+
+
 class NeutralDialect:
     """This library's message classes and OpenAI chat dicts: one result per message."""
 
@@ -150,6 +325,9 @@ class NeutralDialect:
 
     def notices(self, unanswered: Sequence[tuple[Any, Any, str | None]], notice: str) -> list[Any]:
         return [_notice(caller, call_id, name, notice) for caller, call_id, name in unanswered]
+
+    parts = staticmethod(neutral_parts)
+    from_parts = staticmethod(neutral_from_parts)
 
 
 NEUTRAL = NeutralDialect()
@@ -216,6 +394,92 @@ class OpenAIResponsesDialect:
                 out.append(_notice(caller, call_id, name, notice))
         return out
 
+    def parts(self, message: Any) -> list[Part]:
+        """A call item is one `ToolCallPart` (a ``custom_tool_call``'s free-form ``input`` kept
+        as its string), an output item one `ToolResultPart`, a ``reasoning`` item one
+        `ReasoningPart` per summary or reasoning text (one empty part when all of it is
+        encrypted), a ``message`` item its content; any other item type (hosted tools such as
+        ``web_search_call``, which repair does not pair either) is one `OtherPart`."""
+        kind = _item_type(message)
+        if kind == "function_call":
+            return [
+                ToolCallPart(
+                    message.get("call_id"), message.get("name"), decode_arguments(message.get("arguments"))
+                )
+            ]
+        if kind == "custom_tool_call":
+            return [ToolCallPart(message.get("call_id"), message.get("name"), message.get("input"))]
+        if kind in _RESPONSES_RESULTS:
+            output = message.get("output")
+            content = result_content([output] if isinstance(output, dict) else output)
+            return [ToolResultPart(message.get("call_id"), content)]
+        if kind == "reasoning":
+            return _reasoning_parts(message)
+        if kind is None or kind == "message":
+            return neutral_parts(message)
+        return [OtherPart(message)]
+
+    def from_parts(self, parts: Sequence[Part], role: str) -> Any:
+        """One Responses item of ``role`` holding ``parts``: a call or output item for a lone
+        call or result, a ``reasoning`` item for reasoning alone, else a ``message`` item."""
+        if len(parts) == 1 and isinstance(parts[0], ToolCallPart):
+            call = parts[0]
+            return {
+                "type": "function_call",
+                "call_id": call.id,
+                "name": call.name,
+                "arguments": encode_arguments(call.arguments),
+                "role": role,
+            }
+        if len(parts) == 1 and isinstance(parts[0], ToolResultPart):
+            result = parts[0]
+            return {
+                "type": "function_call_output",
+                "call_id": result.tool_call_id,
+                "output": _responses_output(result),
+                "role": role,
+            }
+        if len(parts) == 1 and isinstance(parts[0], OtherPart) and _item_type(parts[0].raw) is not None:
+            return parts[0].raw
+        if parts and all(isinstance(p, ReasoningPart) for p in parts):
+            summary = [
+                {"type": "summary_text", "text": p.text} for p in parts if isinstance(p, ReasoningPart)
+            ]
+            return {"type": "reasoning", "summary": summary, "role": role}
+        if any(isinstance(p, (ReasoningPart, ToolCallPart, ToolResultPart)) for p in parts):
+            raise InvalidArgument("a Responses item holds one call, one output, reasoning alone, or content")
+        text_type = "output_text" if role == "assistant" else "input_text"
+        return {"type": "message", "role": role, "content": [_responses_item(p, text_type) for p in parts]}
+
+
+def _reasoning_parts(item: dict[str, Any]) -> list[Part]:
+    texts = [
+        entry["text"]
+        for key in ("summary", "content")
+        for entry in item.get(key) or ()
+        if isinstance(entry, dict) and isinstance(entry.get("text"), str)
+    ]
+    return [ReasoningPart(text) for text in texts] or [ReasoningPart("")]
+
+
+def _responses_item(part: Part, text_type: str) -> Any:
+    if isinstance(part, TextPart):
+        return {"type": text_type, "text": part.text}
+    if isinstance(part, ImagePart):
+        url = (
+            f"data:{part.media_type or 'application/octet-stream'};base64,{base64_of(part.data)}"
+            if part.data is not None
+            else part.url
+        )
+        return {"type": "input_image", "image_url": url}
+    return chat_item(part)
+
+
+def _responses_output(result: ToolResultPart) -> Any:
+    if isinstance(result.content, str):
+        return result.content
+    return [_responses_item(p, "input_text") for p in result.content]
+
 
 # ---------------------------------------------------------------------------------------
 # anthropic: tool_use blocks, answered by tool_result blocks in the next user message
@@ -276,6 +540,73 @@ class AnthropicDialect:
                 out.append(_notice(caller, call_id, name, notice))
         return out
 
+    def parts(self, message: Any) -> list[Part]:
+        """The blocks of a user or assistant message in order: ``text``, ``thinking`` (a
+        ``redacted_thinking`` block is an empty `ReasoningPart`), an assistant's ``tool_use``,
+        a user's ``tool_result``, ``image``; other blocks are `OtherPart`s. A message
+        without a block list reads as neutral, as its tool batches do."""
+        role = message.get("role") if isinstance(message, dict) else None
+        blocks = _blocks(message, role) if role == "user" or role == "assistant" else None
+        if blocks is None or not isinstance(role, str):
+            return neutral_parts(message)
+        out = [_anthropic_part(block, role) for block in blocks]
+        if role == "assistant" and not any(isinstance(p, ToolCallPart) for p in out):
+            # What `calls` reads when there is no tool_use block: neutral tool_calls.
+            out.extend(_call_part(call) for call in message.get("tool_calls") or ())
+        return out
+
+    def from_parts(self, parts: Sequence[Part], role: str) -> Any:
+        """One Anthropic message of ``role`` whose content blocks hold ``parts`` in order."""
+        if role not in ("user", "assistant"):
+            return neutral_from_parts(parts, role)
+        return {"role": role, "content": [_anthropic_block(p, role) for p in parts]}
+
+
+def _anthropic_part(block: Any, role: str) -> Part:
+    kind = _block_type(block)
+    if kind == "text" and isinstance(block.get("text"), str):
+        return TextPart(block["text"])
+    if kind == "thinking":
+        thinking = block.get("thinking")
+        return ReasoningPart(thinking if isinstance(thinking, str) else "")
+    if kind == "redacted_thinking":
+        return ReasoningPart("")
+    if kind == "tool_use" and role == "assistant":
+        return ToolCallPart(block.get("id"), block.get("name"), block.get("input"))
+    if kind == "tool_result" and role == "user":
+        return ToolResultPart(
+            block.get("tool_use_id"), result_content(block.get("content")), bool(block.get("is_error"))
+        )
+    return content_item(block)
+
+
+def _anthropic_block(part: Part, role: str) -> Any:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    if isinstance(part, ReasoningPart):
+        return {"type": "thinking", "thinking": part.text}
+    if isinstance(part, ToolCallPart) and role == "assistant":
+        return {"type": "tool_use", "id": part.id, "name": part.name, "input": part.arguments}
+    if isinstance(part, ToolResultPart) and role == "user":
+        content = (
+            part.content
+            if isinstance(part.content, str)
+            else [_anthropic_block(p, role) for p in part.content]
+        )
+        block = {"type": "tool_result", "tool_use_id": part.tool_call_id, "content": content}
+        if part.is_error:
+            block["is_error"] = True
+        return block
+    if isinstance(part, ImagePart):
+        if part.data is not None:
+            source = {"type": "base64", "media_type": part.media_type, "data": base64_of(part.data)}
+        else:
+            source = {"type": "url", "url": part.url}
+        return {"type": "image", "source": source}
+    if isinstance(part, OtherPart):
+        return part.raw
+    raise InvalidArgument(f"an Anthropic {role} message cannot hold a {part.kind} part")
+
 
 # ---------------------------------------------------------------------------------------
 # The registry
@@ -315,6 +646,36 @@ def stored_dialect(metadata: dict[str, Any]) -> str:
     """
     name = metadata.get("dialect")
     return name if isinstance(name, str) and name in _DIALECTS else "neutral"
+
+
+def message_parts(message: Any, dialect: str | Dialect = "neutral") -> list[Part]:
+    """``message``, stored in ``dialect`` (a registered name or a `Dialect`), as ordered parts.
+
+    Every message gives a list (empty for a message with no content, such as an empty
+    assistant turn); what the dialect does not map is an `OtherPart` holding the stored
+    value, so nothing is left out. A registered dialect without a ``parts`` method reads as
+    ``"neutral"``; where its own ``calls``/``answers`` disagree with that reading, the
+    message is one `OtherPart` followed by a part naming each call (or result) they give.
+    Raises `InvalidArgument` for an unknown dialect name.
+    """
+    reading = resolve(dialect)
+    own = getattr(reading, "parts", None)
+    if callable(own):
+        return list(own(message))
+    return _derived_parts(reading, message)
+
+
+def _derived_parts(reading: Dialect, message: Any) -> list[Part]:
+    parts = neutral_parts(message)
+    calls = list(reading.calls(message))
+    answers = [] if calls else list(reading.answers(message))
+    seen_calls = [(p.id, p.name) for p in parts if isinstance(p, ToolCallPart)]
+    seen_answers = [p.tool_call_id for p in parts if isinstance(p, ToolResultPart)]
+    if calls == seen_calls and answers == seen_answers:
+        return parts
+    named: list[Part] = [ToolCallPart(call_id, name) for call_id, name in calls]
+    named.extend(ToolResultPart(call_id) for call_id in answers)
+    return [OtherPart(message), *named]
 
 
 def resolve(dialect: str | Dialect) -> Dialect:

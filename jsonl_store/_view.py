@@ -6,6 +6,8 @@ import dataclasses
 from datetime import datetime
 from typing import Any
 
+from ._dialects import message_parts, stored_dialect
+from ._parts import Part
 from ._problems import Problem
 from ._records import ContextSnapshot, ForkPoint, Message, RawMessageRecord
 from ._tool_batches import ToolBatchPolicy, includes, provider_safe, repair_context
@@ -35,6 +37,12 @@ class SessionSummary:
     #: Where a fork branched (`SessionStore.fork`), None for a session that is not one.
     fork: ForkPoint | None = None
 
+    @property
+    def dialect(self) -> str:
+        """The dialect the session's messages are in (``metadata["dialect"]`` when registered, else
+        ``"neutral"``): pass it to `jsonl_store.message_parts` with the messages of `SessionStore.records`."""
+        return stored_dialect(self.metadata)
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class SessionView:
@@ -58,6 +66,12 @@ class SessionView:
     #: as an import of a Claude Code or Codex transcript sets it): how `messages` and
     #: `model_context` read its tool batches.
     dialect: str = "neutral"
+
+    def parts(self, item: RawMessageRecord | Message) -> list[Part]:
+        """A record's message (or a message of `context`/`messages`) as ordered parts, read in the
+        session's `dialect` (`jsonl_store.message_parts`)."""
+        message = item.message if isinstance(item, RawMessageRecord) else item
+        return message_parts(message, self.dialect)
 
     @property
     def exists(self) -> bool:
