@@ -1068,6 +1068,11 @@ class SessionStore:
         if unknown:
             raise InvalidArgument(f"checkpoint got unknown append options: {', '.join(sorted(unknown))}")
         session = handles.session(session_id)
+        if not _dirs.exists(self._fs, os.path.join(directory, LOG_NAME)):
+            # The save would make the session: the append it ends with is checked first (as
+            # an append checks before touching a file), so a save that fails on bad options
+            # (a usage on a user message, a session_type that is no int) makes nothing.
+            self._check_first_save(session, messages, append_options)
         # A session this save makes (new, or anew after another store deleted it) gets
         # this call's labels, as an append's would (spec §9.8): the save makes it before
         # its append, so neither defaults nor an earlier append's labels may stand in.
@@ -1085,6 +1090,26 @@ class SessionStore:
             reading=(self._fs, directory, self._listings, self._fork_prefix(session_id, directory)),
             lock=lambda: handles.lock_made(session),
             make=lambda: handles.writer(session),  # creates the session (and its lock file) if new
+        )
+
+    def _check_first_save(
+        self, session: Any, messages: Sequence[Message], append_options: dict[str, Any]
+    ) -> None:
+        """Encode (and drop) the append a save into a new session makes: every message it
+        keeps, with its options, so bad input raises before the session is made."""
+        options = dict(append_options)
+        kept = [m for m in messages if _checkpoint.persisted(m)]
+        timings = _append.per_message(options.pop("timing", None), MessageTiming, len(kept), "timing")
+        usages = _append.usages_for(kept, options.pop("usage", None))
+        _append.encode(
+            session,
+            kept,
+            self._sizes,
+            **{**_REWRITE_DEFAULTS, **options},
+            timings=timings,
+            usages=usages,
+            clock=self._handles.clock,
+            new_id=self._handles.new_id,
         )
 
     def _rewrite_context(
@@ -1407,7 +1432,8 @@ _APPEND_OPTIONS = frozenset(inspect.signature(SessionStore.append_many).paramete
 #: How many times `SessionStore._write` tries a write whose session directory vanished.
 _WRITE_ATTEMPTS = 8
 
-#: What `append_many` passes to the encoder when a keyword is not given (`_rewrite_context`).
+#: What `append_many` passes to the encoder when a keyword is not given (`_rewrite_context`,
+#: and the check of a save that makes its session).
 _REWRITE_DEFAULTS: dict[str, Any] = {
     "request_id": None,
     "parent_session_id": None,
