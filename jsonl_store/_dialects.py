@@ -546,8 +546,10 @@ class AnthropicDialect:
         a user's ``tool_result``, ``image``; other blocks are `OtherPart`s. A message
         without a block list reads as neutral, as its tool batches do."""
         role = message.get("role") if isinstance(message, dict) else None
-        blocks = _blocks(message, role) if role == "user" or role == "assistant" else None
-        if blocks is None or not isinstance(role, str):
+        if not isinstance(role, str) or role not in {"user", "assistant"}:
+            return neutral_parts(message)
+        blocks = _blocks(message, role)
+        if blocks is None:
             return neutral_parts(message)
         out = [_anthropic_part(block, role) for block in blocks]
         if role == "assistant" and not any(isinstance(p, ToolCallPart) for p in out):

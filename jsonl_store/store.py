@@ -529,8 +529,12 @@ class SessionStore:
             )
         else:
             self._write(session, handles.writer, batch.build)
-        if tally is not None and tally.kinds:
-            self._redacted(tally, session_id, operation, batch.sequences)
+        if tally is not None:
+            made = _take_made_redacted(session)
+            if made:
+                tally.add(made)
+            if tally.kinds:
+                self._redacted(tally, session_id, operation, batch.sequences)
         return batch.sequences
 
     @staticmethod
@@ -841,6 +845,7 @@ class SessionStore:
             agent_name = redactor.redact(agent_name) if agent_name is not None else None
         session = handles.session(session_id)
         session.init = (self._handles.clock(), parent_session_id, session_type, agent_name, title)
+        session.init_redacted = {}
         session.init_metadata = initial
         handles.prepared(session, again=True)
         self._redacted(redactor, session_id, "create_session")
@@ -1076,11 +1081,12 @@ class SessionStore:
         # A session this save makes (new, or anew after another store deleted it) gets
         # this call's labels, as an append's would (spec §9.8): the save makes it before
         # its append, so neither defaults nor an earlier append's labels may stand in.
-        # What the redactor replaces in them is counted once, by the append that follows.
+        # What the redactor replaces in them is counted once, by the append that follows,
+        # and only if this save made the session (`OpenSession.made_redacted`).
         _append.set_init(
             session, handles.clock(), append_options.get("parent_session_id"),
             append_options.get("session_type", 0), append_options.get("agent_name"),
-            append_options.get("title"), self._redactor,
+            append_options.get("title"), self._tally(),
         )  # fmt: skip
         return _checkpoint.save(
             self,
@@ -1097,6 +1103,7 @@ class SessionStore:
     ) -> None:
         """Encode (and drop) the append a save into a new session makes: every message it
         keeps, with its options, so bad input raises before the session is made."""
+        _checkpoint.ids_of(messages, 0)  # refuses what is no message, as the save would
         options = dict(append_options)
         kept = [m for m in messages if _checkpoint.persisted(m)]
         timings = _append.per_message(options.pop("timing", None), MessageTiming, len(kept), "timing")
@@ -1428,6 +1435,14 @@ _APPEND_OPTIONS = frozenset(inspect.signature(SessionStore.append_many).paramete
     "messages",
     "expected_last_sequence",  # a checkpoint decides what it appends after
 }
+
+
+def _take_made_redacted(session: OpenSession) -> dict[str, int]:
+    """What redaction replaced in the labels of a metadata file this store made, once."""
+    with session.mutex:
+        made, session.made_redacted = session.made_redacted, {}
+    return made
+
 
 #: How many times `SessionStore._write` tries a write whose session directory vanished.
 _WRITE_ATTEMPTS = 8
