@@ -8,11 +8,14 @@ message: items that have none get ``"assistant"`` (what the model made: calls,
 reasoning) or ``"tool"`` (``*_output`` items); a ``developer`` message is stored with
 role ``"system"`` and ``"codex_role": "developer"``.
 
-- Usage: Codex writes ``token_count`` events with the session's cumulative
-  ``total_token_usage`` (often twice per call). Each increase of the total is one model
-  call, stored as the difference (``last_token_usage`` when there is no total to subtract
-  from) on a hidden assistant record (``include_in_messages=False``) with the model of the
-  latest ``turn_context``. ``input_tokens`` include the cached ones, as in OpenAI's usage.
+- Usage: Codex writes a ``token_count`` event after each model call, with the call's
+  ``last_token_usage`` and the session's cumulative ``total_token_usage``, and often
+  writes it twice. Each event whose total differs from the one before is one model call,
+  counted as its ``last_token_usage`` (the total's difference from the one before only
+  when the event has no ``last_token_usage``), on a hidden assistant record
+  (``include_in_messages=False``) with the model of the latest ``turn_context``: the rule
+  of ccusage's Codex loader, plus skipping the repeated event. ``input_tokens`` include the
+  cached ones, as in OpenAI's usage.
 - ``compacted`` lines become a snapshot (their ``message`` is the summary).
 - ``turn_aborted`` is stored as a hidden system record: the calls it left without an output
   are the open batch tool-batch repair closes.
@@ -62,17 +65,25 @@ def usage_of(counts: dict[str, int]) -> ModelUsage:
 def call_counts(
     info: object, previous: dict[str, int] | None
 ) -> tuple[dict[str, int] | None, dict[str, int] | None]:
-    """``(this call's counts or None, the new cumulative total)`` for one ``token_count``'s ``info``."""
+    """``(this call's counts or None, the new cumulative total)`` for one ``token_count``'s ``info``.
+
+    The per-call counts are ``last_token_usage``; the cumulative ``total_token_usage`` only
+    tells a repeated event (the same total again: no new call) and fills a gap (an event
+    without ``last_token_usage``: the difference from the previous total). A total that
+    jumps (a resumed or forked rollout carries its earlier calls in it) is never counted
+    as one call: ``last_token_usage`` says what this call used.
+    """
     if not isinstance(info, dict):
         return None, previous
     total, last = _counts(info.get("total_token_usage")), _counts(info.get("last_token_usage"))
+    if total is not None and (total == previous or not any(total.values())):
+        return None, total  # the same total again (Codex writes each one twice): no new call
+    if last is not None:
+        return (last if any(last.values()) else None), total if total is not None else previous
     if total is None:
-        return last if last and any(last.values()) else None, previous
-    if total == previous or not any(total.values()):
-        return None, total  # the same total again: no new call
+        return None, previous
     if previous is None or any(total[k] < previous[k] for k in _FIELDS):
-        # No earlier total (or the counter restarted): this call is the last one reported.
-        return (last if last is not None else total), total
+        return total, total  # no earlier total (or the counter restarted): all of it is new
     return {k: total[k] - previous[k] for k in _FIELDS}, total
 
 

@@ -410,27 +410,48 @@ def codex_line(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
     return {"timestamp": "2025-01-01T00:00:00Z", "type": kind, "payload": payload}
 
 
-def token_count(total: int) -> dict[str, Any]:
-    counts = {"input_tokens": total, "cached_input_tokens": total // 2, "output_tokens": total // 10,
-              "reasoning_output_tokens": 0, "total_tokens": total + total // 10}  # fmt: skip
-    return codex_line(
-        "event_msg",
-        {"type": "token_count", "info": {"total_token_usage": counts, "last_token_usage": counts}},
-    )
+def _codex_counts(tokens: int) -> dict[str, int]:
+    return {"input_tokens": tokens, "cached_input_tokens": tokens // 2, "output_tokens": tokens // 10,
+            "reasoning_output_tokens": 0, "total_tokens": tokens + tokens // 10}  # fmt: skip
+
+
+def token_count(total: int | None, last: int | None = None) -> dict[str, Any]:
+    """A ``token_count`` event: the cumulative ``total`` and this call's ``last`` (each left out when None)."""
+    info = {}
+    if total is not None:
+        info["total_token_usage"] = _codex_counts(total)
+    if last is not None:
+        info["last_token_usage"] = _codex_counts(last)
+    return codex_line("event_msg", {"type": "token_count", "info": info})
 
 
 def test_codex_cumulative_token_counts_count_each_call_once(tmp_path: Path, store: SessionStore) -> None:
-    """A total repeated counts nothing; each increase is one call of the difference, with the turn's model."""
+    """A total repeated counts nothing; each new total is one call of its last_token_usage, with the turn's model."""
     path = write(tmp_path / "rollout.jsonl", [
         codex_line("session_meta", {"id": "t1"}),
         codex_line("turn_context", {"model": "gpt-x"}),
-        token_count(1000), token_count(1000), token_count(2500), token_count(2500),
+        token_count(1000, 1000), token_count(1000, 1000), token_count(2500, 1500), token_count(2500, 1500),
     ])  # fmt: skip
     import_codex(store, path)
     calls = store.model_calls("codex-t1")
     assert [c["input_tokens"] for c in calls] == [1000, 1500]
     assert store.usage_totals("codex-t1").input_tokens == 2500
     assert [r.metadata["model"] for r in store.records("codex-t1")] == ["gpt-x", "gpt-x"]
+
+
+def test_codex_per_call_counts_win_and_totals_only_fill_a_gap(tmp_path: Path, store: SessionStore) -> None:
+    """A resumed rollout's total that jumps counts as its last_token_usage; an event without one counts the total's increase."""
+    path = write(tmp_path / "rollout.jsonl", [
+        codex_line("session_meta", {"id": "t3"}),
+        token_count(1000, 1000),
+        token_count(1000, 1000),  # written twice: one call
+        token_count(132_000, 3000),  # resumed: the total carries 128,000 tokens of earlier calls
+        token_count(140_000),  # no last_token_usage: the total's increase is this call
+        token_count(None, 500),  # no total: the call's own counts
+    ])  # fmt: skip
+    import_codex(store, path)
+    assert [c["input_tokens"] for c in store.model_calls("codex-t3")] == [1000, 3000, 8000, 500]
+    assert store.usage_totals("codex-t3").output_tokens == 100 + 300 + 800 + 50
 
 
 def test_codex_turn_aborted_leaves_the_open_batch_the_repair_closes(
