@@ -6,9 +6,13 @@ Claude Code writes one JSON object per line: ``user`` and ``assistant`` lines wh
 are stored as Anthropic-shaped dicts, so the session's dialect is ``"anthropic"``:
 
 - Claude Code writes one line per content block of an assistant message, each repeating
-  the message's ``usage``. Consecutive lines of one ``message.id`` become one record with
-  all the blocks, and its usage counts once: the last line's (the most complete while
-  streaming), never again for the same message id or ``requestId``.
+  the message's ``usage`` as it stood when the line was written. Consecutive lines of one
+  ``message.id`` become one record with all the blocks; lines of it apart (the results of
+  parallel tool calls between them) make one record each. Its usage counts once per
+  message id (``requestId`` when it has none): the largest its lines report, on the record
+  holding that line. ccusage keys on ``message.id`` and ``requestId`` too, but keeps the
+  first line's, whose ``output_tokens`` is a streaming placeholder
+  (https://github.com/ccusage/ccusage/issues/901).
 - A line whose ``uuid`` was read before (a session resumed into its own file, files
   concatenated) is skipped and counted as ``duplicate``, also when the first copy came
   in an earlier import: each record keeps its lines' uuids (``uuid``, and ``uuids`` for
@@ -108,6 +112,16 @@ class _Group:
     metadata: dict[str, Any] = field(default_factory=dict)
     #: The ``uuid`` of each line after the first (the first's is in ``metadata``).
     more_uuids: list[str] = field(default_factory=list)
+    #: The largest usage its lines report (`_larger`).
+    usage: ModelUsage | None = None
+
+
+def _larger(usage: ModelUsage | None, other: ModelUsage | None) -> ModelUsage | None:
+    """The larger of two usages of one message: Claude Code writes a streamed message's lines
+    as it goes, so a later line's ``output_tokens`` is larger (a tie goes to ``other``, the later)."""
+    if usage is None or (other is not None and other.total_tokens >= usage.total_tokens):
+        return other
+    return usage
 
 
 def _remember(mapping: dict[str, Any], key: str, value: Any) -> None:
@@ -177,6 +191,10 @@ class _Parse:
         self.title_rank = 0
         self.chains: dict[str, str] = dict(out.state.get("chains") or {})
         self.counted: dict[str, bool] = dict.fromkeys(out.state.get("counted") or (), True)
+        #: The message ids counted by an earlier import, whose usage is in a record already.
+        self.counted_before = frozenset(self.counted)
+        #: Per message id of this pass: the entry holding its usage, and that usage.
+        self.usage_at: dict[str, tuple[Entry, ModelUsage]] = {}
         self.seen: dict[str, object] = {}  # the content of each line uuid of this pass
 
     def run(self, lines: Iterator[Parsed]) -> None:
@@ -252,6 +270,7 @@ class _Parse:
         if group is not None and group.session_id == session_id and key is not None and group.key == key:
             group.blocks.extend(blocks)
             group.end, group.last = line.end, d
+            group.usage = _larger(group.usage, usage_of(message))
             if isinstance(d.get("uuid"), str):
                 group.more_uuids.append(d["uuid"])
             return
@@ -259,19 +278,15 @@ class _Parse:
         for name in ("id", "model"):
             if isinstance(message.get(name), str):
                 metadata["message_id" if name == "id" else name] = message[name]
-        self.group = _Group(session_id, key, line.number, line.end, list(blocks), d, metadata)
+        self.group = _Group(
+            session_id, key, line.number, line.end, list(blocks), d, metadata, usage=usage_of(message)
+        )
 
     def flush(self) -> None:
         group, self.group = self.group, None
         if group is None:
             return
         last = group.last
-        usage = usage_of(last["message"])
-        if usage is not None and isinstance(group.key, str):
-            if group.key in self.counted:
-                usage = None  # this call's usage is in a record already
-            else:
-                _remember(self.counted, group.key, True)
         request_id = last.get("requestId") if isinstance(last.get("requestId"), str) else None
         message = {"role": "assistant", "content": group.blocks}
         metadata = group.metadata
@@ -279,7 +294,31 @@ class _Parse:
             # Every line's uuid, so a later import knows each of them (`repeated`).
             first = [metadata["uuid"]] if "uuid" in metadata else []
             metadata = {**metadata, "uuids": [*first, *group.more_uuids]}
-        self.out.add(Entry(group.session_id, message, group.line, group.end, usage, request_id, metadata))
+        entry = Entry(group.session_id, message, group.line, group.end, None, request_id, metadata)
+        self.out.add(entry)
+        self.count_usage(group.key, entry, group.usage)
+
+    def count_usage(self, key: object, entry: Entry, usage: ModelUsage | None) -> None:
+        """Put a message's usage on ``entry`` unless another record of its message id holds a
+        usage at least as large: one usage per API message, its largest.
+
+        The lines of one message can be apart (the results of parallel tool calls come
+        between them), so they make several records; the usage goes to the one whose lines
+        report the largest counts (the last while streaming), and only one has it.
+        """
+        if usage is None or not isinstance(key, str):
+            entry.usage = usage
+            return
+        if key in self.counted_before:
+            return  # counted by an earlier import: its record holds the usage
+        held = self.usage_at.get(key)
+        if held is not None:
+            if _larger(held[1], usage) is held[1]:
+                return
+            held[0].usage = None
+        entry.usage = usage
+        self.usage_at[key] = (entry, usage)
+        _remember(self.counted, key, True)
 
     def close_boundary(self, summary: tuple[_source.SourceLine, str] | None) -> None:
         """Store the waiting compaction: with ``summary`` (its line and text), or with the boundary's own text."""

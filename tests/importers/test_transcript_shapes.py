@@ -100,6 +100,26 @@ def test_one_message_written_as_several_lines_is_one_record_with_its_usage_once(
     assert is_provider_valid(store.load(MAIN).context, dialect="anthropic")
 
 
+def test_a_message_split_around_parallel_tool_results_counts_its_final_usage_once(
+    tmp_path: Path, store: SessionStore
+) -> None:
+    """Three lines of one message.id, tool results between them, output 42, 42, 335: one call of 335 output tokens."""
+    streamed = [assistant(f"a{n}", "m1", use(f"c{n}")) for n in (1, 2, 3)]
+    for line, output in zip(streamed, (42, 42, 335), strict=True):
+        line["message"]["usage"] = {**USAGE, "output_tokens": output}
+    path = write(tmp_path / f"{SID}.jsonl", [
+        user("u1", "run three"),
+        streamed[0], user("r1", result("c1")),
+        streamed[1], user("r2", result("c2")),
+        streamed[2], user("r3", result("c3")),
+    ])  # fmt: skip
+    import_claude_code(store, path)
+    calls = store.model_calls(MAIN)
+    assert [(c["output_tokens"], c["input_tokens"]) for c in calls] == [(335, 115)]
+    holding = [r for r in store.records(MAIN) if r.usage is not None]
+    assert [r.metadata.get("uuid") for r in holding] == ["a3"]  # the record of the line that reported it
+
+
 def test_an_interrupted_batch_mid_history_is_repaired_like_any_other(
     tmp_path: Path, store: SessionStore
 ) -> None:
