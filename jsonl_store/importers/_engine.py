@@ -6,7 +6,10 @@ before), or nothing (the line is counted as skipped). The engine owns the rest, 
 for all three:
 
 - **When.** A source line's ``timestamp`` is the record's ``created_at`` (`SessionStore.append`'s
-  ``created_at``); one that does not parse stays in the record's metadata as it was.
+  ``created_at``); one that does not parse stays in the record's metadata as it was. A
+  session the import makes has its first record's source time as its ``created_at``
+  (`SessionStore.create_session`'s ``created_at``), so a listing sorts it by when the
+  conversation happened; its ``updated_at`` is its last record's, also the source's.
 - **Where it got to.** Every imported record's metadata holds ``source_line`` and
   ``source_end`` (the byte offset after its last source line), written in the same
   append as the record, so the raw log itself says how far each session got, also after
@@ -396,7 +399,13 @@ def _redacted(tally: Tally | None, text: str | None) -> str | None:
 
 
 def _create(
-    store: SessionStore, fmt: Format, target: Target, path: str, head: str | None, tally: Tally | None
+    store: SessionStore,
+    fmt: Format,
+    target: Target,
+    path: str,
+    head: str | None,
+    tally: Tally | None,
+    began: datetime | None,
 ) -> None:
     summary = store.get_session(target.session_id)
     title = clean_title(target.title)
@@ -411,6 +420,7 @@ def _create(
         title=_redacted(tally, title),
         agent_name=_redacted(tally, clean_title(target.agent_name)),
         parent_session_id=target.parent,
+        created_at=began,
         metadata={
             "dialect": fmt.dialect,
             "imported_from": {
@@ -549,14 +559,28 @@ def _write(
     tally: Tally | None,
 ) -> list[_Writer]:
     used = {event.session_id for event in out.events} | {out.main.session_id}
+    began = _first_times(out.events)
     writers: dict[str, _Writer] = {}
     for session_id, target in out.targets.items():
         if session_id in used:
-            _create(store, fmt, target, path, head if session_id == out.main.session_id else None, tally)
+            first = head if session_id == out.main.session_id else None
+            _create(store, fmt, target, path, first, tally, began.get(session_id))
             writers[session_id] = _Writer(store, session_id, run, tally)
     for event in out.events:
         writers[event.session_id].write(event)
     return list(writers.values())
+
+
+def _first_times(events: list[Event]) -> dict[str, datetime]:
+    """Each session's first source time: the ``created_at`` of a session an import makes,
+    so that a session began when its transcript did, not when it was imported."""
+    found: dict[str, datetime] = {}
+    for event in events:
+        if event.session_id not in found:
+            moment = source_time(event.metadata.get("timestamp"))
+            if moment is not None:
+                found[event.session_id] = moment
+    return found
 
 
 def import_paths(

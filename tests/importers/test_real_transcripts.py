@@ -344,6 +344,27 @@ IMPORTERS = {"claude-code": import_claude_code, "codex": import_codex, "pi": imp
 REAL_FILES = [p for p in sorted(DATA.glob("*/*.jsonl"))]
 
 
+@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: p.name)
+def test_an_imported_session_began_when_its_transcript_did(tmp_path: Path, path: Path) -> None:
+    """Each session an import makes has its first record's source time as created_at, never the import's time."""
+    stamps = {moment for d in source(path) if (moment := _time(d.get("timestamp"))) is not None}
+    store = SessionStore(tmp_path / "s", durability="none")
+    [file] = IMPORTERS[path.parent.name](store, path).files
+    for sid in (file.session_id, *file.children):
+        summary = store.get_session(str(sid))
+        records = list(store.records(str(sid)))
+        assert summary is not None and records
+        first = next(r.created_at for r in records if r.created_at in stamps)
+        assert summary.created_at == first <= summary.updated_at
+
+
+def _time(value: object) -> datetime | None:
+    try:
+        return datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
 @pytest.mark.parametrize(("tool", "path"), [(t, p) for t in IMPORTERS for p in REAL_FILES if p.parent.name != t],
                          ids=lambda v: v if isinstance(v, str) else v.name)  # fmt: skip
 def test_every_real_transcript_is_refused_by_the_other_tools_importers(
