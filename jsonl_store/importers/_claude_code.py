@@ -236,10 +236,15 @@ class _Parse:
         if uuid in self.seen:
             return _holds(self.seen[uuid], content)
         self.seen[uuid] = content
+        # An earlier import stored the line as the store keeps it: redacted, when it held a secret.
+        kept: object = None
         for session_id in {self.out.main.session_id, *self.chains.values()}:
             stored = self.out.stored_lines(session_id).get(uuid)
-            if isinstance(stored, dict) and _holds(stored.get("content"), content):
-                return True
+            if isinstance(stored, dict):
+                if kept is None:
+                    kept = self.out.as_stored({"content": content}).get("content")
+                if _holds(stored.get("content"), kept):
+                    return True
         return False
 
     def message(

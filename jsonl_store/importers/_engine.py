@@ -115,16 +115,29 @@ def _nothing_stored(session_id: str) -> Mapping[str, object]:
     return {}
 
 
+def _as_written(value: dict[str, Any]) -> dict[str, Any]:
+    return value
+
+
 class Collector:
     """What a format's parser reports for one file: targets, events, skipped lines, its state."""
 
-    def __init__(self, main: Target, state: Mapping[str, Any], stored: StoredLines = _nothing_stored) -> None:
+    def __init__(
+        self,
+        main: Target,
+        state: Mapping[str, Any],
+        stored: StoredLines = _nothing_stored,
+        as_stored: Callable[[dict[str, Any]], dict[str, Any]] = _as_written,
+    ) -> None:
         self.main = main
         self.targets: dict[str, Target] = {main.session_id: main}
         self.events: list[Event] = []
         self.skipped: Counter[str] = Counter()
         self.state: dict[str, Any] = dict(state)
         self.stored_lines = stored
+        #: A value as the store keeps it (redacted as the store's redactor would), to compare
+        #: a line read now with what an earlier import stored of it.
+        self.as_stored = as_stored
 
     def target(self, target: Target) -> str:
         self.targets.setdefault(target.session_id, target)
@@ -393,6 +406,14 @@ def _pre_redacted(tally: Tally, value: dict[str, Any]) -> dict[str, Any]:
     return value if redacted is data else msgspec.json.decode(redacted)
 
 
+def _stored_form(store: SessionStore) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """What the store would keep of a value: redacted by its redactor, nothing counted."""
+    redactor = store.redactor
+    if redactor is None:
+        return _as_written
+    return lambda value: _pre_redacted(Tally(redactor), value)
+
+
 def _redacted(tally: Tally | None, text: str | None) -> str | None:
     """``text`` as the store would keep it, counted (only what is written is counted)."""
     return tally.redact(text) if tally is not None and text is not None else text
@@ -517,7 +538,7 @@ def _import_open(store: SessionStore, fmt: Format, path: str, fd: int) -> FileRe
         return FileReport(path, main.session_id, problem=problem)
     try:
         offset, number, state = _saved_position(before, fmt, run.size)
-        out = Collector(main, state, _stored_lines(store) if offset else _nothing_stored)
+        out = Collector(main, state, _stored_lines(store) if offset else _nothing_stored, _stored_form(store))
         fmt.parse(path, run.parsed(offset, number), out)
         tally = _tally(store)
         writers = _write(store, fmt, path, out, run, head, tally)
