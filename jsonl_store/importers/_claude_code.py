@@ -25,6 +25,15 @@ are stored as Anthropic-shaped dicts, so the session's dialect is ``"anthropic"`
   and a call left without a result (the user interrupted, the process died) is the open
   batch tool-batch repair closes.
 - ``compact_boundary`` lines and ``isCompactSummary`` user messages become a snapshot.
+  ``summary`` lines before the session's first message (Claude Code writes them at the
+  top of a conversation that goes on from earlier ones) become one snapshot too, their
+  texts its compacted message, replacing nothing; a ``summary`` line after a message is
+  a title of the conversation so far, kept as a hidden record. Either also gives the
+  session its title when it has no better one.
+- Branches: a rewound conversation holds two children of one line (`_branches`). The
+  chain ending at the last message is the context; the messages of an abandoned branch
+  are stored where the file has them, hidden (``include_in_messages=False``) and marked
+  (``metadata["branch"] == "abandoned"``).
 - Sub-agents: lines with ``isSidechain`` in a session's own file go to a child session
   per chain (a chain starts at a sidechain line with no ``parentUuid``); a file of its
   own (``agent-<id>.jsonl`` beside the session, or ``<session>/subagents/agent-<id>.jsonl``
@@ -44,7 +53,8 @@ from typing import Any
 
 from .. import ModelUsage, encode_session_id
 from . import _source
-from ._engine import Collector, Compaction, Entry, Parsed, Target, session_id_for, token_count
+from ._branches import Tree
+from ._engine import Collector, Compaction, Entry, Event, Parsed, Target, session_id_for, token_count
 
 PREFIX = "claude-code-"
 #: Line types that carry a title for the session, and the key holding it.
@@ -196,18 +206,36 @@ class _Parse:
         #: Per message id of this pass: the entry holding its usage, and that usage.
         self.usage_at: dict[str, tuple[Entry, ModelUsage]] = {}
         self.seen: dict[str, object] = {}  # the content of each line uuid of this pass
+        self.tree = Tree()  # the main session's lines, for its branches
+        #: Whether the main session holds a message (a ``summary`` line before one is a compaction).
+        self.began = bool(out.state.get("began"))
+        #: ``summary`` lines before the first message, waiting for it: (line, text).
+        self.summaries: list[tuple[_source.SourceLine, str]] = []
+        self.last_time: str | None = None  # the last line's timestamp
 
     def run(self, lines: Iterator[Parsed]) -> None:
         for line, d in lines:
             self.line(line, d)
         self.flush()
         self.close_boundary(None)
+        self.close_summaries(self.last_time)
+        for entry in self.tree.abandoned():
+            # Left out of the context, kept and marked (the README's "Branches" says why).
+            entry.message["include_in_messages"] = False
+            entry.metadata["branch"] = "abandoned"
         self.out.state["chains"] = self.chains
         self.out.state["counted"] = list(self.counted)
+        self.out.state["began"] = self.began
 
     def line(self, line: _source.SourceLine, d: dict[str, Any]) -> None:
         kind = d.get("type")
         message = d.get("message")
+        if isinstance(d.get("timestamp"), str):
+            self.last_time = d["timestamp"]
+        if self.agent_file or not d.get("isSidechain"):
+            self.tree.link(d)
+        if kind == "summary" and isinstance(d.get("summary"), str):
+            self.summary(line, d)
         if kind in ("user", "assistant") and isinstance(message, dict):
             if self.repeated(d.get("uuid"), message.get("content")):
                 self.out.skip("duplicate")
@@ -260,14 +288,16 @@ class _Parse:
             return
         self.close_boundary(None)
         session_id = self.route(d)
+        if session_id == self.out.main.session_id:
+            self.tree.message(d, message)
         metadata = {k: d[k] for k in ("timestamp", "uuid") if isinstance(d.get(k), str)}
         if kind == "user":
             self.flush()
-            self.out.add(
-                Entry(
-                    session_id, {"role": "user", "content": content}, line.number, line.end, metadata=metadata
-                )
+            entry = Entry(
+                session_id, {"role": "user", "content": content}, line.number, line.end, metadata=metadata
             )
+            self.add(entry)
+            self.tree.stored([metadata["uuid"]] if "uuid" in metadata else [], entry)
             return
         key = message.get("id") if isinstance(message.get("id"), str) else d.get("requestId")
         blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
@@ -300,7 +330,10 @@ class _Parse:
             first = [metadata["uuid"]] if "uuid" in metadata else []
             metadata = {**metadata, "uuids": [*first, *group.more_uuids]}
         entry = Entry(group.session_id, message, group.line, group.end, None, request_id, metadata)
-        self.out.add(entry)
+        self.add(entry)
+        self.tree.stored(
+            [metadata["uuid"], *group.more_uuids] if "uuid" in metadata else group.more_uuids, entry
+        )
         self.count_usage(group.key, entry, group.usage)
 
     def count_usage(self, key: object, entry: Entry, usage: ModelUsage | None) -> None:
@@ -340,9 +373,41 @@ class _Parse:
             first, end = boundary[0].number, boundary[0].end
         data = boundary[1] if boundary else {}
         metadata = {k: data[k] for k in ("timestamp", "uuid") if isinstance(data.get(k), str)}
-        self.out.add(
-            Compaction(self.out.main.session_id, text or "Conversation compacted", first, end, metadata)
-        )
+        self.add(Compaction(self.out.main.session_id, text or "Conversation compacted", first, end, metadata))
+
+    def add(self, event: Event) -> None:
+        """Report an event; the main session's first message closes the ``summary`` lines before it."""
+        if event.session_id == self.out.main.session_id:
+            self.close_summaries(event.metadata.get("timestamp", self.last_time))
+            self.began = self.began or isinstance(event, Entry)
+        self.out.add(event)
+
+    def summary(self, line: _source.SourceLine, d: dict[str, Any]) -> None:
+        """Keep a ``summary`` line: before the session's first message it summarises the
+        conversation this one goes on from, so it waits to become the compaction the
+        context starts with; after one, it is a title Claude Code gave the conversation
+        so far, kept as a record outside the context (the README's "Summary lines")."""
+        self.flush()  # a message before it is stored first: records keep the file's order
+        if not self.began:
+            self.summaries.append((line, d["summary"]))
+            return
+        metadata = {"leafUuid": d["leafUuid"]} if isinstance(d.get("leafUuid"), str) else {}
+        if self.last_time is not None:
+            metadata["timestamp"] = self.last_time
+        message = {"role": "system", "content": d["summary"], "claude_code_type": "summary",
+                   "include_in_messages": False}  # fmt: skip
+        self.add(Entry(self.out.main.session_id, message, line.number, line.end, metadata=metadata))
+
+    def close_summaries(self, timestamp: object) -> None:
+        """The waiting ``summary`` lines as one compaction, at ``timestamp`` (the next line's time:
+        the lines carry none)."""
+        waiting, self.summaries = self.summaries, []
+        if not waiting:
+            return
+        text = "\n\n".join(summary for _, summary in waiting)
+        metadata = {"timestamp": timestamp} if isinstance(timestamp, str) else {}
+        first, end = waiting[0][0].number, waiting[-1][0].end
+        self.out.add(Compaction(self.out.main.session_id, text, first, end, metadata))
 
     def title(self, kind: str, text: str) -> None:
         """Keep the best title seen: a user's ``custom-title``, else an ``ai-title``, else the first ``summary``."""

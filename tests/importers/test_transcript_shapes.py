@@ -182,6 +182,26 @@ def test_a_compaction_is_a_snapshot_whose_summary_starts_the_context(
     assert [m["content"] for m in view.messages[1:] if isinstance(m, dict)] == ["second question"]
 
 
+def test_a_summary_line_after_messages_is_kept_outside_the_context(
+    tmp_path: Path, store: SessionStore
+) -> None:
+    """A summary line in mid-conversation (a title of it so far) is a hidden record with its leafUuid; it compacts nothing."""
+    path = write(tmp_path / f"{SID}.jsonl", [
+        user("u1", "list the files"),
+        assistant("a1", "m1", {"type": "text", "text": "a b"}),
+        {"type": "summary", "summary": "Listing files", "leafUuid": "a1"},
+        user("u2", "thanks"),
+    ])  # fmt: skip
+    report = import_claude_code(store, path)
+    assert report.files[0].snapshots == 0 and report.skipped == 0
+    [kept] = [r for r in store.records(MAIN) if plain(r.message)["content"] == "Listing files"]
+    assert plain(kept.message)["include_in_messages"] is False and kept.metadata["leafUuid"] == "a1"
+    assert kept.created_at == datetime(2025, 1, 1, 0, 0, 1, tzinfo=UTC)  # the line before it: it has no time
+    context = [plain(m)["content"] for m in store.load(MAIN).context]
+    assert context == ["list the files", [{"type": "text", "text": "a b"}], "thanks"]
+    assert store.get_session(MAIN).title == "Listing files"  # type: ignore[union-attr]
+
+
 def test_a_compaction_whose_snapshot_a_crash_prevented_is_made_by_the_next_import(tmp_path: Path) -> None:
     """The marker record is written, snapshot() fails; importing again makes the snapshot, once."""
 
