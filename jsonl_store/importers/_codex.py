@@ -16,7 +16,9 @@ role ``"system"`` and ``"codex_role": "developer"``.
   (``include_in_messages=False``) with the model of the latest ``turn_context``: the rule
   of ccusage's Codex loader, plus skipping the repeated event. ``input_tokens`` include the
   cached ones, as in OpenAI's usage.
-- ``compacted`` lines become a snapshot (their ``message`` is the summary).
+- ``compacted`` lines become a snapshot (their ``message`` is the summary); the items of
+  its ``replacement_history`` (what Codex's history became: the user messages it kept
+  and the summary item) follow it as records, so the context is what Codex resumes with.
 - ``turn_aborted`` is stored as a hidden system record: the calls it left without an output
   are the open batch tool-batch repair closes.
 - ``event_msg`` lines that repeat a response item (``user_message``, ``agent_message``,
@@ -99,6 +101,17 @@ def _role(item: dict[str, Any]) -> dict[str, Any]:
     return {**item, "role": "assistant"}
 
 
+def _replacement(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The items a ``compacted`` line says the history became (``replacement_history``), each
+    with its role; none when the line does not say."""
+    history = payload.get("replacement_history")
+    if not isinstance(history, list):
+        return []
+    return [
+        _role(item) for item in history if isinstance(item, dict) and item.get("type") not in _NOT_MESSAGES
+    ]
+
+
 class Codex:
     """The Codex rollout format (see the module's docstring)."""
 
@@ -143,7 +156,11 @@ class Codex:
             elif kind == "compacted":
                 summary = payload.get("message")
                 text = summary if isinstance(summary, str) and summary else "Conversation compacted"
-                out.add(Compaction(out.main.session_id, text, line.number, line.end, metadata))
+                out.add(
+                    Compaction(
+                        out.main.session_id, text, line.number, line.end, metadata, _replacement(payload)
+                    )
+                )
             elif kind == "event_msg":
                 self.event(line, payload, metadata, out)
             else:

@@ -94,13 +94,15 @@ class Entry:
 
 @dataclass
 class Compaction:
-    """A compaction summary: the session's context up to here is replaced by ``summary``."""
+    """A compaction summary: the session's context up to here is replaced by ``summary``,
+    followed by the ``replacement`` messages where the source says what the context became."""
 
     session_id: str
     summary: str
     line: int
     end: int
     metadata: dict[str, Any] = field(default_factory=dict)
+    replacement: list[dict[str, Any]] = field(default_factory=list)
 
 
 Event = Entry | Compaction
@@ -300,6 +302,11 @@ class _Writer:
                 )
             self.done = done
             self._finish_compaction(tail[0].sequence, metadata)
+        #: The source position of a compaction whose replacement messages a crash kept from
+        #: being stored after its marker (the marker is still the last record), else None.
+        self.open_replacement = (
+            self.done if tail and type(tail[0].metadata.get("compaction_replacement")) is int else None
+        )
 
     def _finish_compaction(self, sequence: int, metadata: Mapping[str, Any]) -> None:
         """Make the snapshot a crash kept from being made after its marker record."""
@@ -316,10 +323,13 @@ class _Writer:
 
     def write(self, event: Event) -> None:
         if event.end <= self.done:
-            self.present += 1
+            if isinstance(event, Compaction) and event.replacement and event.end == self.open_replacement:
+                self._append(event.replacement, event, event.metadata, None, None)
+            else:
+                self.present += 1
             return
         if isinstance(event, Entry):
-            self._append(event.message, event, event.metadata, event.usage, event.request_id)
+            self._append([event.message], event, event.metadata, event.usage, event.request_id)
             return
         marker = {
             "role": "system",
@@ -327,18 +337,24 @@ class _Writer:
             "include_in_messages": False,
         }
         metadata = {**event.metadata, "compaction_summary": event.summary}
-        if self._append(marker, event, metadata, None, None):
+        if event.replacement:
+            metadata["compaction_replacement"] = len(event.replacement)
+        if self._append([marker], event, metadata, None, None):
             view = self.store.load(self.session_id)
             self._snapshot(event.summary, self.last, view.snapshot.version if view.snapshot else 0)
+            if event.replacement:
+                # What the context became, after the summary: one batch, all or nothing.
+                self._append(event.replacement, event, event.metadata, None, None)
 
     def _append(
         self,
-        message: dict[str, Any],
+        messages: list[dict[str, Any]],
         event: Event,
         metadata: Mapping[str, Any],
         usage: ModelUsage | None,
         request_id: str | None,
     ) -> bool:
+        """Store ``messages`` as one conditional append (a batch when there are several)."""
         fields = {**metadata, "source_line": event.line, "source_end": event.end}
         created_at = source_time(fields.get("timestamp"))
         if created_at is not None:
@@ -347,25 +363,28 @@ class _Writer:
         # count once the append succeeded (a refused message stored nothing).
         counted = _tally(self.store) if self.tally is not None else None
         if counted is not None:
-            message = _pre_redacted(counted, message)
+            messages = [_pre_redacted(counted, message) for message in messages]
             fields = _pre_redacted(counted, fields)
             request_id = _redacted(counted, request_id)
+        options: dict[str, Any] = {
+            "usage": usage,
+            "request_id": request_id,
+            "metadata": fields,
+            "expected_last_sequence": self.last,
+            "created_at": created_at,
+        }
         try:
-            sequence = self.store.append(
-                self.session_id,
-                message,
-                usage=usage,
-                request_id=request_id,
-                metadata=fields,
-                expected_last_sequence=self.last,
-                created_at=created_at,
-            )
+            if len(messages) == 1:
+                sequence = self.store.append(self.session_id, messages[0], **options)
+            else:
+                sequence = max(self.store.append_many(self.session_id, messages, **options))
         except (InvalidMessage, UnsupportedValue, InvalidArgument) as exc:
             self.run.damage(event.line, f"cannot be stored: {exc}")
             return False
         self.last = sequence
         self.done = event.end
-        self.added += 1
+        self.open_replacement = None
+        self.added += len(messages)
         if counted is not None and self.tally is not None:
             self.tally.add(counted.kinds)
         return True

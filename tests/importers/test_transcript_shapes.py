@@ -494,6 +494,54 @@ def test_codex_per_call_counts_win_and_totals_only_fill_a_gap(tmp_path: Path, st
     assert store.usage_totals("codex-t3").output_tokens == 100 + 300 + 800 + 50
 
 
+def _compacted_rollout(path: Path) -> Path:
+    said = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix the bug"}]}
+    summary = {"type": "compaction", "encrypted_content": "gAAAA-summary"}
+    return write(path, [
+        codex_line("session_meta", {"id": "t4"}),
+        codex_line("response_item", said),
+        codex_line("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "looking"}]}),
+        codex_line("compacted", {"message": "", "replacement_history": [said, summary]}),
+        codex_line("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go on"}]}),
+    ])  # fmt: skip
+
+
+def test_a_codex_compaction_is_followed_by_the_history_it_says_it_became(
+    tmp_path: Path, store: SessionStore
+) -> None:
+    """A compacted line's replacement_history is the context after its snapshot, then what followed."""
+    report = import_codex(store, _compacted_rollout(tmp_path / "rollout.jsonl"))
+    assert report.ok and report.files[0].snapshots == 1
+    view = store.load("codex-t4")
+    assert isinstance(as_class(view.context[0]), CompactedMessage)
+    assert [(plain(m)["type"], plain(m)["role"]) for m in view.context[1:]] == [
+        ("message", "user"),
+        ("compaction", "assistant"),
+        ("message", "user"),
+    ]
+    assert plain(view.context[1])["content"][0]["text"] == "fix the bug"
+    assert import_codex(store, tmp_path / "rollout.jsonl").added == 0
+
+
+def test_a_crash_before_a_compactions_history_is_stored_is_finished_by_the_next_import(
+    tmp_path: Path,
+) -> None:
+    """The marker and snapshot are written, the replacement batch fails: the next import stores it, once."""
+
+    class Failing(SessionStore):
+        def append_many(self, *args: Any, **kwargs: Any) -> Any:
+            raise JsonlStoreError("simulated crash before the batch")
+
+    path = _compacted_rollout(tmp_path / "rollout.jsonl")
+    assert import_codex(Failing(tmp_path / "store", durability="none"), path).files[0].problem is not None
+    store = SessionStore(tmp_path / "store", durability="none")
+    assert len(store.load("codex-t4").context) == 1  # the summary alone
+    again = import_codex(store, path)
+    assert again.ok and again.files[0].snapshots == 0 and again.added == 3
+    assert len(store.load("codex-t4").context) == 4
+    assert import_codex(store, path).added == 0
+
+
 def test_codex_turn_aborted_leaves_the_open_batch_the_repair_closes(
     tmp_path: Path, store: SessionStore
 ) -> None:
