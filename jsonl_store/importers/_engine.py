@@ -29,7 +29,10 @@ for all three:
   `SessionStore.snapshot` through it with the summary as the compacted message, as
   `checkpoint` does for a rewrite. The marker's metadata keeps the summary, so a crash
   between the two (the marker last in the log, no snapshot through it) is finished by the
-  next import.
+  next import. A compaction whose source says what the context became (Codex's
+  ``replacement_history``) stores those messages after the snapshot as one batch; the
+  marker counts them (``compaction_replacement``), so a crash before the batch is
+  finished the same way.
 """
 
 from __future__ import annotations
