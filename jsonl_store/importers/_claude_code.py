@@ -391,6 +391,7 @@ class _Parse:
         if not self.began:
             self.summaries.append((line, d["summary"]))
             return
+        self.close_boundary(None)
         metadata = {"leafUuid": d["leafUuid"]} if isinstance(d.get("leafUuid"), str) else {}
         if self.last_time is not None:
             metadata["timestamp"] = self.last_time
