@@ -182,6 +182,22 @@ def test_a_compaction_is_a_snapshot_whose_summary_starts_the_context(
     assert [m["content"] for m in view.messages[1:] if isinstance(m, dict)] == ["second question"]
 
 
+def test_parent_links_that_loop_hide_nothing_and_end(tmp_path: Path, store: SessionStore) -> None:
+    """Lines whose parentUuid links form a loop (or name the line itself) are read once: no hang, nothing hidden."""
+    path = write(tmp_path / f"{SID}.jsonl", [
+        user("u1", "one", parentUuid="u3"),
+        assistant("a1", "m1", {"type": "text", "text": "two"}, parentUuid="u1"),
+        user("u3", "three", parentUuid="a1"),
+        user("u4", "four", parentUuid="u4"),
+        user("u5", "five", parentUuid="u1"),
+    ])  # fmt: skip
+    with fails_after(20, "importing looping parent links"):
+        report = import_claude_code(store, path)
+    assert report.ok and report.added == 5
+    assert not [r for r in store.records(MAIN) if r.metadata.get("branch")]
+    assert len(store.load(MAIN).context) == 5
+
+
 def test_a_summary_line_after_messages_is_kept_outside_the_context(
     tmp_path: Path, store: SessionStore
 ) -> None:
