@@ -54,7 +54,17 @@ from typing import Any
 from .. import ModelUsage, encode_session_id
 from . import _source
 from ._branches import Tree
-from ._engine import Collector, Compaction, Entry, Event, Parsed, Target, session_id_for, token_count
+from ._engine import (
+    Collector,
+    Compaction,
+    Entry,
+    Event,
+    Parsed,
+    Target,
+    UsageUpdate,
+    session_id_for,
+    token_count,
+)
 
 PREFIX = "claude-code-"
 #: Line types that carry a title for the session, and the key holding it.
@@ -134,6 +144,13 @@ def _larger(usage: ModelUsage | None, other: ModelUsage | None) -> ModelUsage | 
     return usage
 
 
+def _counted(saved: object) -> dict[str, Any]:
+    """The ``counted`` state an import saved: a mapping, or (an older import's) a list of ids."""
+    if isinstance(saved, dict):
+        return dict(saved)
+    return dict.fromkeys(saved if isinstance(saved, list) else (), True)
+
+
 def _remember(mapping: dict[str, Any], key: str, value: Any) -> None:
     mapping.pop(key, None)
     mapping[key] = value
@@ -200,11 +217,15 @@ class _Parse:
         self.boundary: tuple[_source.SourceLine, dict[str, Any]] | None = None  # waiting for its summary
         self.title_rank = 0
         self.chains: dict[str, str] = dict(out.state.get("chains") or {})
-        self.counted: dict[str, bool] = dict.fromkeys(out.state.get("counted") or (), True)
+        #: Per message id counted: ``[request id, total_tokens]`` of the usage its record holds
+        #: (``True`` in the state an older import saved: the counts are not known).
+        self.counted: dict[str, Any] = _counted(out.state.get("counted"))
         #: The message ids counted by an earlier import, whose usage is in a record already.
-        self.counted_before = frozenset(self.counted)
+        self.counted_before = dict(self.counted)
         #: Per message id of this pass: the entry holding its usage, and that usage.
         self.usage_at: dict[str, tuple[Entry, ModelUsage]] = {}
+        #: Per message id counted before: this pass's larger usage for it, and where.
+        self.larger: dict[str, tuple[Entry, ModelUsage, str]] = {}
         self.seen: dict[str, object] = {}  # the content of each line uuid of this pass
         self.tree = Tree()  # the main session's lines, for its branches
         #: Whether the main session holds a message (a ``summary`` line before one is a compaction).
@@ -223,8 +244,9 @@ class _Parse:
             # Left out of the context, kept and marked (the README's "Branches" says why).
             entry.message["include_in_messages"] = False
             entry.metadata["branch"] = "abandoned"
+        self.update_usage()
         self.out.state["chains"] = self.chains
-        self.out.state["counted"] = list(self.counted)
+        self.out.state["counted"] = self.counted
         self.out.state["began"] = self.began
 
     def line(self, line: _source.SourceLine, d: dict[str, Any]) -> None:
@@ -348,7 +370,8 @@ class _Parse:
             entry.usage = usage
             return
         if key in self.counted_before:
-            return  # counted by an earlier import: its record holds the usage
+            self.grew(key, entry, usage)  # its record from an earlier import holds the usage
+            return
         held = self.usage_at.get(key)
         if held is not None:
             if _larger(held[1], usage) is held[1]:
@@ -356,7 +379,32 @@ class _Parse:
             held[0].usage = None
         entry.usage = usage
         self.usage_at[key] = (entry, usage)
-        _remember(self.counted, key, True)
+        _remember(self.counted, key, [entry.request_id, usage.total_tokens])
+
+    def grew(self, key: str, entry: Entry, usage: ModelUsage) -> None:
+        """Note larger counts for a message an earlier import counted from its first lines
+        (the import ran while Claude Code was writing it), when its record names a request id."""
+        before = self.counted_before[key]
+        if not (isinstance(before, list) and len(before) == 2 and isinstance(before[0], str)):
+            return  # an older import's state: what its record holds is not known
+        held = self.larger.get(key)
+        counted = (
+            held[1]
+            if held is not None
+            else ModelUsage(input_tokens=before[1] if type(before[1]) is int else 0)
+        )
+        if _larger(counted, usage) is usage and usage.total_tokens > counted.total_tokens:
+            self.larger[key] = (entry, usage, before[0])
+
+    def update_usage(self) -> None:
+        """Log each larger usage `grew` found, under the request id its record holds, so the
+        call counts once, with its final counts (`SessionStore.model_calls`)."""
+        for key, (entry, usage, request_id) in self.larger.items():
+            metadata: dict[str, Any] = {
+                k: entry.metadata[k] for k in ("model", "timestamp") if k in entry.metadata
+            }
+            self.out.add(UsageUpdate(entry.session_id, usage, request_id, entry.line, entry.end, metadata))
+            _remember(self.counted, key, [request_id, usage.total_tokens])
 
     def close_boundary(self, summary: tuple[_source.SourceLine, str] | None) -> None:
         """Store the waiting compaction: with ``summary`` (its line and text), or with the boundary's own text."""

@@ -108,7 +108,21 @@ class Compaction:
     replacement: list[dict[str, Any]] = field(default_factory=list)
 
 
-Event = Entry | Compaction
+@dataclass
+class UsageUpdate:
+    """Larger counts for a model call whose usage a record of an earlier import holds under
+    ``request_id`` (the import read the call's first lines only): a usage-log line with that
+    ``request_id``, which `SessionStore.model_calls` counts instead of the record's usage."""
+
+    session_id: str
+    usage: ModelUsage
+    request_id: str
+    line: int
+    end: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+Event = Entry | Compaction | UsageUpdate
 Parsed = tuple[_source.SourceLine, dict[str, Any]]
 
 
@@ -291,6 +305,8 @@ class _Writer:
         self.added = 0
         self.present = 0
         self.snapshots = 0
+        #: The largest count the usage log holds per request id, read when first needed.
+        self.logged: dict[str, int] | None = None
         tail = store.tail(session_id, 1)
         self.last = tail[0].sequence if tail else 0
         self.done = 0
@@ -325,6 +341,9 @@ class _Writer:
         self.snapshots += 1
 
     def write(self, event: Event) -> None:
+        if isinstance(event, UsageUpdate):
+            self._update_usage(event)
+            return
         if event.end <= self.done:
             if isinstance(event, Compaction) and event.replacement and event.end == self.open_replacement:
                 self._append(event.replacement, event, event.metadata, None, None)
@@ -348,6 +367,27 @@ class _Writer:
             if event.replacement:
                 # What the context became, after the summary: one batch, all or nothing.
                 self._append(event.replacement, event, event.metadata, None, None)
+
+    def _update_usage(self, event: UsageUpdate) -> None:
+        """Log the larger counts once: a usage line for the request id with at least these
+        counts (an import that stopped before saving its position wrote it) is enough."""
+        if self.logged is None:
+            self.logged = {}
+            for item in self.store.usage(self.session_id):
+                request_id = item.get("request_id")
+                if isinstance(request_id, str):
+                    counted = _count(item, "input_tokens") + _count(item, "output_tokens")  # total_tokens
+                    self.logged[request_id] = max(self.logged.get(request_id, 0), counted)
+        total = event.usage.total_tokens
+        if self.logged.get(event.request_id, -1) >= total:
+            self.present += 1
+            return
+        counts = {k: v for k, v in msgspec.structs.asdict(event.usage).items() if v is not None}
+        self.store.record_usage(
+            self.session_id,
+            {**counts, **event.metadata, "request_id": event.request_id, "source_line": event.line},
+        )
+        self.logged[event.request_id] = total
 
     def _append(
         self,
@@ -612,6 +652,12 @@ def _write(
     for event in out.events:
         writers[event.session_id].write(event)
     return list(writers.values())
+
+
+def _count(item: Mapping[str, Any], key: str) -> int:
+    """A token count of a usage-log line (one that is no int is 0)."""
+    value = item.get(key, 0)
+    return value if type(value) is int else 0
 
 
 def _first_times(events: list[Event]) -> dict[str, datetime]:

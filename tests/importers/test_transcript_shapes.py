@@ -120,6 +120,27 @@ def test_a_message_split_around_parallel_tool_results_counts_its_final_usage_onc
     assert [r.metadata.get("uuid") for r in holding] == ["a3"]  # the record of the line that reported it
 
 
+def test_a_message_an_import_read_half_of_counts_its_final_usage_once(
+    tmp_path: Path, store: SessionStore
+) -> None:
+    """Imported while Claude Code wrote it (42 output tokens so far), then whole (335): one call of 335, logged once."""
+    streamed = [assistant(f"a{n}", "m1", use(f"c{n}")) for n in (1, 2)]
+    for line, output in zip(streamed, (42, 335), strict=True):
+        line["message"]["usage"] = {**USAGE, "output_tokens": output}
+    path = write(tmp_path / f"{SID}.jsonl", [user("u1", "run two"), streamed[0], user("r1", result("c1"))])
+    import_claude_code(store, path)
+    assert [c["output_tokens"] for c in store.model_calls(MAIN)] == [42]
+    write(path, [streamed[1], user("r2", result("c2"))], mode="a")
+    import_claude_code(store, path)
+    calls = store.model_calls(MAIN)
+    assert [(c["output_tokens"], c["request_id"], c["source"]) for c in calls] == [
+        (335, "req-m1", "usage log")
+    ]
+    assert store.usage_totals(MAIN).input_tokens == 115
+    import_claude_code(store, path)
+    assert len(list(store.usage(MAIN))) == 1
+
+
 def test_an_interrupted_batch_mid_history_is_repaired_like_any_other(
     tmp_path: Path, store: SessionStore
 ) -> None:
