@@ -16,6 +16,11 @@ role ``"system"`` and ``"codex_role": "developer"``.
   (``include_in_messages=False``) with the model of the latest ``turn_context``: the rule
   of ccusage's Codex loader, plus skipping the repeated event. ``input_tokens`` include the
   cached ones, as in OpenAI's usage.
+- A fork's or spawned sub-agent's rollout (its first ``session_meta`` has ``forked_from_id``
+  or ``source.subagent.thread_spawn``) opens with its parent's history, written in one
+  burst: its messages are the fork's context, but its ``token_count`` events are the
+  parent's calls, counted in the parent's session, so they only set the running total
+  until the first pause of a second between two lines.
 - ``compacted`` lines become a snapshot (their ``message`` is the summary); the items of
   its ``replacement_history`` (what Codex's history became: the user messages it kept
   and the summary item) follow it as records, so the context is what Codex resumes with.
@@ -32,15 +37,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 from .. import ModelUsage
-from ._engine import Collector, Compaction, Entry, Parsed, Target, session_id_for
+from ._engine import Collector, Compaction, Entry, Parsed, Target, session_id_for, source_time
 
 PREFIX = "codex-"
 _FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
 #: Response items that are no part of a conversation (a git snapshot Codex takes for undo).
 _NOT_MESSAGES = frozenset({"ghost_snapshot"})
+#: The pause that ends the parent's history a fork's rollout opens with: Codex copies it in
+#: one burst, milliseconds apart; the fork's own first turn comes later (the threshold the
+#: fix for https://github.com/ccusage/ccusage/issues/897 uses).
+_REPLAY_GAP = timedelta(seconds=1)
 
 
 def default_location() -> str:
@@ -101,6 +111,15 @@ def _role(item: dict[str, Any]) -> dict[str, Any]:
     return {**item, "role": "assistant"}
 
 
+def _is_fork(meta: dict[str, Any]) -> bool:
+    """Whether a rollout's first ``session_meta`` is a fork's or a spawned sub-agent's: Codex
+    opens such a rollout with its parent's history, token counts included."""
+    source = meta.get("source")
+    subagent = source.get("subagent") if isinstance(source, dict) else None
+    spawned = isinstance(subagent, dict) and isinstance(subagent.get("thread_spawn"), dict)
+    return isinstance(meta.get("forked_from_id"), str) or spawned
+
+
 def _replacement(payload: dict[str, Any]) -> list[dict[str, Any]]:
     """The items a ``compacted`` line says the history became (``replacement_history``), each
     with its role; none when the line does not say."""
@@ -145,10 +164,12 @@ class Codex:
         for line, d in lines:
             kind, payload = d.get("type"), d.get("payload")
             metadata = {"timestamp": d["timestamp"]} if isinstance(d.get("timestamp"), str) else {}
+            self.replay_ends(state, d.get("timestamp"))
             if not isinstance(payload, dict):
                 out.skip(f"{kind}:no-payload")
             elif kind == "session_meta" and not seen_meta:
                 seen_meta = True
+                state["replaying"] = _is_fork(payload)
             elif kind == "turn_context" and isinstance(payload.get("model"), str):
                 state["model"] = payload["model"]
             elif kind == "response_item" and payload.get("type") not in _NOT_MESSAGES:
@@ -167,10 +188,25 @@ class Codex:
                 out.skip(f"{kind}:{payload.get('type')}" if kind == "response_item" else kind)
         state["seen_meta"] = seen_meta
 
+    @staticmethod
+    def replay_ends(state: dict[str, Any], timestamp: object) -> None:
+        """End a fork's copied history at the first pause of `_REPLAY_GAP` between two lines."""
+        moment = source_time(timestamp)
+        if moment is None:
+            return
+        previous = source_time(state.get("last_time"))
+        if state.get("replaying") and previous is not None and moment - previous >= _REPLAY_GAP:
+            state["replaying"] = False
+        state["last_time"] = timestamp
+
     def event(self, line: Any, payload: dict[str, Any], metadata: dict[str, Any], out: Collector) -> None:
         kind = payload.get("type")
         if kind == "token_count":
             counts, out.state["total"] = call_counts(payload.get("info"), out.state.get("total"))
+            if counts is not None and out.state.get("replaying"):
+                # A call of the parent's, copied with its history: the parent's session counts it.
+                out.skip("event_msg:token_count:copied")
+                return
             if counts is None:
                 out.skip("event_msg:token_count")
                 return

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -529,6 +529,40 @@ def test_codex_per_call_counts_win_and_totals_only_fill_a_gap(tmp_path: Path, st
     import_codex(store, path)
     assert [c["input_tokens"] for c in store.model_calls("codex-t3")] == [1000, 3000, 8000, 500]
     assert store.usage_totals("codex-t3").output_tokens == 100 + 300 + 800 + 50
+
+
+def test_a_forked_rollout_does_not_count_the_parents_calls_it_opens_with(
+    tmp_path: Path, store: SessionStore
+) -> None:
+    """A fork's rollout copies its parent's history in one burst: those messages are its context, their token counts are not its calls."""
+
+    def at(seconds: float, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        moment = datetime(2026, 3, 1, 9, 0, tzinfo=UTC) + timedelta(seconds=seconds)
+        return {**codex_line(kind, payload), "timestamp": moment.isoformat().replace("+00:00", "Z")}
+
+    def said(role: str, text: str) -> dict[str, Any]:
+        kind = "input_text" if role == "user" else "output_text"
+        return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
+
+    copied = [token_count(1000, 1000), token_count(2500, 1500)]
+    path = write(tmp_path / "rollout.jsonl", [
+        at(0, "session_meta", {"id": "f1", "forked_from_id": "p1"}),
+        at(0.01, "response_item", said("user", "first question")),
+        at(0.02, "event_msg", copied[0]["payload"]),
+        at(0.03, "response_item", said("assistant", "first answer")),
+        at(0.04, "event_msg", copied[1]["payload"]),
+        at(6, "response_item", said("user", "the fork's own question")),
+        at(9, "event_msg", token_count(4000, 1500)["payload"]),
+    ])  # fmt: skip
+    report = import_codex(store, path)
+    assert report.files[0].skipped_types["event_msg:token_count:copied"] == 2
+    assert [c["input_tokens"] for c in store.model_calls("codex-f1")] == [1500]
+    texts = [
+        plain(m)["content"][0]["text"]
+        for m in store.load("codex-f1").context
+        if plain(m).get("type") == "message"
+    ]
+    assert texts == ["first question", "first answer", "the fork's own question"]
 
 
 def _compacted_rollout(path: Path) -> Path:
