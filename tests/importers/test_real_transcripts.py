@@ -376,7 +376,7 @@ REAL_FILES = [p for p in sorted(DATA.glob("*/*.jsonl"))]
 
 @pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: p.name)
 def test_an_imported_session_began_when_its_transcript_did(tmp_path: Path, path: Path) -> None:
-    """Each session an import makes has its first record's source time as created_at, never the import's time."""
+    """Each session an import makes has its first record's source time as created_at, its last record's as updated_at."""
     stamps = {moment for d in source(path) if (moment := _time(d.get("timestamp"))) is not None}
     store = SessionStore(tmp_path / "s", durability="none")
     [file] = IMPORTERS[path.parent.name](store, path).files
@@ -386,6 +386,7 @@ def test_an_imported_session_began_when_its_transcript_did(tmp_path: Path, path:
         assert summary is not None and records
         first = next(r.created_at for r in records if r.created_at in stamps)
         assert summary.created_at == first <= summary.updated_at
+        assert summary.updated_at == records[-1].created_at  # the last activity is the source's too
 
 
 def _time(value: object) -> datetime | None:
