@@ -823,9 +823,12 @@ class SessionStore:
         parent_session_id: str | None = None,
         session_type: int = 0,
         metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
     ) -> SessionSummary:
         """Make an empty session (its directory and metadata) and return its summary.
 
+        ``created_at`` (a timezone-aware datetime) is the session's ``created_at`` instead of
+        now, for a session made elsewhere (an imported transcript's first record's time).
         Calling it for a session that exists changes nothing and returns its summary; a
         different ``parent_session_id`` than the session has raises `ParentMismatch`.
         """
@@ -836,6 +839,7 @@ class SessionStore:
         _meta.check_agent_name(agent_name)
         if metadata is not None and not isinstance(metadata, Mapping):
             raise InvalidArgument(f"metadata must be a mapping, got {type(metadata).__name__}")
+        began = self._handles.clock() if created_at is None else _append.record_time(created_at)
         initial = dict(metadata or {})
         _codec.encode_json(initial, "metadata")
         redactor = self._tally()
@@ -844,7 +848,7 @@ class SessionStore:
             title = redactor.redact(title) if title is not None else None
             agent_name = redactor.redact(agent_name) if agent_name is not None else None
         session = handles.session(session_id)
-        session.init = (self._handles.clock(), parent_session_id, session_type, agent_name, title)
+        session.init = (began, parent_session_id, session_type, agent_name, title)
         session.init_redacted = {}
         session.init_metadata = initial
         handles.prepared(session, again=True)
