@@ -9,6 +9,7 @@ block is the same text without it, so a script reads the same words as a person.
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from collections.abc import Sequence
 
 from ._safe import escape
@@ -25,42 +26,86 @@ class Styled:
         return "".join(text for text, _ in self.parts)
 
 
+#: Two spaces between columns, as in the plain form of every table.
+GAP = "  "
+#: A column that wraps is not made narrower than this (nor than its header).
+MIN_WRAPPED = 8
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Table:
     """Rows of cells under a header; ``right`` names the right-aligned columns, ``wrap``
-    the ones a terminal too narrow for the table may wrap (the others, ids and numbers,
-    are never cut)."""
+    the ones a terminal too narrow for the table may wrap (ids, names, titles). The others
+    (numbers, times) are never cut nor wrapped: a number shortened reads as another number."""
 
     header: tuple[str, ...]
     rows: Sequence[Sequence[str]]
     right: frozenset[int] = frozenset()
     wrap: frozenset[int] = frozenset()
 
-    def lines(self) -> list[str]:
-        """The table as plain lines: columns padded to their widest cell, two spaces apart."""
+    def lines(self, width: int | None = None) -> list[str]:
+        """The table as plain lines: columns padded to their widest cell, two spaces apart.
+
+        With a ``width``, the columns in `wrap` are narrowed (widest first) until the table
+        fits, and their cells wrapped over as many lines as they need; a table that cannot
+        fit even so keeps every other column whole and is wider than ``width``.
+        """
         # Cells are escaped here, not only when printed, so widths count what is shown.
-        rows = [list(self.header), *([escape(cell) for cell in row] for row in self.rows)]
-        widths = [max(len(row[i]) for row in rows) for i in range(len(self.header))]
-        out = []
+        rows = [[escape(cell) for cell in row] for row in self.rows]
+        widths = [max(len(row[i]) for row in [list(self.header), *rows]) for i in range(len(self.header))]
+        if width is not None:
+            widths = self._fitted(widths, width)
+        out = [self._line(list(self.header), widths)]
         for row in rows:
-            cells = [
-                cell.rjust(w) if i in self.right else cell.ljust(w)
-                for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-            ]
-            out.append("  ".join(cells).rstrip())
+            out.extend(self._row_lines(row, widths))
         return out
+
+    def _fitted(self, widths: list[int], width: int) -> list[int]:
+        """``widths`` with the wrapping columns narrowed, widest first, until the table fits."""
+        widths = list(widths)
+        floors = [max(len(name), MIN_WRAPPED) for name in self.header]
+        excess = sum(widths) + len(GAP) * (len(widths) - 1) - width
+        while excess > 0:
+            narrowable = [i for i in self.wrap if widths[i] > floors[i]]
+            if not narrowable:
+                break
+            widest = max(narrowable, key=lambda i: widths[i])
+            widths[widest] -= 1
+            excess -= 1
+        return widths
+
+    def _row_lines(self, row: list[str], widths: list[int]) -> list[str]:
+        """One row over as many lines as its widest wrapped cell needs."""
+        cells = [
+            textwrap.wrap(cell, w, break_long_words=True, break_on_hyphens=False) or [""]
+            if len(cell) > w
+            else [cell]
+            for cell, w in zip(row, widths, strict=True)
+        ]
+        height = max(len(lines) for lines in cells)
+        return [
+            self._line([lines[k] if k < len(lines) else "" for lines in cells], widths) for k in range(height)
+        ]
+
+    def _line(self, cells: list[str], widths: list[int]) -> str:
+        padded = [
+            cell.rjust(w) if i in self.right else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return GAP.join(padded).rstrip()
 
 
 #: One thing to print: a line of text, a styled line, or a table.
 Block = str | Styled | Table
 
 
-def plain_lines(blocks: Sequence[Block]) -> list[str]:
-    """The blocks as lines of plain text (not yet escaped, but table cells)."""
+def plain_lines(blocks: Sequence[Block], width: int | None = None) -> list[str]:
+    """The blocks as lines of plain text (not yet escaped, but table cells); tables fitted to
+    ``width`` when one is given (`Table.lines`)."""
     out: list[str] = []
     for block in blocks:
         if isinstance(block, Table):
-            out.extend(block.lines())
+            out.extend(block.lines(width))
         elif isinstance(block, Styled):
             out.append(block.plain)
         else:
@@ -68,4 +113,4 @@ def plain_lines(blocks: Sequence[Block]) -> list[str]:
     return out
 
 
-__all__ = ["Block", "Styled", "Table", "plain_lines"]
+__all__ = ["GAP", "Block", "Styled", "Table", "plain_lines"]
