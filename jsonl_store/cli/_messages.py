@@ -137,15 +137,18 @@ def _image(part: ImagePart) -> str:
     return f"[image: {kind}]"
 
 
-def _other(part: OtherPart) -> str:
-    """Content the dialect does not map: ``[type]`` and the start of its compact JSON."""
+def _other(part: OtherPart, room: int) -> str:
+    """Content the dialect does not map: ``[type]`` and the start of its compact JSON, in
+    ``room`` characters (at most `OTHER_CHARS` of JSON)."""
     raw = part.raw
     if isinstance(raw, dict):
         kind = raw.get("type")
         label = kind if isinstance(kind, str) else "object"
     else:
         label = "array" if isinstance(raw, list) else "string" if isinstance(raw, str) else "value"
-    return f"[{label}] {_cut(inline(raw), OTHER_CHARS)}"
+    label = f"[{_cut(label, 40)}] "
+    excerpt = escape(inline(raw))  # cut as shown: an escape is several characters wide
+    return label + _cut(excerpt, max(min(OTHER_CHARS, room - len(label)), 20))
 
 
 def _content_lines(
@@ -173,7 +176,7 @@ def _part_lines(
     if isinstance(part, ImagePart):
         return [*_wrap([_image(part)], width, indent=indent, long_words=True)]
     if isinstance(part, OtherPart):
-        return _dim(_wrap([_other(part)], width, indent=indent, long_words=True))
+        return _dim(_wrap([_other(part, width - len(indent))], width, indent=indent, long_words=True))
     return []
 
 
