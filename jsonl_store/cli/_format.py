@@ -113,10 +113,15 @@ def table(
     *,
     right: Iterable[int] = (),
     wrap: Iterable[int] = (),
+    whole_words: Iterable[int] = (),
 ) -> Table:
     """A table; ``right`` names the right-aligned columns, ``wrap`` those that may wrap on a
-    narrow terminal (`Table.lines` is its plain form)."""
-    return Table(tuple(header), [tuple(row) for row in rows], frozenset(right), frozenset(wrap))
+    narrow terminal, ``whole_words`` those of them that wrap only between words (`Table.lines`
+    is its plain form)."""
+    words = frozenset(whole_words)
+    return Table(
+        tuple(header), [tuple(row) for row in rows], frozenset(right), frozenset(wrap) | words, words
+    )
 
 
 def rate(part: int, whole: int) -> str:
@@ -196,7 +201,8 @@ def render_sessions(
     # The id, agent, parent and title may wrap on a narrow terminal; counts and time never.
     last = len(header) - 1
     first = 1 if mark_pinned else 0
-    return table(header, rows, right=right, wrap=(first, last - 2, last - 1, last))
+    updated = header.index("UPDATED (UTC)")
+    return table(header, rows, right=right, wrap=(first, last - 2, last - 1, last), whole_words=(updated,))
 
 
 def render_summary(
@@ -250,7 +256,7 @@ def render_usage(items: Sequence[dict[str, Any]], totals: Any) -> Table:
     ]
     rows.append(("total", "", "", *(count(getattr(totals, field)) for field in USAGE_FIELDS)))
     header = ("RECORDED (UTC)", "FROM", "MODEL", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "REASONING")
-    return table(header, rows, right=range(3, 8), wrap=(1, 2))
+    return table(header, rows, right=range(3, 8), wrap=(1, 2), whole_words=(0,))
 
 
 def render_problem(problem: Problem, *, done: bool) -> str:

@@ -57,8 +57,13 @@ def show(args: argparse.Namespace) -> int:
     snapshot = view.snapshot
     closed = view.model_context(close_last=True)
     context = args.context or args.close
+    children = store.list_sessions(parent_session_id=args.session_id)
     if args.json:
-        document: dict[str, Any] = {"session": summary, "snapshot": snapshot}
+        document: dict[str, Any] = {
+            "session": summary,
+            "children": [child.session_id for child in children],
+            "snapshot": snapshot,
+        }
         if context:
             document["messages"] = _context_entries(view, closed if args.close else view.messages)
         else:
@@ -67,7 +72,6 @@ def show(args: argparse.Namespace) -> int:
         emit_json(document)
         return 0
     columns = width()
-    children = store.list_sessions(parent_session_id=args.session_id)
     blocks: list[Block] = list(_format.render_summary(summary, view, children))
     if context:
         messages = closed if args.close else view.messages

@@ -111,8 +111,8 @@ def _rich_text(blocks: Sequence[Block], where: Screen) -> str:
         if isinstance(block, Table):
             # Laid out here, not by rich: rich narrows any column of a table too wide for
             # the terminal, numbers included, down to nothing (`Table.lines` never cuts one).
-            header, *rows = block.lines(where.width)
-            buffer.write(styled(header, "bold") + "\n")
+            header, rows = block.layout(where.width)
+            buffer.write("".join(styled(line, "bold") + "\n" for line in header))
             buffer.write("".join(row + "\n" for row in rows))
         elif isinstance(block, Styled):
             buffer.write("".join(styled(escape(text), style) for text, style in block.parts) + "\n")

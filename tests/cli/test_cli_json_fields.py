@@ -1,0 +1,147 @@
+"""Every ``--json`` output carries at least the fields its table or summary shows.
+
+Each test reads the columns the command actually prints (its table's header, or the keys of
+``show``'s summary) and looks each one's JSON key up in the output of the same command with
+``--json``: a new column without its JSON field fails here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jsonl_store import AssistantMessage, ModelUsage, SessionStore, UserMessage
+from jsonl_store.cli import main
+
+#: Each column of the ``ls`` table and the key of each JSON session that holds its value.
+LS = {
+    "PIN": "pinned",
+    "SESSION": "session_id",
+    "RECORDS": "message_count",
+    "TOKENS": "total_tokens",
+    "UPDATED (UTC)": "updated_at",
+    "AGENT": "agent_name",
+    "PARENT": "parent_session_id",
+    "TITLE": "title",
+}
+#: The columns of ``usage`` (per session, per model and the total) and their JSON keys.
+USAGE = {
+    "SESSION": "session_id",
+    "MODEL": "model",
+    "CALLS": "calls",
+    "INPUT": "input_tokens",
+    "OUTPUT": "output_tokens",
+    "CACHE READ": "cache_read_tokens",
+    "CACHE WRITE": "cache_write_tokens",
+    "REASONING": "reasoning_tokens",
+    "HIT RATE": "cache_hit_rate",
+}
+#: The columns of ``usage ID`` (one session's model calls) and their JSON keys.
+USAGE_ONE = {
+    "RECORDED (UTC)": "recorded_at",
+    "FROM": "source",
+    "MODEL": "model",
+    "INPUT": "input_tokens",
+    "OUTPUT": "output_tokens",
+    "CACHE READ": "cache_read_tokens",
+    "CACHE WRITE": "cache_write_tokens",
+    "REASONING": "reasoning_tokens",
+}
+#: The facts of ``show``'s summary and where its JSON document holds each.
+SHOW = {
+    "session": ("session", "session_id"),
+    "title": ("session", "title"),
+    "agent": ("session", "agent_name"),
+    "type": ("session", "session_type"),
+    "parent": ("session", "parent_session_id"),
+    "children": ("children", None),
+    "records": ("session", "message_count"),
+    "created": ("session", "created_at"),
+    "updated": ("session", "updated_at"),
+    "snapshot": ("snapshot", None),
+    "pinned": ("session", "pinned"),
+    "metadata": ("session", "metadata"),
+}
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A pinned session with usage, a child, and metadata."""
+    path = tmp_path / "store"
+    with SessionStore(path, durability="none") as store:
+        store.append("chat", UserMessage(content="hi"), title="Chat", agent_name="coder")
+        store.append(
+            "chat",
+            AssistantMessage(content="hello"),
+            usage=ModelUsage(input_tokens=1_200, output_tokens=30, cache_read_tokens=1_024),
+        )
+        store.record_usage("chat", {"input_tokens": 500, "output_tokens": 5, "model": "m-small"})
+        store.append("chat-sub", UserMessage(content="help"), parent_session_id="chat")
+        store.update_session("chat", pinned=True, metadata={"project": "x"})
+    return path
+
+
+def text_and_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[list[str], Any]:
+    """The lines a command prints, and what it prints with --json, decoded."""
+    assert main(list(argv)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert main([*argv, "--json"]) == 0
+    return lines, json.loads(capsys.readouterr().out)
+
+
+def columns(header: str, known: dict[str, Any]) -> list[str]:
+    """The column names of a table's header line (names hold single spaces, columns two)."""
+    names = [name.strip() for name in header.split("  ") if name.strip()]
+    unknown = [name for name in names if name not in known]
+    assert not unknown, f"a column with no JSON key in this test: {unknown}"
+    return names
+
+
+def test_ls_json_has_a_field_for_every_column_of_its_table(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ls --json holds each ls --pinned column's value, the tokens too, for every session."""
+    lines, data = text_and_json(capsys, "--root", str(root), "ls", "--pinned")
+    names = columns(lines[0], LS)
+    assert "TOKENS" in names
+    for session in data:
+        assert all(LS[name] in session for name in names), session
+    assert {s["session_id"]: s["total_tokens"] for s in data} == {"chat": 1_735, "chat-sub": 0}
+
+
+def test_usage_json_has_a_field_for_every_column_of_its_tables(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """usage --json holds every per-session and per-model column, for each row and the totals."""
+    lines, data = text_and_json(capsys, "--root", str(root), "usage")
+    headers = [line for line in lines if line.startswith(("SESSION ", "MODEL "))]
+    assert len(headers) == 2
+    for header, rows in zip(headers, (data["sessions"], data["models"]), strict=True):
+        for name in columns(header, USAGE):
+            assert all(USAGE[name] in row for row in rows), (name, rows)
+    assert all(USAGE[name] in data["totals"] for name in columns(headers[0], USAGE)[1:])
+
+
+def test_usage_of_one_session_json_has_a_field_for_every_column(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """usage ID --json holds each column of every model call, and the totals' counts."""
+    lines, data = text_and_json(capsys, "--root", str(root), "usage", "chat")
+    names = columns(lines[0], USAGE_ONE)
+    for call in data["calls"]:
+        assert all(USAGE_ONE[name] in call for name in names), call
+    assert all(USAGE_ONE[name] in data["totals"] for name in names[3:])
+
+
+def test_show_json_has_every_fact_of_the_summary(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """show --json holds each fact show's summary prints, the child sessions too."""
+    lines, data = text_and_json(capsys, "--root", str(root), "show", "chat", "--no-pager")
+    facts = [line.split(":", 1)[0] for line in lines[: lines.index("")]]
+    assert "children" in facts
+    for fact in facts:
+        where, key = SHOW[fact]
+        assert where in data and (key is None or key in data[where]), fact
+    assert data["children"] == ["chat-sub"]
