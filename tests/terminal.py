@@ -70,8 +70,10 @@ def on_pty(
     cols: int = 100,
     env: dict[str, str] | None = None,
     program: list[str] | None = None,
+    stderr: int | None = None,
 ) -> tuple[int, str]:
-    """Run the command with stdin, stdout and stderr on a ``rows`` x ``cols`` terminal."""
+    """Run the command with stdin, stdout and stderr on a ``rows`` x ``cols`` terminal
+    (stderr elsewhere when ``stderr`` is given, e.g. ``subprocess.DEVNULL``)."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     attributes = termios.tcgetattr(slave)
@@ -79,7 +81,11 @@ def on_pty(
     termios.tcsetattr(slave, termios.TCSANOW, attributes)
     try:
         process = subprocess.Popen(
-            (program or command()) + argv, stdin=slave, stdout=slave, stderr=slave, env=env or environment()
+            (program or command()) + argv,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave if stderr is None else stderr,
+            env=env or environment(),
         )
     finally:
         os.close(slave)
