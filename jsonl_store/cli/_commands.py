@@ -174,6 +174,7 @@ def demo(args: argparse.Namespace) -> int:
                 for sid, items, totals in usage
             ],
             right=range(1, 7),
+            wrap=(0,),
         ),
         "",
         heading("== Files =="),

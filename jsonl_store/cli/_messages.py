@@ -295,6 +295,8 @@ def _parts_body(
             answer = answers.get(index)
             if answer is not None:
                 where = "" if answer.record is record else f"#{answer.record.sequence}"
+                # The record is not shown on its own: its facts (a tool's run time) go here.
+                where = " · ".join([where, *_facts(answer.record, clock=False)]) if where else where
                 body.extend(
                     _result_lines(
                         answer.part, where, indent=INDENT + "  ", full=full, width=width, short=short
