@@ -145,3 +145,73 @@ def test_show_json_has_every_fact_of_the_summary(root: Path, capsys: pytest.Capt
         where, key = SHOW[fact]
         assert where in data and (key is None or key in data[where]), fact
     assert data["children"] == ["chat-sub"]
+
+
+# -- commands that print one line per item: each line is made of its JSON item's fields ----
+
+
+def test_search_json_holds_every_field_of_a_hit_line(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each search line's session, sequence, role, field and snippet are its JSON hit's."""
+    lines, hits = text_and_json(capsys, "--root", str(root), "search", "hel")
+    assert len(lines) == len(hits) >= 2
+    for line, hit in zip(lines, hits, strict=True):
+        assert line.startswith(f"{hit['session_id']} #{hit['sequence']} {hit['role']} ({hit['field']}): ")
+        assert line.endswith(hit["snippet"])
+
+
+def test_verify_json_holds_every_field_of_a_problem_line(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each verify line's path, line, offset, kind, reason and action are its JSON problem's."""
+    with open(root / "chat" / "messages.jsonl", "ab") as log:
+        log.write(b'{"not a record"}\n{"sequence": 9}\n')
+    assert main(["--root", str(root), "verify", "chat"]) == 1
+    lines = capsys.readouterr().out.splitlines()[:-1]
+    assert main(["--root", str(root), "verify", "chat", "--json"]) == 1
+    problems = json.loads(capsys.readouterr().out)
+    assert len(lines) == len(problems) >= 1
+    for line, p in zip(lines, problems, strict=True):
+        where = p["path"] + (f":{p['line']}" if p["line"] is not None else "")
+        where += f" @{p['offset']}" if p["offset"] is not None else ""
+        assert line == f"{where}: {p['kind']}: {p['reason']} (repair: {p['action']})"
+
+
+def test_scan_json_holds_every_field_of_a_finding_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each scan line's session, file, line, sequence, place, kind, preview and fingerprint are its JSON finding's."""
+    token = "ghp_" + "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zCaB3d"
+    with SessionStore(tmp_path, durability="none", redact=False) as store:
+        store.append("s", UserMessage(content=f"my token is {token}"))
+    assert main(["--root", str(tmp_path), "scan"]) == 1
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("s: ")]
+    assert main(["--root", str(tmp_path), "scan", "--json"]) == 1
+    findings = json.loads(capsys.readouterr().out)
+    assert len(lines) == len(findings) >= 1
+    for line, f in zip(lines, findings, strict=True):
+        where = f"{f['file']}:{f['line']}" if f["line"] else f["file"]
+        sequence = f" sequence {f['sequence']}" if f["sequence"] is not None else ""
+        assert line.startswith(f"{f['session_id']}: {where}{sequence} {f['where']}: ")
+        assert f"{f['kind']}" in line and line.split(" (")[0].endswith(f"{f['preview']} {f['fingerprint']}")
+
+
+def test_import_json_holds_every_count_of_its_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each import line's path, session and counts, and the total line's counts, are in the JSON report."""
+    source = Path(__file__).parent.parent / "importers" / "data" / "pi" / "pi-v3-redacted-minimal.jsonl"
+    argv = ["--root", str(tmp_path / "a"), "import", "pi", str(source)]
+    (tmp_path / "a").mkdir()
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (tmp_path / "b").mkdir()
+    assert main(["--root", str(tmp_path / "b"), *argv[2:], "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    [f] = report["files"]
+    assert lines[0].startswith(
+        f"{f['path']} -> {f['session_id']}: {f['added']} added, {f['present']} already present, {f['skipped']} skipped"
+    )
+    assert (
+        f"{report['added']} records added, {report['present']} already present, "
+        f"{report['skipped']} lines skipped, {report['damaged_count']} damaged"
+    ) in lines[-1]
