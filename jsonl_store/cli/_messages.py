@@ -97,6 +97,8 @@ def _body(
     max_chars: int = MAX_CHARS,
     indent: str = INDENT,
 ) -> list[str]:
+    # A final newline (a command's output ends with one) would print as an empty line.
+    text = text.rstrip("\n")
     if not text:
         return []
     if not full:

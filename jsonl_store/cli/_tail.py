@@ -55,8 +55,7 @@ class _Printer:
                     records, None, dialect=self.dialect, full=self.full, width=width(), names=self.names
                 )
             )
-
-    sys.stdout.flush()  # a pipe reader (`tail -f | grep`) sees each record as it comes
+        sys.stdout.flush()  # a pipe reader (`tail -f | grep`) sees each record as it comes
 
 
 class _WarnOnce:
