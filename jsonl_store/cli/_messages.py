@@ -5,10 +5,10 @@ session's dialect) and records through `_folding.fold`, which pairs each tool re
 the call it answers, across messages (spec §5). So a Codex ``function_call`` item, an
 Anthropic ``tool_use`` block and a neutral ``tool_calls`` entry all print the same way::
 
-     #5 assistant  · 21:32:50
-        → shell({"command":["bash","-lc","ls"]})  [call_1]
-          ← #6
-            README.md
+      #5 assistant  · 21:32:50
+         → shell({"command":["bash","-lc","ls"]})  [call_1]
+           ← #6
+             README.md
 
 Text is the body; reasoning is labelled ``(reasoning)`` and dimmed; an image is one line
 with its media type and size, never its bytes; anything the dialect does not map is one
@@ -65,7 +65,6 @@ ROLE_STYLES = {
     "developer": "bold magenta",
     "compacted": "bold blue",
 }
-RESULT_INDENT = INDENT + "    "
 
 
 # ---------------------------------------------------------------------------------------
