@@ -23,32 +23,30 @@ DATA = Path(__file__).parent.parent / "importers" / "data"
 HEADER = re.compile(r"^ {0,3}(#\d+|--|\+) \S")
 
 
+#: Every transcript file, by its folder (the importer's tool) and name.
+FILES = sorted(f"{path.parent.name}/{path.name}" for path in DATA.glob("*/*.jsonl"))
+IMPORTERS = {"claude-code": import_claude_code, "codex": import_codex, "pi": import_pi}
+
+
 @pytest.fixture(scope="module")
-def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A store holding every shared transcript, imported as the ``import`` command does."""
+def imported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, list[str]]]:
+    """A store holding every shared transcript, imported as the ``import`` command does, and
+    the sessions each file became (its own and its sub-agents')."""
     root = tmp_path_factory.mktemp("transcripts") / "store"
+    sessions: dict[str, list[str]] = {}
     with SessionStore(root, durability="none") as store:
-        for importer, folder in (
-            (import_claude_code, "claude-code"),
-            (import_codex, "codex"),
-            (import_pi, "pi"),
-        ):
-            assert importer(store, DATA / folder).ok
-    return root
+        for folder, importer in IMPORTERS.items():
+            report = importer(store, DATA / folder)
+            assert report.ok
+            for file in report.files:
+                name = f"{folder}/{Path(file.path).name}"
+                sessions[name] = [str(file.session_id), *(str(child) for child in file.children)]
+    return root, sessions
 
 
-def session_ids() -> list[str]:
-    """The sessions the shared transcripts import as (at collection time, into a scratch store)."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as scratch, SessionStore(scratch, durability="none") as store:
-        for importer, folder in (
-            (import_claude_code, "claude-code"),
-            (import_codex, "codex"),
-            (import_pi, "pi"),
-        ):
-            importer(store, DATA / folder)
-        return sorted(store.session_ids())
+def session(imported: tuple[Path, dict[str, list[str]]], name: str) -> str:
+    """The session a transcript file became."""
+    return imported[1][name][0]
 
 
 def printed(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
@@ -85,30 +83,38 @@ def expected_parts(root: Path, session_id: str, *, compacted: bool) -> tuple[int
     )
 
 
-@pytest.mark.parametrize("session_id", session_ids())
+@pytest.mark.parametrize("name", FILES)
 @pytest.mark.parametrize("command", ["show", "tail"])
 def test_every_record_of_a_real_transcript_shows_its_calls_results_and_no_empty_card(
-    imported: Path, capsys: pytest.CaptureFixture[str], session_id: str, command: str
+    imported: tuple[Path, dict[str, list[str]]], capsys: pytest.CaptureFixture[str], name: str, command: str
 ) -> None:
-    """show and tail print every call and result of a real session, and no record as a header with nothing under it."""
-    argv = ["--root", str(imported), command, session_id, "--full"]
-    lines = printed(capsys, *(argv + (["--no-pager"] if command == "show" else ["-n", "100000"])))
-    for header, body in cards(lines):
-        # A record with nothing to show is one line of facts (its tokens), never a bare role.
-        assert body or "tokens" in header or "no content" in header, header
-        assert "[?]" not in header and "()" not in header, header
-    calls, results = expected_parts(imported, session_id, compacted=command == "show")
-    assert sum(line.lstrip().startswith("→ ") for line in lines) == calls
-    assert sum(line.lstrip().startswith("← ") for line in lines) == results
-    assert not any(line.rstrip().endswith("← result") for line in lines)  # a result names its call id
+    """show and tail print every call and result of each session a real file became, and no record as a header with nothing under it."""
+    root, sessions = imported
+    assert sessions[name]
+    for session_id in sessions[name]:
+        argv = ["--root", str(root), command, session_id, "--full"]
+        lines = printed(capsys, *(argv + (["--no-pager"] if command == "show" else ["-n", "100000"])))
+        for header, body in cards(lines):
+            # A record with nothing to show is one line of facts (its tokens), never a bare role.
+            assert body or "tokens" in header or "no content" in header, header
+            assert "[?]" not in header and "()" not in header, header
+        calls, results = expected_parts(root, session_id, compacted=command == "show")
+        assert sum(line.lstrip().startswith("→ ") for line in lines) == calls
+        assert sum(line.lstrip().startswith("← ") for line in lines) == results
+        assert not any(line.rstrip().endswith("← result") for line in lines)  # a result names its call id
 
 
 def test_a_codex_rollout_shows_each_shell_call_with_its_output_under_it(
-    imported: Path, capsys: pytest.CaptureFixture[str]
+    imported: tuple[Path, dict[str, list[str]]], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The 39 calls of the Codex 0.58 rollout (37 shell, 2 update_plan) each print as → name(...) with its result right under it."""
     lines = printed(
-        capsys, "--root", str(imported), "show", "codex-019a93b9-f380-7600-98ff-940e6b99603c", "--no-pager"
+        capsys,
+        "--root",
+        str(imported[0]),
+        "show",
+        session(imported, "codex/codex-0.58.0-rollout-shell-calls-truncated.jsonl"),
+        "--no-pager",
     )
     calls = [i for i, line in enumerate(lines) if line.lstrip().startswith("→ ")]
     assert len(calls) == 39 and sum(lines[i].lstrip().startswith("→ shell(") for i in calls) == 37
@@ -118,15 +124,15 @@ def test_a_codex_rollout_shows_each_shell_call_with_its_output_under_it(
 
 
 def test_a_pasted_image_is_one_line_with_its_type_and_size(
-    imported: Path, capsys: pytest.CaptureFixture[str]
+    imported: tuple[Path, dict[str, list[str]]], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The Claude Code image paste shows as [image: image/png, N bytes], never as base64."""
     lines = printed(
         capsys,
         "--root",
-        str(imported),
+        str(imported[0]),
         "show",
-        "claude-code-4379d1bf-ccb1-414e-a856-9791b73f3af2",
+        session(imported, "claude-code/cc-1.0.128-image-paste.jsonl"),
         "--no-pager",
         "--full",
     )
@@ -136,15 +142,15 @@ def test_a_pasted_image_is_one_line_with_its_type_and_size(
 
 
 def test_a_codex_token_count_is_one_line_with_its_tokens(
-    imported: Path, capsys: pytest.CaptureFixture[str]
+    imported: tuple[Path, dict[str, list[str]]], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A Codex token_count record (no content, tokens) is its header line alone, saying its tokens."""
     lines = printed(
         capsys,
         "--root",
-        str(imported),
+        str(imported[0]),
         "show",
-        "codex-019a93b9-f380-7600-98ff-940e6b99603c",
+        session(imported, "codex/codex-0.58.0-rollout-shell-calls-truncated.jsonl"),
         "--no-pager",
     )
     [(header, body)] = [(h, b) for h, b in cards(lines) if h.lstrip().startswith("#3 ")]
