@@ -215,3 +215,18 @@ def test_import_json_holds_every_count_of_its_report(
         f"{report['added']} records added, {report['present']} already present, "
         f"{report['skipped']} lines skipped, {report['damaged_count']} damaged"
     ) in lines[-1]
+
+
+def test_scan_allow_json_holds_the_fingerprints_already_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """scan --allow --json lists the fingerprints added and those already there, as its text counts them."""
+    first, second = "0123456789abcdef", "fedcba9876543210"
+    SessionStore(tmp_path).append("s", UserMessage(content="hi"))
+    assert main(["--root", str(tmp_path), "scan", "--allow", first]) == 0
+    capsys.readouterr()
+    assert main(["--root", str(tmp_path), "scan", "--allow", first, second]) == 0
+    assert "(1 already there)" in capsys.readouterr().out
+    assert main(["--root", str(tmp_path), "scan", "--allow", first, second, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["added"] == [] and data["already"] == [first, second]
