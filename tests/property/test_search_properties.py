@@ -38,7 +38,7 @@ ENCODERS: st.SearchStrategy[Encoder] = st.sampled_from(
     ]
 )
 VALUES = st.recursive(
-    st.none() | st.integers() | TEXT,
+    st.none() | st.integers(-(2**63), 2**63 - 1) | TEXT,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
     max_leaves=6,
 )
