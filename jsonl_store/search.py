@@ -51,15 +51,21 @@ from .store import SessionStore
 
 #: Characters of context kept on each side of a match in `Hit.snippet`.
 CONTEXT = 40
-#: What the prefilter cannot look for literally (`needle_bytes`): control characters (a
-#: writer may spell them ``\\n`` or ``\\u000a``, spec/FORMAT.md §3), ``"`` and ``\\`` (escaped
-#: once in a record, twice in arguments stored as a JSON string) and the space (a
-#: structured tool result reads as indented JSON text, ``{"a": 1}`` where the line holds
-#: ``{"a":1}``).
+#: What the prefilter cannot count on finding literally in a line (`needle_bytes`): control
+#: characters (a writer may spell them ``\\n`` or ``\\u000a``, spec/FORMAT.md §3), ``"`` and
+#: ``\\`` (escaped once in a record, twice in arguments stored as a JSON string) and the
+#: space (a structured tool result reads as indented JSON text, ``{"a": 1}`` where the line
+#: holds ``{"a":1}``).
 _UNSEEN = re.compile('[\x00-\x1f"\\\\ ]+')
+#: What is not *plain*: besides `_UNSEEN`, what some JSON writer escapes by choice in a JSON
+#: string nested in a string (non-ASCII and U+2028 as ``\\uXXXX``: Python's ``json.dumps``,
+#: Go's ``encoding/json``; ``/`` as ``\\/`` and ``<>&'`` as ``\\u003c``...: PHP's
+#: ``json_encode``, https://www.php.net/manual/en/json.constants.php).
+_NOT_PLAIN = re.compile("[^!#-%(-.0-;=?-\\[\\]-~]+")
 #: What a raw-log line holds where a JSON string inside one of its strings (arguments
 #: stored as a JSON string) uses an escape no writer needs: ``\\u00e9`` or ``\\/`` there is
-#: ``\\\\u00e9`` or ``\\\\/`` in the line. Lines holding these are confirmed whatever else they hold.
+#: ``\\\\u00e9`` or ``\\\\/`` in the line. When the needle has no plain run, lines holding
+#: these are confirmed too, whatever else they hold.
 NESTED_ESCAPES = (b"\\\\u", b"\\\\/")
 _ROLES = frozenset({"system", "user", "assistant", "tool", "compacted"})
 #: What a hit's `Hit.field` is when it is the part's own text (the other fields:
@@ -131,12 +137,23 @@ def _regex_matcher(pattern: Pattern) -> Matcher:
 def needle_bytes(text: str) -> bytes:
     """Bytes every raw-log line holding a match of ``text`` contains (see the module doc).
 
-    The longest run of ``text`` without a control character, ``"``, ``\\`` or space, as
-    UTF-8: the writer writes such characters raw (spec §3) at every level of JSON nesting
-    and in indented JSON alike. Empty when ``text`` has no such run (every line qualifies).
+    The longest *plain* run of ``text`` (printable ASCII but ``"\\/<>&'`` and space), which
+    every JSON writer writes as it is, at every level of nesting and in indented JSON
+    alike. When ``text`` has none (``東京``), the longest run without a control character,
+    ``"``, ``\\`` or space, as UTF-8: the store's writer writes those raw (spec §3), though a
+    JSON string nested in a string may escape them (`needs_escapes`). Empty when ``text``
+    has neither (every line qualifies).
     """
-    longest = max(_UNSEEN.split(text), key=len)
-    return longest.encode("utf-8", "surrogatepass")
+    plain = max(_NOT_PLAIN.split(text), key=len)
+    if plain:
+        return plain.encode("ascii")
+    return max(_UNSEEN.split(text), key=len).encode("utf-8", "surrogatepass")
+
+
+def needs_escapes(needle: bytes) -> bool:
+    """Whether a line may hold a match of a needle's text without the needle: true when the
+    needle is no plain run, which a nested JSON string may write with `NESTED_ESCAPES`."""
+    return _NOT_PLAIN.search(needle.decode("utf-8", "surrogatepass")) is not None
 
 
 def _strings(value: object, *, keys: bool = False) -> Iterator[str]:
@@ -361,7 +378,7 @@ def _search_session(
             yield _hit(sid, 0, None, "title", "title", summary.title, span)
     logs = _logs_of(store, summary)
     if needle:
-        wanted = (needle, *NESTED_ESCAPES)
+        wanted = (needle, *NESTED_ESCAPES) if needs_escapes(needle) else (needle,)
         held = set().union(*(_held(path, wanted) for path in logs))
         if any(_has_blobs(path) for path in logs):
             held.add(needle)  # the needle may be in a blob file only: records() restores it
@@ -466,6 +483,7 @@ __all__ = [
     "Hit",
     "naive_search",
     "needle_bytes",
+    "needs_escapes",
     "role_of",
     "search",
     "searchable",

@@ -19,7 +19,7 @@ from jsonl_store.testing.damage import crlf, flip, tear
 
 # Characters a writer escapes (quote, backslash, controls), writes raw (non-ASCII, U+2028)
 # or that are plain: the needle must be found whichever form its line holds.
-ALPHABET = st.sampled_from(list('ab "\\\n\t\x00\x1b\x7fé東\u2028\u202e😀{}:,'))
+ALPHABET = st.sampled_from(list('ab "\\\n\t\x00\x1b\x7fé東\u2028\u202e😀{}:,/<&'))
 TEXT = st.text(ALPHABET, max_size=12)
 #: A title may not hold a NUL (README, `append`); messages may.
 TITLE = TEXT.map(lambda text: text.replace("\x00", ""))
@@ -27,7 +27,8 @@ TITLE = TEXT.map(lambda text: text.replace("\x00", ""))
 
 #: How a message's JSON-string arguments or output may be written: compact, as ``json.dumps``
 #: writes by default (non-ASCII as ``\\uXXXX``, spaces after ``:`` and ``,``), indented, or
-#: with ``/`` escaped (PHP's default), all valid JSON a source may store.
+#: with ``/`` escaped (PHP's default) or ``<`` and ``&`` as ``\\u003c`` and ``\\u0026`` (Go's default),
+#: all valid JSON a source may store.
 Encoder = Callable[[Any], str]
 ENCODERS: st.SearchStrategy[Encoder] = st.sampled_from(
     [
@@ -35,6 +36,7 @@ ENCODERS: st.SearchStrategy[Encoder] = st.sampled_from(
         json.dumps,
         lambda value: json.dumps(value, indent=2),
         lambda value: json.dumps(value).replace("/", "\\/"),
+        lambda value: json.dumps(value, ensure_ascii=False).replace("<", "\\u003c").replace("&", "\\u0026"),
     ]
 )
 VALUES = st.recursive(

@@ -23,7 +23,7 @@ from jsonl_store import (
     UnsupportedRegex,
     UserMessage,
 )
-from jsonl_store.search import CONTEXT, Hit, needle_bytes, search
+from jsonl_store.search import CONTEXT, Hit, needle_bytes, needs_escapes, search
 
 
 @pytest.fixture
@@ -102,11 +102,16 @@ def test_a_torn_last_line_is_not_a_hit(store: SessionStore) -> None:
 
 
 def test_needle_bytes_is_the_longest_run_every_json_form_writes_raw() -> None:
-    """The prefilter looks for the longest run without controls, quotes, backslashes or spaces, as UTF-8."""
-    assert needle_bytes('ab\ncde"f') == b"cde"
-    assert needle_bytes("é\\") == "é".encode()
+    """The prefilter looks for the longest plain ASCII run; without one, the longest run without controls, quotes, backslashes or spaces."""
     assert needle_bytes("KeyError: 'week 53'") == b"KeyError:"
+    assert needle_bytes("src/pkg/module_7.py") == b"module_7.py"
+    assert needle_bytes('ab\ncde"f') == b"cde"
+    assert needle_bytes("naïve café") == b"caf"
+    assert needle_bytes("é\\") == "é".encode()
     assert needle_bytes('\n\t" ') == b""
+    # Only a needle with no plain run needs the lines holding a nested optional escape too.
+    assert not needs_escapes(needle_bytes("naïve café"))
+    assert needs_escapes(needle_bytes("東京"))
 
 
 @pytest.mark.parametrize(
@@ -293,6 +298,9 @@ def test_every_block_of_an_anthropic_session_is_searched_with_its_kind(dialects:
     [
         pytest.param(lambda value: json.dumps(value, ensure_ascii=True), id="ensure-ascii"),
         pytest.param(lambda value: json.dumps(value).replace("/", "\\/"), id="escaped-slash"),
+        pytest.param(
+            lambda value: json.dumps(value, ensure_ascii=False).replace("<", "\\u003c"), id="go-html"
+        ),
         pytest.param(lambda value: json.dumps(value, indent=2), id="indented"),
     ],
 )
@@ -301,14 +309,24 @@ def test_arguments_a_json_string_escapes_optionally_are_still_found(
 ) -> None:
     """Arguments whose JSON uses escapes no writer needs (``\\u00e9``, ``\\/``) or spaces are found: the prefilter keeps their lines."""
     with SessionStore(tmp_path, durability="none") as store:
-        arguments = encode({"path": "src/naïve café.py"})
+        arguments = encode({"path": "src/naïve café.py", "cjk": "東京 <&>"})
         call = {"id": "c", "type": "function", "function": {"name": "read", "arguments": arguments}}
         store.append("chat", {"role": "assistant", "content": None, "tool_calls": [call]})
-        store.append("chat", {"role": "tool", "tool_call_id": "c", "content": {"path": "src/naïve café.py"}})
-        for needle in ("src/naïve café", "naïve café.py"):
+        store.append(
+            "chat",
+            {
+                "role": "tool",
+                "tool_call_id": "c",
+                "content": {"path": "src/naïve café.py", "cjk": "東京 <&>"},
+            },
+        )
+        for needle in ("src/naïve café", "naïve café.py", "東京 <&>"):
             assert where(list(search(store, needle))) == [
                 ("chat", 1, "tool_call arguments"),
                 ("chat", 2, "tool_result"),
             ]
-        # A structured result reads as indented JSON: what it shows is found, though its line is compact.
-        assert where(list(search(store, '"path": "src/naïve'))) == [("chat", 2, "tool_result")]
+        # A structured result reads as indented JSON: what it shows is found, though its line
+        # is compact; the arguments as stored hold it too where their JSON has the same spaces.
+        shown = '"path": "src/naïve'
+        stored = [("chat", 1, "tool_call arguments")] if shown in arguments else []
+        assert where(list(search(store, shown))) == [*stored, ("chat", 2, "tool_result")]
