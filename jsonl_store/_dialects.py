@@ -235,7 +235,9 @@ def neutral_from_parts(parts: Sequence[Part], role: str) -> dict[str, Any]:
         raise InvalidArgument(f"a neutral {role} message cannot hold these parts")
     if reasoning:
         message["reasoning"] = reasoning[0].text
-    if len(content) == 1 and isinstance(content[0], TextPart):
+    if len(content) == 1 and isinstance(content[0], TextPart) and content[0].text:
+        # One non-empty text is the plain string; an empty one stays an item, since
+        # content "" reads as no part at all (`content_parts`).
         message["content"] = content[0].text
     elif content:
         message["content"] = [chat_item(p) for p in content]
@@ -546,7 +548,7 @@ class AnthropicDialect:
         a user's ``tool_result``, ``image``; other blocks are `OtherPart`s. A message
         without a block list reads as neutral, as its tool batches do."""
         role = message.get("role") if isinstance(message, dict) else None
-        blocks = _blocks(message, role) if role == "user" or role == "assistant" else None
+        blocks = _blocks(message, role) if role in ("user", "assistant") else None
         if blocks is None or not isinstance(role, str):
             return neutral_parts(message)
         out = [_anthropic_part(block, role) for block in blocks]
