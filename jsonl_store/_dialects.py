@@ -292,7 +292,10 @@ def _pydantic_ai_part(part: Any) -> list[Part]:
             ToolCallPart(part.get("tool_call_id"), part.get("tool_name"), decode_arguments(part.get("args")))
         ]
     if kind == "tool-return":
-        return [ToolResultPart(part.get("tool_call_id"), result_content(part.get("content")))]
+        # pydantic-ai 2 marks a return that is no success by its outcome ("failed",
+        # "denied", "retried", "interrupted": pydantic_ai.messages.ToolReturnPart).
+        failed = part.get("outcome") not in (None, "success")
+        return [ToolResultPart(part.get("tool_call_id"), result_content(part.get("content")), failed)]
     if kind == "retry-prompt" and part.get("tool_name") is not None:
         return [ToolResultPart(part.get("tool_call_id"), result_content(part.get("content")), True)]
     if kind == "retry-prompt" and isinstance(part.get("content"), str):
