@@ -6,14 +6,15 @@ documented files (README, "The session directory"):
 1. A **prefilter** over the bytes of ``messages.jsonl``, with ``bytes.find`` (C speed,
    no decoding): a session whose file cannot hold the needle is skipped without reading
    one record. It looks for a piece of the needle every line holding a match contains
-   (`needle_bytes`, spec/FORMAT.md "The message model", "Searching"): the longest run of
-   the needle without a control character, ``"``, ``\\`` or space. Spec §3 says the
-   writer escapes only control characters, ``"`` and ``\\`` and writes everything else
-   raw, UTF-8 included; a call's arguments stored as a JSON string are decoded once more
-   (one more level of escaping), and a structured tool result reads as indented JSON text
-   (spaces and newlines the line lacks). Such a run survives all three. A JSON string
-   inside a string may also use an escape no writer needs (``\\u00e9``, ``\\/``): the
-   line then holds ``\\\\u`` or ``\\\\/``, and the lines holding those are confirmed too.
+   (`needle_bytes`, spec/FORMAT.md §5.2, "Searching"): the longest run of printable
+   ASCII without ``"\\/<>&'`` or space. Spec §3 says the writer escapes only control
+   characters, ``"`` and ``\\`` and writes everything else raw; a call's arguments stored
+   as a JSON string are one more level of JSON, whose writer may also escape ``/``,
+   ``<>&'`` and non-ASCII by choice; a structured tool result reads as indented JSON
+   text (spaces the line lacks). Such a run survives all of it. A needle without one is
+   looked for as its longest run without controls, ``"``, ``\\`` or space, and the lines
+   holding a nested escape (`NESTED_ESCAPES`: ``\\u00e9``, ``\\/`` inside a string) are
+   confirmed too.
 2. The **confirmation**: the sessions that pass are read with
    ``SessionStore.records(containing=...)``, which checks the checksum of each line
    holding those bytes, leaves out a batch torn by a crash and decodes only those lines;
