@@ -157,6 +157,15 @@ def needs_escapes(needle: bytes) -> bool:
     return _NOT_PLAIN.search(needle.decode("utf-8", "surrogatepass")) is not None
 
 
+def _escapes_hiding(needle: bytes) -> tuple[bytes, ...]:
+    """The `NESTED_ESCAPES` a match of ``needle``'s text may be written with: none for a
+    plain run; ``\\\\u`` (which may stand for any character) for another, and ``\\\\/``
+    only when the run holds a ``/`` (the one character it stands for)."""
+    if not needs_escapes(needle):
+        return ()
+    return tuple(escape for escape in NESTED_ESCAPES if escape != b"\\\\/" or b"/" in needle)
+
+
 def _strings(value: object, *, keys: bool = False) -> Iterator[str]:
     """Every string value inside a JSON value (and every key, with ``keys``), depth first, in order."""
     stack: list[object] = [value]
@@ -379,7 +388,7 @@ def _search_session(
             yield _hit(sid, 0, None, "title", "title", summary.title, span)
     logs = _logs_of(store, summary)
     if needle:
-        wanted = (needle, *NESTED_ESCAPES) if needs_escapes(needle) else (needle,)
+        wanted = (needle, *_escapes_hiding(needle))
         held = set().union(*(_held(path, wanted) for path in logs))
         if any(_has_blobs(path) for path in logs):
             held.add(needle)  # the needle may be in a blob file only: records() restores it

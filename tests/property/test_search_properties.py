@@ -36,6 +36,7 @@ ENCODERS: st.SearchStrategy[Encoder] = st.sampled_from(
         json.dumps,
         lambda value: json.dumps(value, indent=2),
         lambda value: json.dumps(value).replace("/", "\\/"),
+        lambda value: json.dumps(value, ensure_ascii=False).replace("/", "\\/"),
         lambda value: json.dumps(value, ensure_ascii=False).replace("<", "\\u003c").replace("&", "\\u0026"),
     ]
 )

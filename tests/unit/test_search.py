@@ -299,6 +299,9 @@ def test_every_block_of_an_anthropic_session_is_searched_with_its_kind(dialects:
         pytest.param(lambda value: json.dumps(value, ensure_ascii=True), id="ensure-ascii"),
         pytest.param(lambda value: json.dumps(value).replace("/", "\\/"), id="escaped-slash"),
         pytest.param(
+            lambda value: json.dumps(value, ensure_ascii=False).replace("/", "\\/"), id="escaped-slash-utf8"
+        ),
+        pytest.param(
             lambda value: json.dumps(value, ensure_ascii=False).replace("<", "\\u003c"), id="go-html"
         ),
         pytest.param(lambda value: json.dumps(value, indent=2), id="indented"),
@@ -309,7 +312,7 @@ def test_arguments_a_json_string_escapes_optionally_are_still_found(
 ) -> None:
     """Arguments whose JSON uses escapes no writer needs (``\\u00e9``, ``\\/``) or spaces are found: the prefilter keeps their lines."""
     with SessionStore(tmp_path, durability="none") as store:
-        arguments = encode({"path": "src/naïve café.py", "cjk": "東京 <&>"})
+        arguments = encode({"path": "src/naïve café.py", "cjk": "東京 <&>", "path-cjk": "東/京"})
         call = {"id": "c", "type": "function", "function": {"name": "read", "arguments": arguments}}
         store.append("chat", {"role": "assistant", "content": None, "tool_calls": [call]})
         store.append(
@@ -317,10 +320,10 @@ def test_arguments_a_json_string_escapes_optionally_are_still_found(
             {
                 "role": "tool",
                 "tool_call_id": "c",
-                "content": {"path": "src/naïve café.py", "cjk": "東京 <&>"},
+                "content": {"path": "src/naïve café.py", "cjk": "東京 <&>", "path-cjk": "東/京"},
             },
         )
-        for needle in ("src/naïve café", "naïve café.py", "東京 <&>"):
+        for needle in ("src/naïve café", "naïve café.py", "東京 <&>", "東/京"):
             assert where(list(search(store, needle))) == [
                 ("chat", 1, "tool_call arguments"),
                 ("chat", 2, "tool_result"),
