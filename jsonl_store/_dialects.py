@@ -235,7 +235,9 @@ def neutral_from_parts(parts: Sequence[Part], role: str) -> dict[str, Any]:
         raise InvalidArgument(f"a neutral {role} message cannot hold these parts")
     if reasoning:
         message["reasoning"] = reasoning[0].text
-    if len(content) == 1 and isinstance(content[0], TextPart):
+    if len(content) == 1 and isinstance(content[0], TextPart) and content[0].text:
+        # One non-empty text is the plain string; an empty one stays an item, since
+        # content "" reads as no part at all (`content_parts`).
         message["content"] = content[0].text
     elif content:
         message["content"] = [chat_item(p) for p in content]
@@ -290,7 +292,10 @@ def _pydantic_ai_part(part: Any) -> list[Part]:
             ToolCallPart(part.get("tool_call_id"), part.get("tool_name"), decode_arguments(part.get("args")))
         ]
     if kind == "tool-return":
-        return [ToolResultPart(part.get("tool_call_id"), result_content(part.get("content")))]
+        # pydantic-ai 2 marks a return that is no success by its outcome ("failed",
+        # "denied", "retried", "interrupted": pydantic_ai.messages.ToolReturnPart).
+        failed = part.get("outcome") not in (None, "success")
+        return [ToolResultPart(part.get("tool_call_id"), result_content(part.get("content")), failed)]
     if kind == "retry-prompt" and part.get("tool_name") is not None:
         return [ToolResultPart(part.get("tool_call_id"), result_content(part.get("content")), True)]
     if kind == "retry-prompt" and isinstance(part.get("content"), str):
