@@ -2,8 +2,9 @@
 
 ``JsonlCheckpointSaver(root, **store_options)`` is a ``BaseCheckpointSaver``
 (``langgraph/checkpoint/base``), sync and async: ``get_tuple``, ``list``, ``put``,
-``put_writes``, ``delete_thread`` and their ``a*`` forms, and ``get_next_version``. It
-passes ``langgraph-checkpoint-conformance`` (tests/adapters/test_langgraph_conformance.py).
+``put_writes``, ``delete_thread``, ``copy_thread`` and their ``a*`` forms, and
+``get_next_version``. It passes ``langgraph-checkpoint-conformance``
+(tests/adapters/test_langgraph_conformance.py).
 Install it with ``pip install "jsonl_store[langgraph]"``.
 
 What is on disk
@@ -25,9 +26,9 @@ and ``_langgraph_log``.
 A ``put`` or ``put_writes`` is written all or nothing (spec §8.7): a process killed
 mid-step leaves the thread at its last committed checkpoint with the pending writes
 committed before it, which is what LangGraph resumes from. ``delete_thread`` deletes the
-session (`SessionStore.delete_session`). The optional ``copy_thread``, ``prune`` and
-``delete_for_runs`` are not offered: the log is append-only, and the first two rewrite
-or drop history.
+session (`SessionStore.delete_session`). The optional ``prune`` and ``delete_for_runs``
+are not offered: they drop part of a thread and keep the rest, which an append-only log
+cannot do without a rewrite.
 """
 
 from __future__ import annotations
@@ -407,6 +408,25 @@ class JsonlCheckpointSaver(BaseCheckpointSaver[str]):
             self._threads.pop(session_id, None)
             self.store.delete_session(session_id)
 
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint and pending write of one thread to another, in one batch.
+
+        The source's LangGraph records are appended to the target's session as they are
+        (all or nothing), so the target has the whole parent chain, as ``copy_thread``
+        requires; other records of the source are not copied. Nothing happens when the
+        source has no record.
+        """
+        source = encode_session_id(str(source_thread_id))
+        target = encode_session_id(str(target_thread_id))
+        with self._lock:
+            messages = [
+                record.message
+                for record in self.store.records(source)
+                if isinstance(record.message, dict) and isinstance(record.message.get(KEY), dict)
+            ]
+            if messages:
+                self._append(target, self._thread(target), messages)
+
     def get_next_version(self, current: str | int | None, channel: None) -> str:
         """A version above ``current``: a zero-padded counter and a random part.
 
@@ -459,6 +479,10 @@ class JsonlCheckpointSaver(BaseCheckpointSaver[str]):
     ) -> None:
         """`put_writes`, in a worker thread, finished even if the caller is cancelled."""
         await _run_to_completion(lambda: self.put_writes(config, writes, task_id, task_path))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """`copy_thread`, in a worker thread."""
+        await _run_to_completion(lambda: self.copy_thread(source_thread_id, target_thread_id))
 
     async def adelete_thread(self, thread_id: str) -> None:
         """`delete_thread`, in a worker thread."""

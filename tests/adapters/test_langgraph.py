@@ -188,3 +188,19 @@ def test_a_thread_committed_to_git_resumes_in_a_clone(tmp_path: Path) -> None:
     graph.invoke({"messages": [HumanMessage(content="One more.")]}, config())
     last = graph.get_state(config()).values["messages"][-1]
     assert isinstance(last, AIMessage) and last.content == "Done: 3 lookups."
+
+
+def test_a_copied_thread_goes_on_apart_from_its_source(tmp_path: Path) -> None:
+    """copy_thread gives the target the whole history; a turn on the copy leaves the source as it was."""
+    saver = JsonlCheckpointSaver(str(tmp_path))
+    tool_loop(saver, calls=2).invoke(question(), config("source"))
+    saver.copy_thread("source", "copy")
+    graph = tool_loop(JsonlCheckpointSaver(str(tmp_path)), calls=4)  # one more call on the copy
+    source = graph.get_state(config("source")).values["messages"]
+    assert same(graph.get_state(config("copy")).values["messages"]) == same(source)
+    assert len(list(graph.get_state_history(config("copy")))) == len(
+        list(graph.get_state_history(config("source")))
+    )
+    graph.invoke({"messages": [HumanMessage(content="One more.")]}, config("copy"))
+    assert len(graph.get_state(config("copy")).values["messages"]) == len(source) + 4
+    assert same(graph.get_state(config("source")).values["messages"]) == same(source)
