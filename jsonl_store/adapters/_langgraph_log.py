@@ -59,6 +59,9 @@ class Stored:
     data: Typed | None = None
     base: Version | None = None
     items: list[Typed] = field(default_factory=list)
+    #: For a list this process wrote with some element redacted: each new element as
+    #: LangGraph gave it, serialized, so the next step's list is still seen to extend it.
+    given: list[Typed] | None = None
 
 
 @dataclass
@@ -140,15 +143,18 @@ class Thread:
             return
         stored[key] = Write(entry["task"], entry["ch"], unpack(entry["data"]), entry.get("path", ""))
 
-    def items(self, ns: str, channel: str, version: Version) -> list[Typed] | None:
-        """The elements of a list value, oldest first; None when it is not kept as a list."""
+    def items(self, ns: str, channel: str, version: Version, *, given: bool = False) -> list[Typed] | None:
+        """The elements of a list value, oldest first; None when it is not kept as a list.
+
+        With ``given``, elements this process stored redacted are as LangGraph gave them.
+        """
         chain: list[list[Typed]] = []
         stored = self.values.get((ns, channel, version))
         if stored is None or stored.kind != "list":
             return None
         seen = {version}
         while True:
-            chain.append(stored.items)
+            chain.append(stored.given if given and stored.given is not None else stored.items)
             if stored.base is None:
                 break
             base = self.values.get((ns, channel, stored.base))

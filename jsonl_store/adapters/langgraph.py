@@ -40,7 +40,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from jsonl_store import InvalidArgument, SessionStore, decode_session_id, encode_session_id
-from jsonl_store.adapters._langgraph_log import KEY, Saved, Thread, Version, pack
+from jsonl_store.adapters._langgraph_log import KEY, Saved, Thread, Typed, Version, pack
 
 try:
     from langchain_core.messages import BaseMessage
@@ -56,6 +56,7 @@ try:
         get_checkpoint_metadata,
     )
     from langgraph.checkpoint.serde.base import SerializerProtocol
+    from pydantic import BaseModel
 except ImportError as exc:  # pragma: no cover - exercised in an environment without the extra
     raise ImportError(
         'jsonl_store.adapters.langgraph needs LangGraph: pip install "jsonl_store[langgraph]"'
@@ -70,6 +71,7 @@ T = TypeVar("T")
 #: Messages to append (the class's ``list`` method hides the builtin in its body).
 Records = list[dict[str, Any]]
 Tuples = list[CheckpointTuple]
+Serialized = list[Typed]
 
 
 def _configurable(config: RunnableConfig) -> dict[str, Any]:
@@ -110,6 +112,38 @@ def _readable(item: Any) -> dict[str, Any]:
         }
     label = f"a LangChain {kind} message" if kind else f"a {type(item).__name__}"
     return {"role": "system", "content": f"langgraph: {label}", "include_in_messages": False}
+
+
+def _redact_strings(value: Any, redact: Callable[[str], str]) -> Any:
+    """A copy of ``value`` with ``redact`` applied to every string in it; ``value`` itself
+    when none changed.
+
+    Reaches into what LangGraph state holds: strings, lists, tuples, dicts (keys too) and
+    pydantic models (LangChain messages among them) field by field. Objects of other types
+    are stored as the serializer writes them, unredacted.
+    """
+    if isinstance(value, str):
+        new = redact(value)
+        return value if new == value else new
+    if type(value) in (list, tuple):
+        items = [_redact_strings(item, redact) for item in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return items if type(value) is list else tuple(items)
+    if type(value) is dict:
+        pairs = [(_redact_strings(k, redact), _redact_strings(v, redact)) for k, v in value.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(pairs, value.items(), strict=True)):
+            return value
+        return dict(pairs)
+    if isinstance(value, BaseModel):
+        changes = {}
+        for name in type(value).model_fields:
+            field = getattr(value, name, None)
+            new = _redact_strings(field, redact)
+            if new is not field:
+                changes[name] = new
+        return value.model_copy(update=changes) if changes else value
+    return value
 
 
 def _note(text: str, entry: dict[str, Any]) -> dict[str, Any]:
@@ -299,11 +333,14 @@ class JsonlCheckpointSaver(BaseCheckpointSaver[str]):
             previous = self._parent_versions(thread, ns, parent)
             channels: dict[str, Any] = {}
             payload: Records = []
+            given: dict[tuple[str, str, Version], list[Typed]] = {}
             for channel, version in new_versions.items():
-                channels[channel] = self._plan(
+                channels[channel], as_given = self._plan(
                     thread, ns, channel, version, values, previous.get(channel), payload
                 )
-            meta = get_checkpoint_metadata(config, metadata)
+                if as_given is not None:
+                    given[(ns, channel, version)] = as_given
+            meta = self._redacted(get_checkpoint_metadata(config, metadata))
             head = _note(
                 f"checkpoint {checkpoint['id']}" + (f" in {ns}" if ns else "") + _step(meta),
                 {
@@ -316,7 +353,9 @@ class JsonlCheckpointSaver(BaseCheckpointSaver[str]):
                     "channels": channels,
                 },
             )
-            self._append(session_id, thread, [head, *payload])
+            if self._append(session_id, thread, [head, *payload]):
+                for key, elements in given.items():
+                    thread.values[key].given = elements
         return _config(thread_id, ns, checkpoint["id"])
 
     def _parent_versions(self, thread: Thread, ns: str, parent: str | None) -> ChannelVersions:
@@ -332,39 +371,59 @@ class JsonlCheckpointSaver(BaseCheckpointSaver[str]):
         values: dict[str, Any],
         previous: Version | None,
         payload: Records,
-    ) -> dict[str, Any]:
-        """How one channel's new value is kept; its records go to ``payload``."""
+    ) -> tuple[dict[str, Any], Serialized | None]:
+        """How one channel's new value is kept; its records go to ``payload``.
+
+        Also gives, for a list whose new elements were redacted, those elements as
+        LangGraph gave them (serialized), for `Thread.items` to compare the next step with.
+        """
         where = {"ns": ns, "ch": channel, "v": version}
         if channel not in values:
-            return {"v": version, "empty": True}
+            return {"v": version, "empty": True}, None
         value = values[channel]
         if isinstance(value, list):
-            typed = [self.serde.dumps_typed(item) for item in value]
-            base = thread.items(ns, channel, previous) if previous is not None else None
-            if base is not None and typed[: len(base)] == base:
+            given = [self.serde.dumps_typed(item) for item in value]
+            base = thread.items(ns, channel, previous, given=True) if previous is not None else None
+            if base is not None and given[: len(base)] == base:
                 start = len(base)
             elif value and all(isinstance(item, BaseMessage) for item in value):
                 start, previous = 0, None
             else:
                 start = -1
             if start >= 0:
-                for item, data in zip(value[start:], typed[start:], strict=True):
+                changed = False
+                for item, as_given in zip(value[start:], given[start:], strict=True):
+                    kept = self._redacted(item)
+                    changed = changed or kept is not item
+                    data = as_given if kept is item else self.serde.dumps_typed(kept)
+                    # The readable copy is made of the item as given: the store redacts
+                    # it and reports that it did (spec §18.1), as for any message.
                     payload.append({**_readable(item), KEY: {"op": "item", **where, "data": pack(data)}})
-                return {"v": version, "base": previous if start else None, "n": len(value) - start}
-        payload.append(
-            _note(
-                f"{channel} = a new value",
-                {"op": "value", **where, "data": pack(self.serde.dumps_typed(value))},
-            )
-        )
-        return {"v": version}
+                plan = {"v": version, "base": previous if start else None, "n": len(value) - start}
+                return plan, given[start:] if changed else None
+        data = self.serde.dumps_typed(self._redacted(value))
+        payload.append(_note(f"{channel} = a new value", {"op": "value", **where, "data": pack(data)}))
+        return {"v": version}, None
 
-    def _append(self, session_id: str, thread: Thread, messages: Records) -> None:
+    def _redacted(self, value: Any) -> Any:
+        """``value`` with the store's redaction applied to its strings (itself if none changed).
+
+        The serializer's bytes are base64 in the log, where the store's redaction cannot
+        see a secret, so the adapter applies it to the value first (`_redact_strings`).
+        """
+        redactor = self.store.redactor
+        return value if redactor is None else _redact_strings(value, redactor.redact)
+
+    def _append(self, session_id: str, thread: Thread, messages: Records) -> bool:
+        """Append ``messages`` in one batch; True when ``thread`` now indexes them too."""
         sequences = self.store.append_many(session_id, messages, agent_name=AGENT_NAME)
-        if sequences and sequences[0] == thread.last_sequence + 1 and session_id in self._threads:
+        if sequences and sequences[0] == thread.last_sequence + 1 and self._threads.get(session_id) is thread:
+            # What the store wrote, as it wrote it (redaction included): read back, not
+            # taken from ``messages``, would cost a read of every record appended.
             thread.feed(zip(sequences, messages, strict=True))
-        else:
-            self._threads.pop(session_id, None)  # another writer came between: read again next time
+            return True
+        self._threads.pop(session_id, None)  # another writer came between: read again next time
+        return False
 
     def put_writes(
         self,
@@ -395,7 +454,7 @@ class JsonlCheckpointSaver(BaseCheckpointSaver[str]):
                     "path": task_path,
                     "idx": idx,
                     "ch": channel,
-                    "data": pack(self.serde.dumps_typed(value)),
+                    "data": pack(self.serde.dumps_typed(self._redacted(value))),
                 }
                 messages.append(_note(f"task {task_id} wrote {channel}", entry))
             if messages:

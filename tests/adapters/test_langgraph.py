@@ -9,7 +9,9 @@ tests/crash/test_langgraph_kill.py.
 from __future__ import annotations
 
 import asyncio
+import base64
 import itertools
+import json
 import os
 import shutil
 import subprocess
@@ -20,12 +22,13 @@ import pytest
 
 pytest.importorskip("langgraph.checkpoint.base", reason='needs the extra: pip install -e ".[langgraph]"')
 
+from fake_secrets import SECRETS
 from helpers import cli
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_agent import question, tool_loop
 
-from jsonl_store import CorruptSession, InvalidArgument, SessionStore, encode_session_id
+from jsonl_store import CorruptSession, InvalidArgument, Redaction, SessionStore, encode_session_id
 from jsonl_store.adapters.langgraph import JsonlCheckpointSaver
 
 
@@ -204,3 +207,25 @@ def test_a_copied_thread_goes_on_apart_from_its_source(tmp_path: Path) -> None:
     graph.invoke({"messages": [HumanMessage(content="One more.")]}, config("copy"))
     assert len(graph.get_state(config("copy")).values["messages"]) == len(source) + 4
     assert same(graph.get_state(config("source")).values["messages"]) == same(source)
+
+
+def test_a_secret_in_a_message_is_redacted_in_the_serialized_state_too_and_reported(tmp_path: Path) -> None:
+    """No byte of the log holds the secret, base64 included; LangGraph reads the marker; the thread still grows by its tail."""
+    _, text, redacted = SECRETS[0]
+    secret = text.split()[1]
+    notices: list[Redaction] = []
+    saver = JsonlCheckpointSaver(str(tmp_path), on_redact=notices.append)
+    graph = tool_loop(saver, calls=2)
+    graph.invoke(question(f"Look some numbers up: {text}"), config())
+    messages = graph.get_state(config()).values["messages"]
+    assert messages[0].content == f"Look some numbers up: {redacted}"
+    assert notices and notices[0].kinds.get("aws-access-key")
+    records = list(SessionStore(str(tmp_path)).records("thread-1"))
+    for record in records:
+        line = json.dumps(record.message)
+        assert secret not in line
+        entry = record.message.get("langgraph") if isinstance(record.message, dict) else None
+        if entry and "data" in entry:
+            assert secret.encode() not in base64.b64decode(entry["data"][1])
+    shown = [r.message for r in records if isinstance(r.message, dict) and r.message["role"] != "system"]
+    assert len(shown) == len(messages) == 6  # each message once: redaction did not break the tail
