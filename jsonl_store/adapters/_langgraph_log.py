@@ -6,20 +6,20 @@ what it is (spec/FORMAT.md §19 lists the shapes):
 - ``{"op": "checkpoint", "ns", "id", "parent", "checkpoint", "metadata", "channels"}``: one
   `put`. ``checkpoint`` (without its channel values) and ``metadata`` are LangGraph's serde
   output; ``channels`` names each channel this put gave a new version, with how its value is
-  kept: ``{"v": version}`` (a whole value, in a ``value`` record after it), ``{"v": version,
-  "empty": true}`` (the channel has no value at that version), or ``{"v": version, "base":
-  earlier version or null, "n": k}`` (a list: the value at ``base`` followed by the ``k``
-  ``item`` records after it).
+  kept: ``{"v": version, "data": ...}`` (a small value, right there), ``{"v": version}`` (a
+  value, in a ``value`` record after it), ``{"v": version, "empty": true}`` (the channel has
+  no value at that version), or ``{"v": version, "base": earlier version or null, "n": k}``
+  (a list: the value at ``base`` followed by the ``k`` ``item`` records after it).
 - ``{"op": "value", "ns", "ch", "v", "data"}`` and ``{"op": "item", "ns", "ch", "v",
   "data"}``: a value, or one new element of a list, as LangGraph's serde wrote it.
-- ``{"op": "write", "ns", "id", "task", "path", "idx", "ch", "data"}``: one pending write
-  of `put_writes`.
+- ``{"op": "writes", "ns", "id", "task", "path", "writes": [{"idx", "ch", "data"}, ...]}``:
+  one `put_writes`, a task's pending writes.
 
-A put is one `append_many` (the checkpoint record first, then its values), and so is a
-`put_writes`: a crash leaves all of it or none (spec §8.7). ``data`` is ``[type, base64]``,
-the serde's ``(type, bytes)`` pair; serde bytes are opaque (msgpack, or encrypted), so the
-message around an ``item`` says in the store's own words what it is (role, content, tool
-calls) for ``jsonl-store show`` and the HTML export.
+A put is one `append_many` (the checkpoint record first, then its values); a
+`put_writes` is one record: a crash leaves all of it or none (spec §8.7). ``data`` is
+``[type, base64]``, the serde's ``(type, bytes)`` pair; serde bytes are opaque (msgpack,
+or encrypted), so the message around an ``item`` says in the store's own words what it is
+(role, content, tool calls) for ``jsonl-store show`` and the HTML export.
 """
 
 from __future__ import annotations
@@ -119,8 +119,9 @@ class Thread:
             if stored is None or stored.kind != "list":
                 raise CorruptSession(f"a LangGraph list item at #{sequence} follows no checkpoint naming it")
             stored.items.append(unpack(entry["data"]))
-        elif op == "write":
-            self._write(entry, ns)
+        elif op == "writes":
+            for write in entry["writes"]:
+                self._write(entry, ns, write)
 
     def _checkpoint(self, entry: dict[str, Any], ns: str, sequence: int) -> None:
         self.checkpoints.setdefault(ns, {})[entry["id"]] = Saved(
@@ -130,18 +131,20 @@ class Thread:
             key = (ns, channel, how["v"])
             if how.get("empty"):
                 self.values[key] = Stored("empty")
+            elif "data" in how:
+                self.values[key] = Stored("value", unpack(how["data"]))
             elif "n" in how:
                 # The items follow in the same batch; `feed` appends them as they come.
                 self.values[key] = Stored("list", base=how.get("base"))
 
-    def _write(self, entry: dict[str, Any], ns: str) -> None:
+    def _write(self, entry: dict[str, Any], ns: str, write: dict[str, Any]) -> None:
         stored = self.writes.setdefault((ns, entry["id"]), {})
-        key = (entry["task"], entry["idx"])
+        key = (entry["task"], write["idx"])
         # A regular write (index >= 0) is kept once, the first one (a retried task
         # writes the same again); a special one (error, interrupt: negative) is replaced.
         if key[1] >= 0 and key in stored:
             return
-        stored[key] = Write(entry["task"], entry["ch"], unpack(entry["data"]), entry.get("path", ""))
+        stored[key] = Write(entry["task"], write["ch"], unpack(write["data"]), entry.get("path", ""))
 
     def items(self, ns: str, channel: str, version: Version, *, given: bool = False) -> list[Typed] | None:
         """The elements of a list value, oldest first; None when it is not kept as a list.

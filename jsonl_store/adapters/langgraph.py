@@ -66,6 +66,9 @@ __all__ = ["JsonlCheckpointSaver"]
 
 #: The session's agent name: how `list(None)` tells the store's LangGraph threads.
 AGENT_NAME = "langgraph"
+#: A value whose base64 is this short is kept in the checkpoint record, not a record of
+#: its own: LangGraph's routing channels (``branch:to:...``) hold such values every step.
+INLINE = 256
 
 T = TypeVar("T")
 #: Messages to append (the class's ``list`` method hides the builtin in its body).
@@ -401,8 +404,10 @@ class JsonlCheckpointSaver(BaseCheckpointSaver[str]):
                     payload.append({**_readable(item), KEY: {"op": "item", **where, "data": pack(data)}})
                 plan = {"v": version, "base": previous if start else None, "n": len(value) - start}
                 return plan, given[start:] if changed else None
-        data = self.serde.dumps_typed(self._redacted(value))
-        payload.append(_note(f"{channel} = a new value", {"op": "value", **where, "data": pack(data)}))
+        packed = pack(self.serde.dumps_typed(self._redacted(value)))
+        if len(packed[1]) <= INLINE:
+            return {"v": version, "data": packed}, None
+        payload.append(_note(f"{channel} = a new value", {"op": "value", **where, "data": packed}))
         return {"v": version}, None
 
     def _redacted(self, value: Any) -> Any:
@@ -441,24 +446,18 @@ class JsonlCheckpointSaver(BaseCheckpointSaver[str]):
         with self._lock:
             thread = self._thread(session_id)
             stored = thread.writes.get((ns, checkpoint_id), {})
-            messages: Records = []
+            kept: Records = []
             for index, (channel, value) in enumerate(writes):
                 idx = WRITES_IDX_MAP.get(channel, index)
                 if idx >= 0 and (task_id, idx) in stored:
                     continue  # a regular write is kept once (`_langgraph_log.Thread._write`)
-                entry = {
-                    "op": "write",
-                    "ns": ns,
-                    "id": checkpoint_id,
-                    "task": task_id,
-                    "path": task_path,
-                    "idx": idx,
-                    "ch": channel,
-                    "data": pack(self.serde.dumps_typed(self._redacted(value))),
-                }
-                messages.append(_note(f"task {task_id} wrote {channel}", entry))
-            if messages:
-                self._append(session_id, thread, messages)
+                data = pack(self.serde.dumps_typed(self._redacted(value)))
+                kept.append({"idx": idx, "ch": channel, "data": data})
+            if kept:
+                entry = {"op": "writes", "ns": ns, "id": checkpoint_id, "task": task_id, "path": task_path}
+                names = ", ".join(dict.fromkeys(write["ch"] for write in kept))
+                note = _note(f"task {task_id[:8]} wrote {names}", {**entry, "writes": kept})
+                self._append(session_id, thread, [note])
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread's session: every checkpoint and write of every namespace."""
