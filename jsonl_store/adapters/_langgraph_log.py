@@ -94,13 +94,15 @@ class Thread:
     values: dict[tuple[str, str, Version], Stored] = field(default_factory=dict)
     #: (namespace, checkpoint id) -> (task id, index) -> the write
     writes: dict[tuple[str, str], dict[tuple[str, int], Write]] = field(default_factory=dict)
-    #: the sequence of the last record read
+    #: the sequence and id of the last record indexed (the id None until read back): a
+    #: thread deleted and written again by another saver has other ids at the same places
     last_sequence: int = 0
+    last_id: str | None = None
 
     def feed(self, records: Iterable[tuple[int, Any]]) -> None:
         """Index ``(sequence, message)`` pairs, in log order (other programs' records are skipped)."""
         for sequence, message in records:
-            self.last_sequence = sequence
+            self.last_sequence, self.last_id = sequence, None
             entry = message.get(KEY) if isinstance(message, dict) else None
             if isinstance(entry, dict):
                 try:

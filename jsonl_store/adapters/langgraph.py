@@ -199,18 +199,50 @@ class JsonlCheckpointSaver(BaseCheckpointSaver[str]):
     # -- the thread index ----------------------------------------------------------------
 
     def _thread(self, session_id: str) -> Thread:
-        """The thread's index, brought up to the log's end (O(1) when nothing changed)."""
+        """The thread's index, brought up to the log's end (O(1) when nothing changed).
+
+        The log's last record says whether anything did: the same sequence and id as
+        indexed, nothing; a longer log that still holds the indexed last record, records
+        to add; anything else (the thread deleted and written again), a new index.
+        """
         last = self.store.tail(session_id, 1)
         cached = self._threads.get(session_id)
         if not last:
             cached = self._threads[session_id] = Thread()
             return cached
-        if cached is None or last[0].sequence < cached.last_sequence:
+        top = last[0]
+        if cached is not None and top.sequence == cached.last_sequence and cached.last_id in (None, top.id):
+            cached.last_id = top.id
+            return cached
+        if cached is None or not self._extend(session_id, cached, top.sequence):
             cached = self._threads[session_id] = Thread()
-        if last[0].sequence > cached.last_sequence:
-            records = self.store.records(session_id, after=cached.last_sequence)
-            cached.feed((record.sequence, record.message) for record in records)
+            cached.feed((record.sequence, record.message) for record in self.store.records(session_id))
+        if cached.last_sequence == top.sequence:
+            cached.last_id = top.id
         return cached
+
+    def _extend(self, session_id: str, thread: Thread, end: int) -> bool:
+        """Add the records after the indexed ones; False when the log no longer holds those."""
+        if end <= thread.last_sequence:
+            return False
+        if thread.last_sequence == 0:
+            thread.feed((record.sequence, record.message) for record in self.store.records(session_id))
+            return True
+        records = self.store.records(session_id, after=thread.last_sequence - 1)
+        try:
+            first = next(records, None)
+            if (
+                first is None
+                or first.sequence != thread.last_sequence
+                or thread.last_id not in (None, first.id)
+            ):
+                return False
+            thread.feed((record.sequence, record.message) for record in records)
+            return True
+        finally:
+            close = getattr(records, "close", None)  # a generator: close its file now, not at GC
+            if close is not None:
+                close()
 
     def _versions(self, saved: Saved) -> ChannelVersions:
         versions: ChannelVersions = self.serde.loads_typed(saved.checkpoint)["channel_versions"]
@@ -426,6 +458,9 @@ class JsonlCheckpointSaver(BaseCheckpointSaver[str]):
             # What the store wrote, as it wrote it (redaction included): read back, not
             # taken from ``messages``, would cost a read of every record appended.
             thread.feed(zip(sequences, messages, strict=True))
+            last = self.store.tail(session_id, 1)  # the id that tells this log from a remade one
+            if last and last[0].sequence == sequences[-1]:
+                thread.last_id = last[0].id
             return True
         self._threads.pop(session_id, None)  # another writer came between: read again next time
         return False

@@ -229,3 +229,39 @@ def test_a_secret_in_a_message_is_redacted_in_the_serialized_state_too_and_repor
             assert secret.encode() not in base64.b64decode(entry["data"][1])
     shown = [r.message for r in records if isinstance(r.message, dict) and r.message["role"] != "system"]
     assert len(shown) == len(messages) == 6  # each message once: redaction did not break the tail
+
+
+def test_two_savers_taking_turns_on_one_thread_each_read_the_others_turns(tmp_path: Path) -> None:
+    """Two savers (as two processes would) alternate turns: each sees the other's, and every message is stored once."""
+    first = tool_loop(JsonlCheckpointSaver(str(tmp_path)), calls=9)
+    second = tool_loop(JsonlCheckpointSaver(str(tmp_path)), calls=9)
+    first.invoke(question(), config())
+    for turn, graph in enumerate([second, first, second]):
+        graph.invoke({"messages": [HumanMessage(content=f"turn {turn}")]}, config())
+    messages = first.get_state(config()).values["messages"]
+    assert same(messages) == same(second.get_state(config()).values["messages"])
+    assert [m.content for m in messages if isinstance(m, HumanMessage)] == [
+        "Look some numbers up.",
+        "turn 0",
+        "turn 1",
+        "turn 2",
+    ]
+    records = list(SessionStore(str(tmp_path)).records("thread-1"))
+    shown = [r.message for r in records if isinstance(r.message, dict) and r.message["role"] != "system"]
+    assert len(shown) == len(messages)
+
+
+def test_a_thread_deleted_and_made_again_by_another_saver_is_read_afresh(tmp_path: Path) -> None:
+    """A saver that indexed a thread reads the new one after another saver deleted and rewrote it."""
+    saver = JsonlCheckpointSaver(str(tmp_path))
+    old = tool_loop(saver, calls=3)
+    old.invoke(question(), config())
+    other = JsonlCheckpointSaver(str(tmp_path))
+    other.delete_thread("thread-1")
+    tool_loop(other, calls=3).invoke(question("A longer question this time."), config())
+    messages = old.get_state(config()).values["messages"]
+    assert messages[0].content == "A longer question this time."
+    old.invoke({"messages": [HumanMessage(content="And then?")]}, config())
+    again = tool_loop(JsonlCheckpointSaver(str(tmp_path)), calls=3).get_state(config())
+    assert [m.content for m in again.values["messages"]][:1] == ["A longer question this time."]
+    assert again.values["messages"][-2].content == "And then?"
