@@ -34,6 +34,7 @@ cannot do without a rewrite.
 from __future__ import annotations
 
 import asyncio
+import math
 import secrets
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -93,28 +94,68 @@ def _readable(item: Any) -> dict[str, Any]:
 
     LangChain messages map to their roles (an AI message's tool calls to the store's
     ``tool_calls``); anything else is a system message kept out of the session context.
+    The exact element is in the record's data; this copy only needs to be storable
+    (`_shown`), so it never makes a put fail.
     """
     kind = getattr(item, "type", None) if isinstance(item, BaseMessage) else None
-    content = getattr(item, "content", None)
+    content = _shown(getattr(item, "content", None))
     if kind == "human":
         return {"role": "user", "content": content}
     if kind == "system":
         return {"role": "system", "content": content}
     if kind == "ai":
         calls = [
-            {"id": call.get("id") or "", "name": call["name"], "arguments": call.get("args", {})}
+            {
+                "id": str(call.get("id") or ""),
+                "name": str(call.get("name", "")),
+                "arguments": _shown(call.get("args", {})),
+            }
             for call in getattr(item, "tool_calls", ())
         ]
         return {"role": "assistant", "content": content, **({"tool_calls": calls} if calls else {})}
     if kind == "tool":
         return {
             "role": "tool",
-            "tool_call_id": getattr(item, "tool_call_id", ""),
+            "tool_call_id": str(getattr(item, "tool_call_id", "")),
             "content": content,
             **({"is_error": True} if getattr(item, "status", None) == "error" else {}),
         }
     label = f"a LangChain {kind} message" if kind else f"a {type(item).__name__}"
     return {"role": "system", "content": f"langgraph: {label}", "include_in_messages": False}
+
+
+def _shown(value: Any, depth: int = 0) -> Any:
+    """``value`` as JSON the store keeps unchanged (spec §5): for the readable copy only.
+
+    Tuples become lists, keys strings, and what JSON cannot hold (bytes, NaN, a lone
+    surrogate, an object, nesting past 100 levels) its ``repr``.
+    """
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return int(value)  # an IntEnum as its number
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else repr(value)
+    if isinstance(value, str):
+        text = str.__str__(value)  # a str enum as its text
+        return text if text.isascii() or _encodes(text) else repr(text)
+    if depth < 100 and isinstance(value, (list, tuple)):
+        return [_shown(item, depth + 1) for item in value]
+    if depth < 100 and isinstance(value, dict):
+        # "$blob" is the store's marker key (spec §5.1): a message may not hold it.
+        return {
+            (repr(key) if key == "$blob" else _shown(str(key), depth + 1)): _shown(item, depth + 1)
+            for key, item in value.items()
+        }
+    return repr(value)
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, which the store refuses (spec §5)
+        return False
+    return True
 
 
 def _redact_strings(value: Any, redact: Callable[[str], str]) -> Any:

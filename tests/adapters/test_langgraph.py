@@ -265,3 +265,24 @@ def test_a_thread_deleted_and_made_again_by_another_saver_is_read_afresh(tmp_pat
     again = tool_loop(JsonlCheckpointSaver(str(tmp_path)), calls=3).get_state(config())
     assert [m.content for m in again.values["messages"]][:1] == ["A longer question this time."]
     assert again.values["messages"][-2].content == "And then?"
+
+
+def test_a_message_json_cannot_hold_is_stored_and_read_back_as_langgraphs_serializer_gives_it(
+    tmp_path: Path,
+) -> None:
+    """NaN, bytes, tuples and a "$blob" key in a message: the put succeeds, the state is InMemorySaver's, show prints it."""
+    odd = AIMessage(
+        content=[{"type": "text", "text": "odd values", "score": float("inf"), "$blob": 1}],
+        tool_calls=[{"name": "lookup", "args": {"n": 1, "raw": b"\x00\x01", "pair": (1, 2)}, "id": "c9"}],
+    )
+    states = []
+    for saver in (JsonlCheckpointSaver(str(tmp_path / "store")), InMemorySaver()):
+        graph = tool_loop(saver, calls=0)
+        graph.invoke(question(), config())
+        graph.update_state(config(), {"messages": [odd]})
+        states.append(graph.get_state(config()).values["messages"])
+    ours = tool_loop(JsonlCheckpointSaver(str(tmp_path / "store")), calls=0).get_state(config())
+    assert same(ours.values["messages"]) == same(states[1]) == same(states[0])
+    shown = cli("--root", "store", "show", "thread-1", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "odd values" in shown.stdout and "lookup(" in shown.stdout
