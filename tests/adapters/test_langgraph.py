@@ -150,8 +150,8 @@ def test_a_damaged_langgraph_record_is_a_corrupt_session_not_a_traceback(tmp_pat
         JsonlCheckpointSaver(str(tmp_path)).get_tuple(config("t"))
 
 
-def test_jsonl_store_show_and_export_read_a_thread_as_its_conversation(tmp_path: Path) -> None:
-    """`show` prints the question, each tool call with its result and the answer; export writes HTML."""
+def test_jsonl_store_show_search_and_export_read_a_thread_as_its_conversation(tmp_path: Path) -> None:
+    """`show` prints the question, each tool call with its result and the answer; search finds a result once; export writes HTML."""
     tool_loop(JsonlCheckpointSaver(str(tmp_path / "store")), calls=2).invoke(question(), config())
     shown = cli("--root", "store", "show", "thread-1", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
@@ -161,6 +161,9 @@ def test_jsonl_store_show_and_export_read_a_thread_as_its_conversation(tmp_path:
     assert "Done: 2 lookups." in shown.stdout
     listed = cli("--root", "store", "ls", cwd=tmp_path)
     assert listed.returncode == 0 and "thread-1" in listed.stdout
+    found = cli("--root", "store", "search", "record for 1", cwd=tmp_path)
+    assert found.returncode == 0 and found.stdout.startswith("thread-1 #")  # the tool result, once
+    assert found.stdout.count("\n") == 1
     exported = cli("--root", "store", "export", "thread-1", "--format", "html", "-o", "t.html", cwd=tmp_path)
     assert exported.returncode == 0, exported.stderr
     page = (tmp_path / "t.html").read_text(encoding="utf-8")
@@ -286,3 +289,30 @@ def test_a_message_json_cannot_hold_is_stored_and_read_back_as_langgraphs_serial
     shown = cli("--root", "store", "show", "thread-1", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "odd values" in shown.stdout and "lookup(" in shown.stdout
+
+
+def test_an_interrupted_graph_resumes_with_a_new_saver_and_a_command(tmp_path: Path) -> None:
+    """interrupt() is kept as a pending write; another saver instance resumes it with Command(resume=...)."""
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.types import Command, interrupt
+
+    def ask(state: MessagesState) -> dict[str, Any]:
+        answer = interrupt("Approve the lookup?")
+        return {"messages": [AIMessage(content=f"approved: {answer}")]}
+
+    def build(saver: JsonlCheckpointSaver) -> Any:
+        graph = StateGraph(MessagesState)
+        graph.add_node("ask", ask)
+        graph.add_edge(START, "ask")
+        graph.add_edge("ask", END)
+        return graph.compile(checkpointer=saver)
+
+    first = build(JsonlCheckpointSaver(str(tmp_path)))
+    first.invoke(question(), config())
+    [task] = first.get_state(config()).tasks
+    assert [i.value for i in task.interrupts] == ["Approve the lookup?"]
+    second = build(JsonlCheckpointSaver(str(tmp_path)))
+    assert [i.value for i in second.get_state(config()).tasks[0].interrupts] == ["Approve the lookup?"]
+    second.invoke(Command(resume="yes"), config())
+    assert second.get_state(config()).values["messages"][-1].content == "approved: yes"
+    assert second.get_state(config()).next == ()
