@@ -316,3 +316,32 @@ def test_an_interrupted_graph_resumes_with_a_new_saver_and_a_command(tmp_path: P
     second.invoke(Command(resume="yes"), config())
     assert second.get_state(config()).values["messages"][-1].content == "approved: yes"
     assert second.get_state(config()).next == ()
+
+
+def test_a_subgraph_interrupted_inside_keeps_its_namespace_and_resumes(tmp_path: Path) -> None:
+    """A subgraph's checkpoints go to its namespace of the thread's session; the run resumes inside it."""
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.types import Command, interrupt
+
+    def inner(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(content=f"inner got: {interrupt('more?')}")]}
+
+    def build(saver: JsonlCheckpointSaver) -> Any:
+        sub = StateGraph(MessagesState)
+        sub.add_node("inner", inner)
+        sub.add_edge(START, "inner")
+        sub.add_edge("inner", END)
+        outer = StateGraph(MessagesState)
+        outer.add_node("sub", sub.compile())
+        outer.add_edge(START, "sub")
+        outer.add_edge("sub", END)
+        return outer.compile(checkpointer=saver)
+
+    saver = JsonlCheckpointSaver(str(tmp_path))
+    build(saver).invoke(question(), config())
+    namespaces = {t.config["configurable"]["checkpoint_ns"] for t in saver.list(config())}
+    assert "" in namespaces and any(ns.startswith("sub:") for ns in namespaces)
+    graph = build(JsonlCheckpointSaver(str(tmp_path)))
+    graph.invoke(Command(resume="yes"), config())
+    assert graph.get_state(config()).values["messages"][-1].content == "inner got: yes"
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == ["thread-1"]
