@@ -11,7 +11,8 @@ Run as ``python langgraph_agent.py ROOT THREAD MARKS ROUNDS start`` it is the cr
 test's child: it runs ``fan_out`` on ``JsonlCheckpointSaver(ROOT)`` and the slow node of
 round 2 prints ``in-slow`` and waits to be killed. With ``resume`` instead of ``start`` it
 goes on from the thread's last checkpoint (``invoke(None)``) and prints the messages'
-contents as JSON. Every node appends its name and round to the file MARKS when it runs,
+contents as JSON. With ``loop`` it runs ``tool_loop`` with ROUNDS calls, or resumes it
+from where a kill left it, printing ``started`` first. Every node appends its name and round to the file MARKS when it runs,
 so the parent can tell which tasks ran again after a resume.
 """
 
@@ -126,10 +127,23 @@ def _child(root: str, thread: str, marks: str, rounds: int, mode: str) -> None:
             sys.stdout.flush()
             time.sleep(60)  # killed here
 
-    graph = fan_out(JsonlCheckpointSaver(root, durability="fsync"), rounds, on_run)
-    config: Any = {"configurable": {"thread_id": thread}, "recursion_limit": 100}
-    state = graph.invoke(question() if mode == "start" else None, config)
-    sys.stdout.write(json.dumps([m.content for m in state["messages"]]) + "\n")
+    saver = JsonlCheckpointSaver(root, durability="fsync")
+    config: Any = {"configurable": {"thread_id": thread}, "recursion_limit": 1000}
+    if mode == "loop":  # the tool loop, started or resumed from wherever a kill left it
+        graph = tool_loop(saver, rounds)
+        saved = graph.get_state(config)
+        sys.stdout.write("started\n")
+        sys.stdout.flush()
+        if not saved.values:
+            graph.invoke(question(), config)
+        elif saved.tasks:  # unfinished (`next` leaves out the tasks whose writes were saved)
+            graph.invoke(None, config)
+        messages = graph.get_state(config).values["messages"]
+    else:
+        messages = fan_out(saver, rounds, on_run).invoke(question() if mode == "start" else None, config)[
+            "messages"
+        ]
+    sys.stdout.write(json.dumps([m.content for m in messages]) + "\n")
 
 
 if __name__ == "__main__":

@@ -11,9 +11,11 @@ did not finish.
 from __future__ import annotations
 
 import json
+import random
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,7 @@ import pytest
 pytest.importorskip("langgraph.checkpoint.base", reason='needs the extra: pip install -e ".[langgraph]"')
 
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph_agent import fan_out, question
+from langgraph_agent import fan_out, question, tool_loop
 
 from jsonl_store import SessionStore
 from jsonl_store.adapters.langgraph import JsonlCheckpointSaver
@@ -33,9 +35,9 @@ ROUNDS = 4
 DEADLINE = 120
 
 
-def child(root: Path, marks: Path, mode: str) -> subprocess.Popen[str]:
+def child(root: Path, marks: Path, mode: str, rounds: int = ROUNDS) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, str(CHILD), str(root), "thread-k", str(marks), str(ROUNDS), mode],
+        [sys.executable, str(CHILD), str(root), "thread-k", str(marks), str(rounds), mode],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -78,5 +80,36 @@ def test_a_run_killed_mid_step_resumes_from_its_last_checkpoint_keeping_the_fini
     )
     assert json.loads(out) == [m.content for m in expected["messages"]]
     # What the kill left is the normal remains of a crash at most, never damage.
+    problems = SessionStore(str(root)).verify("thread-k")
+    assert {p.kind for p in problems} <= {"torn-tail", "leftover-temp"}
+
+
+def test_a_tool_loop_killed_at_random_moments_ends_as_an_uninterrupted_run(tmp_path: Path) -> None:
+    """Killed three times at random points (inside writes too), each time resumed in a new process: the same messages as one run."""
+    root, marks = tmp_path / "store", tmp_path / "marks"
+    rng = random.Random(2026)
+    calls = 60
+    config: Any = {"configurable": {"thread_id": "thread-k"}, "recursion_limit": 1000}
+    expected = [m.content for m in tool_loop(InMemorySaver(), calls).invoke(question(), config)["messages"]]
+    for _ in range(3):
+        with child(root, marks, "loop", calls) as victim:
+            try:
+                assert victim.stdout is not None
+                line = victim.stdout.readline()
+                time.sleep(
+                    rng.uniform(0.3, 0.9)
+                )  # after start-up (about 0.3 s here): a step, a put, an fsync
+            finally:
+                victim.send_signal(signal.SIGKILL)
+                _, err = victim.communicate(timeout=DEADLINE)
+        assert line == "started\n", err
+        # What a kill leaves is the state of a committed checkpoint: a prefix of the run.
+        saved = tool_loop(JsonlCheckpointSaver(str(root)), calls).get_state(config).values
+        contents = [m.content for m in saved.get("messages", [])]
+        assert contents == expected[: len(contents)]
+    with child(root, marks, "loop", calls) as resumed:
+        out, err = resumed.communicate(timeout=DEADLINE)
+    assert resumed.returncode == 0, err
+    assert json.loads(out.splitlines()[-1]) == expected
     problems = SessionStore(str(root)).verify("thread-k")
     assert {p.kind for p in problems} <= {"torn-tail", "leftover-temp"}
