@@ -5,7 +5,8 @@ The child (`langgraph_agent.py`) runs a graph whose super-steps hold two paralle
 with ``put_writes``) while the slow one is still running, and the test kills the process
 there. LangGraph's contract for a resume: start from the last committed checkpoint, and
 do not run again a task whose writes were saved (``pending_writes``), only the ones that
-did not finish.
+did not finish. A second test kills the usual tool loop three times at random points (a
+step, a put, an fsync) and resumes it each time in a new process.
 """
 
 from __future__ import annotations
