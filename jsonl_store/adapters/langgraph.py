@@ -226,7 +226,8 @@ class JsonlCheckpointSaver(BaseCheckpointSaver[str]):
         super().__init__(serde=serde)
         self.store = SessionStore(root, **store_options)
         # The index of each thread read or written so far, kept up to date with the log
-        # by sequence (`_thread`); one lock for the index and the writes that extend it.
+        # by its last record's sequence and id (`_thread`); one lock for the index and
+        # the writes that extend it.
         self._threads: dict[str, Thread] = {}
         self._lock = threading.RLock()
 
