@@ -383,6 +383,10 @@ class JsonlSessionStorage(SyncMethodsMixin):
             "title": title,
             "agent_name": agent_name,
         }
+        if parent_session_id is not None and parent_session_id == session_id:
+            # SQL stores a session as its own parent; the store refuses one (a parent chain
+            # must end), so this is refused in the words zett's create_session uses for it.
+            raise ValueError("parent_session_id must differ from session_id")
         record = _to_record(message)
         return await asyncio.to_thread(self._append, session_id, record, parent_session_id, options)
 

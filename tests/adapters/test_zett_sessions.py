@@ -246,6 +246,17 @@ def test_an_appends_parent_must_be_the_created_sessions(backend: str, tmp_path: 
     assert summary is not None and (summary.parent_session_id, summary.message_count) == ("root", 1)
 
 
+def test_an_append_naming_its_own_session_as_parent_is_refused_in_zetts_words(tmp_path: Path) -> None:
+    """SQL's append stores a session as its own parent; ours refuses, with zett's create_session text."""
+
+    async def scenario(storage: Any) -> tuple[str, SessionSummary | None]:
+        return await refusal(say(storage, "s", "hi", parent_session_id="s")), await storage.get_session("s")
+
+    assert on("jsonl", tmp_path, scenario) == ("parent_session_id must differ from session_id", None)
+    sql = on("sqlite", tmp_path, lambda storage: say(storage, "s", "hi", parent_session_id="s"))
+    assert sql == 1  # the difference, kept in view: should zett refuse it too, this fails
+
+
 # -- get_session, count_messages --------------------------------------------------------------
 
 
