@@ -68,6 +68,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by th
 import jsonl_store as core
 from jsonl_store import (
     InvalidArgument,
+    InvalidMessage,
     InvalidSessionId,
     SessionNotFound,
     SessionStore,
@@ -187,6 +188,20 @@ def _usage(usage: ModelUsage) -> core.ModelUsage:
     )
 
 
+def _message(session_id: str, sequence: int, stored: object) -> AnyMessage:
+    """The zett message a record holds. A record in another tool's shape (a Claude Code or
+    Codex session an import stored as written) is an `InvalidMessage` naming the record, not
+    pydantic's validation error, which quotes the stored text."""
+    try:
+        return _from_record(stored)
+    except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        raise InvalidMessage(
+            f"record #{sequence} of session {session_id!r} is not a message zett-agent can read "
+            "(another tool's shape, as an import stores it: jsonl-store show reads it)",
+            session_id=session_id,
+        ) from exc
+
+
 def _record(session_id: str, record: core.RawMessageRecord) -> RawMessageRecord:
     started_at = record.started_at or record.created_at  # a record appended without timing
     return RawMessageRecord(
@@ -194,7 +209,7 @@ def _record(session_id: str, record: core.RawMessageRecord) -> RawMessageRecord:
         session_id=session_id,
         request_id=record.request_id or "",
         sequence=record.sequence,
-        message=_from_record(record.message),
+        message=_message(session_id, record.sequence, record.message),
         metadata=record.metadata,
         tags=record.tags,
         started_at=started_at,
@@ -217,7 +232,7 @@ def _record(session_id: str, record: core.RawMessageRecord) -> RawMessageRecord:
 
 
 def _snapshot(session_id: str, snapshot: core.ContextSnapshot) -> ContextSnapshot:
-    compacted = _from_record(snapshot.compacted_message)
+    compacted = _message(session_id, snapshot.compacted_through_sequence, snapshot.compacted_message)
     if not isinstance(compacted, CompactedMessage):
         raise ValueError("Context snapshot must contain exactly one CompactedMessage")
     return ContextSnapshot(

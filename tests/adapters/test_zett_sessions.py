@@ -33,8 +33,9 @@ from zett_agent.messages import AssistantMessage, UserMessage  # noqa: E402
 from zett_agent.model import ModelEvent, ModelRequest, ModelResponse, RetryOptions  # noqa: E402
 from zett_agent.storage import SQLiteSessionStorage, SQLSessionStorage  # noqa: E402
 
-from jsonl_store import SessionStore, encode_session_id  # noqa: E402
+from jsonl_store import InvalidMessage, SessionStore, encode_session_id  # noqa: E402
 from jsonl_store.adapters.zett import JsonlSessionExtension, JsonlSessionStorage  # noqa: E402
+from jsonl_store.importers import import_claude_code  # noqa: E402
 
 T = TypeVar("T")
 
@@ -659,6 +660,41 @@ def test_sessions_the_store_wrote_itself_are_listed_under_their_zett_ids(tmp_pat
     assert sorted(listed) == ["native", "user:1/chat"] and unreachable is None
     assert encoded is not None and encoded.message_count == 1
     assert store.get_session("a.b") is not None  # still there for the store's own readers
+
+
+def test_an_imported_claude_code_session_is_listed_and_its_records_refused_by_name(tmp_path: Path) -> None:
+    """A real Claude Code transcript imported into the store: listed and counted; its messages, which are
+    not zett's, raise InvalidMessage (a ValueError) naming the record, not pydantic's error quoting them."""
+    transcript = (
+        Path(__file__).parents[1]
+        / "importers"
+        / "data"
+        / "claude-code"
+        / "cc-1.0.17-interrupted-tool-use.jsonl"
+    )
+    store = SessionStore(tmp_path, durability="none")
+    [imported] = import_claude_code(store, transcript).files
+    session_id = imported.session_id
+    assert session_id is not None
+
+    async def scenario() -> tuple[list[SessionSummary], list[str]]:
+        storage = JsonlSessionStorage(tmp_path)
+        listed = await storage.list_sessions()
+        errors = []
+        for call in (storage.list_raw_messages(session_id), storage.load(session_id)):
+            with pytest.raises(InvalidMessage) as caught:
+                await call
+            errors.append(str(caught.value))
+        return listed, errors
+
+    listed, errors = asyncio.run(scenario())
+    summary = store.get_session(session_id)
+    assert summary is not None and summary.message_count > 1
+    assert [(s.session_id, s.message_count) for s in listed] == [(session_id, summary.message_count)]
+    assert all(
+        error.startswith("record #") and "is not a message zett-agent can read" in error for error in errors
+    )
+    assert isinstance(InvalidMessage("x"), ValueError)
 
 
 def test_a_zett_update_is_a_users_change_kept_in_the_sessions_metadata(tmp_path: Path) -> None:
