@@ -332,13 +332,16 @@ def _summary(session_id: str, summary: core.SessionSummary) -> SessionSummary:
     )
 
 
-def _listed(summary: core.SessionSummary) -> SessionSummary | None:
-    """A listed session as zett's; None when no zett id names it or its parent (``a.b``, made
-    with the store's own API: ``encode_session_id`` never makes it, so zett could not open it)."""
+def _listing_key(summary: core.SessionSummary) -> tuple[datetime, str] | None:
+    """Where a session goes in zett's list: (last activity, zett's id). None when no zett id
+    names it or its parent (``a.b``, made with the store's own API: ``encode_session_id``
+    never makes it, so zett could not open it)."""
     try:
-        return _summary(decode_session_id(summary.session_id), summary)
-    except InvalidSessionId:  # its own name or its parent's
+        session_id = decode_session_id(summary.session_id)
+        _parent(summary.parent_session_id)
+    except InvalidSessionId:
         return None
+    return _updated_at(summary), session_id
 
 
 class JsonlSessionStorage(SyncMethodsMixin):
@@ -527,14 +530,15 @@ class JsonlSessionStorage(SyncMethodsMixin):
 
     def _list_sessions(self, codes: tuple[int, ...] | None, limit: int, offset: int) -> list[SessionSummary]:
         found = [
-            summary
+            (key, stored)
             for stored in self.store.list_sessions()
             if codes is None or stored.session_type in codes
-            if (summary := _listed(stored)) is not None
+            if (key := _listing_key(stored)) is not None
         ]
-        # SQL's order: ORDER BY updated_at DESC, id DESC (zett's ids, not directory names).
-        found.sort(key=lambda summary: (summary.updated_at, summary.session_id), reverse=True)
-        return found[offset : offset + limit]
+        # SQL's order: ORDER BY updated_at DESC, id DESC (zett's ids, not directory names);
+        # zett's summaries are made for the page only.
+        found.sort(key=lambda item: item[0], reverse=True)
+        return [_summary(key[1], stored) for key, stored in found[offset : offset + limit]]
 
     def _get(self, session_id: str) -> SessionSummary | None:
         stored_id = _stored(session_id)
