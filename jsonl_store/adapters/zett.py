@@ -599,11 +599,12 @@ class JsonlSessionStorage(SyncMethodsMixin):
         stored_id = encode_session_id(session_id)
         stored_parent = encode_session_id(parent_session_id) if parent_session_id is not None else None
         title, agent_name = options["title"], options["agent_name"]
-        summary = None
-        if title is not None or agent_name is not None or stored_id not in self._parents:
-            summary = self.store.get_session(stored_id)
-            if summary is not None:
-                self._parents[stored_id] = summary.parent_session_id
+        read = title is not None or agent_name is not None or stored_id not in self._parents
+        summary = self._read_parent(stored_id) if read else None
+        if not read and self._parents[stored_id] != stored_parent:
+            # Before refusing, the session as it is now: another process may have deleted
+            # it and made it again with another parent.
+            summary = self._read_parent(stored_id)
         # zett's SQL storage refuses any other parent than the session's, None included;
         # the store itself only refuses a different one it is given.
         if stored_id in self._parents and self._parents[stored_id] != stored_parent:
@@ -623,6 +624,15 @@ class JsonlSessionStorage(SyncMethodsMixin):
                 changes["agent_name"] = agent_name
             self.store.update_session(stored_id, origin="runtime", **changes)
         return sequence
+
+    def _read_parent(self, stored_id: str) -> core.SessionSummary | None:
+        """The session's summary, its parent remembered (forgotten when there is no session)."""
+        summary = self.store.get_session(stored_id)
+        if summary is None:
+            self._parents.pop(stored_id, None)
+        else:
+            self._parents[stored_id] = summary.parent_session_id
+        return summary
 
     def _snapshot(
         self, session_id: str, record: dict[str, Any], compacted_through_sequence: int, expected_version: int

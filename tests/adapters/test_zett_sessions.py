@@ -260,6 +260,29 @@ def test_an_append_naming_its_own_session_as_parent_is_refused_in_zetts_words(tm
     assert sql == 1  # the difference, kept in view: should zett refuse it too, this fails
 
 
+def test_a_session_another_process_deleted_and_made_again_takes_its_new_parent(
+    backend: str, tmp_path: Path
+) -> None:
+    """Two storages on one store: after one deletes a session and makes it anew without a parent,
+    the other appends to it without one, as the session now is."""
+
+    async def scenario(storage: Any) -> tuple[int, str, SessionSummary | None]:
+        other = open_storage(backend, tmp_path)
+        try:
+            await say(storage, "s", "first", parent_session_id="p")
+            await other.delete_session("s")
+            await say(other, "s", "anew")
+            sequence = await say(storage, "s", "from the first storage")
+            error = await refusal(say(storage, "s", "with the old parent", parent_session_id="p"))
+            return sequence, error, await storage.get_session("s")
+        finally:
+            await other.close()
+
+    sequence, error, summary = on(backend, tmp_path, scenario)
+    assert (sequence, error) == (2, "Session parent cannot change after creation")
+    assert summary is not None and (summary.parent_session_id, summary.message_count) == (None, 2)
+
+
 # -- get_session, count_messages --------------------------------------------------------------
 
 
