@@ -122,7 +122,7 @@ class OpenSession:
 
     def initial_meta(self, clock: Callable[[], datetime] = now) -> SessionMeta:
         if self.init is None:
-            return SessionMeta(created_at=clock())
+            return SessionMeta(created_at=clock(), metadata=dict(self.init_metadata))
         created_at, parent, session_type, agent_name, title = self.init
         return SessionMeta(
             created_at=created_at,

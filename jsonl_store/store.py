@@ -1193,7 +1193,8 @@ class SessionStore:
         if target == session_id:
             raise InvalidArgument(f"a session cannot be a fork of itself ({session_id!r})")
         source_dir = self._readable(session_id)
-        if self._summary(session_id, source_dir) is None:
+        source = self._summary(session_id, source_dir)
+        if source is None:
             raise SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
         self._check_fork_depth(session_id)
         target_dir = handles.directory(target)
@@ -1208,7 +1209,12 @@ class SessionStore:
             point = ForkPoint(
                 session_id=session_id, sequence=at_sequence, record_id=record.id, created_at=handles.clock()
             )
-            self._make_fork(target, target_dir, point)
+            # The fork's records are the source's shape: its readers (load's repair, show,
+            # search, export) must read them in the source's dialect (spec §5.2).
+            dialect = source.metadata.get("dialect")
+            self._make_fork(
+                target, target_dir, point, {"dialect": dialect} if isinstance(dialect, str) else {}
+            )
         return target
 
     def _check_fork_depth(self, session_id: str) -> None:
@@ -1232,7 +1238,7 @@ class SessionStore:
                 session_id=session_id,
             )
 
-    def _make_fork(self, target: str, directory: str, point: ForkPoint) -> None:
+    def _make_fork(self, target: str, directory: str, point: ForkPoint, metadata: dict[str, Any]) -> None:
         """The fork's directory, its ``fork.json`` (once), then its metadata.
 
         A crash before ``fork.json`` leaves an empty directory, which is no session; one
@@ -1257,10 +1263,13 @@ class SessionStore:
                 f"session {target!r} was made a fork by someone else meanwhile", session_id=target
             )
         session = handles.session(target)
-        # A fork's metadata starts with defaults, not with what an earlier append of this
-        # store to a session of that id (since deleted) would have given it.
-        session.init, session.init_metadata = None, {}
-        handles.prepared(session, again=True)
+        # A fork's metadata starts with defaults (and its source's dialect), not with what an
+        # earlier append of this store to a session of that id (since deleted) would have given it.
+        session.init, session.init_metadata = None, metadata
+        try:
+            handles.prepared(session, again=True)
+        finally:
+            session.init_metadata = {}  # the fork's only: a later re-made session starts clean
 
     def _forks_of(self, session_id: str) -> list[str]:
         """The sessions whose ``fork.json`` names ``session_id`` as their source."""

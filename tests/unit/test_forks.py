@@ -466,3 +466,30 @@ def test_a_branch_at_or_past_the_sources_end_never_hides_the_forks_own_records(
     assert [r.sequence for r in store.records("b", after=5)] == [6, 7]
     assert "bad-fork" in [p.kind for p in found]
     assert [p.kind for p in store.verify("b")] == ["bad-fork"]
+
+
+def test_a_fork_reads_its_records_in_its_sources_dialect(store: SessionStore) -> None:
+    """A fork of a Codex-shaped session is read as Responses items: its calls are parts and search finds them."""
+    call = {
+        "type": "function_call",
+        "call_id": "c1",
+        "name": "shell",
+        "arguments": '{"cmd": "ls -la"}',
+        "role": "assistant",
+    }
+    output = {"type": "function_call_output", "call_id": "c1", "output": "total 0", "role": "tool"}
+    store.create_session("codex", metadata={"dialect": "openai-responses"})
+    store.append_many("codex", [{"role": "user", "content": "list"}, call, output])
+    fork = store.fork("codex", 3, "branch")
+    summary = store.get_session(fork)
+    assert summary is not None and summary.dialect == "openai-responses"
+    view = store.load(fork)
+    assert [part.kind for record in view.raw_tail for part in view.parts(record)] == [
+        "text",
+        "tool_call",
+        "tool_result",
+    ]
+    assert {(hit.session_id, hit.kind) for hit in search(store, "ls -la")} == {
+        ("codex", "tool_call"),
+        ("branch", "tool_call"),
+    }
