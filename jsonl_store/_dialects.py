@@ -36,6 +36,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+import orjson
+
 from ._errors import InvalidArgument
 from ._parts import (
     ImagePart,
@@ -415,9 +417,7 @@ class OpenAIResponsesDialect:
         if kind == "custom_tool_call":
             return [ToolCallPart(message.get("call_id"), message.get("name"), message.get("input"))]
         if kind in _RESPONSES_RESULTS:
-            output = message.get("output")
-            content = result_content([output] if isinstance(output, dict) else output)
-            return [ToolResultPart(message.get("call_id"), content)]
+            return [_responses_result(message.get("call_id"), message.get("output"))]
         if kind == "reasoning":
             return _reasoning_parts(message)
         if kind is None or kind == "message":
@@ -455,6 +455,43 @@ class OpenAIResponsesDialect:
             raise InvalidArgument("a Responses item holds one call, one output, reasoning alone, or content")
         text_type = "output_text" if role == "assistant" else "input_text"
         return {"type": "message", "role": role, "content": [_responses_item(p, text_type) for p in parts]}
+
+
+def _responses_result(call_id: Any, output: Any) -> ToolResultPart:
+    """An output item's result. Codex writes a shell call's output as JSON text,
+    ``{"output": "...", "metadata": {"exit_code": N, "duration_seconds": S}}``
+    (codex-rs ``FunctionCallOutputPayload``, https://github.com/openai/codex): that reads as
+    the output's text, then the metadata as an `OtherPart`, an error when the exit code is
+    not 0. Any other output is its text or its items, as stored."""
+    if isinstance(output, str) and output.startswith('{"output":'):
+        shell = _shell_output(output)
+        if shell is not None:
+            return ToolResultPart(call_id, shell.content, shell.is_error)
+    return ToolResultPart(call_id, result_content([output] if isinstance(output, dict) else output))
+
+
+def _shell_output(text: str) -> ToolResultPart | None:
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("output"), str)
+        or set(value) - {"output", "metadata"}
+    ):
+        return None
+    metadata = value.get("metadata")
+    content: list[Part] = [TextPart(value["output"])]
+    if isinstance(metadata, dict):
+        content.append(OtherPart({"metadata": metadata}))
+        code = metadata.get("exit_code")
+        failed = isinstance(code, int) and not isinstance(code, bool) and code != 0
+    elif metadata is None and "metadata" not in value:
+        failed = False
+    else:
+        return None
+    return ToolResultPart(None, content, failed)
 
 
 def _reasoning_parts(item: dict[str, Any]) -> list[Part]:

@@ -204,7 +204,9 @@ def _part_strings(part: Part) -> Iterator[tuple[str, str]]:
         if part.url is not None:
             yield "url", part.url
     else:
-        for text in _strings(part.raw):
+        # Keys too: an unmapped value is read as stored, where grep would find its keys
+        # (a Codex shell result's metadata, a hosted tool's item).
+        for text in _strings(part.raw, keys=True):
             yield CONTENT, text
 
 
@@ -215,8 +217,8 @@ def searchable(message: object, dialect: str | Dialect = "neutral") -> Iterator[
     dialect is searched alike: text and reasoning; a tool call's name and the strings of
     its arguments (keys and values, decoded when the dialect stores a JSON string; a
     custom tool's free-form input is one string); a tool result's output (a string, or
-    the text of its parts); an image's URL (not its bytes); and every string of a part the
-    dialect does not map. Numbers are not text: a search for ``42`` does not find
+    the text of its parts); an image's URL (not its bytes); and every string (keys and
+    values) of a part the dialect does not map. Numbers are not text: a search for ``42`` does not find
     ``{"line": 42}``. Kinds and fields are `Hit`'s.
     """
     for part in message_parts(message, dialect):

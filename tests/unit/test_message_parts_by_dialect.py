@@ -127,6 +127,25 @@ def test_an_encrypted_reasoning_item_is_one_empty_reasoning_part() -> None:
     assert message_parts(redacted, "anthropic") == [ReasoningPart("")]
 
 
+def test_a_codex_shell_output_reads_as_its_text_and_metadata() -> None:
+    """Codex's ``{"output", "metadata"}`` JSON text reads as the output's text, its metadata apart, an error for a failed exit."""
+    meta = {"exit_code": 2, "duration_seconds": 0.1}
+    stored = {
+        "type": "function_call_output",
+        "call_id": "c",
+        "output": '{"output":"no such file\\n","metadata":' + '{"exit_code":2,"duration_seconds":0.1}}',
+    }
+    assert message_parts(stored, "openai-responses") == [
+        ToolResultPart("c", [TextPart("no such file\n"), OtherPart({"metadata": meta})], is_error=True)
+    ]
+    ok = {**stored, "output": '{"output":"a.txt","metadata":{"exit_code":0}}'}
+    assert message_parts(ok, "openai-responses")[0] == ToolResultPart(
+        "c", [TextPart("a.txt"), OtherPart({"metadata": {"exit_code": 0}})]
+    )
+    for text in ('{"output": 1}', '{"output":"x","extra":1}', '{"output":"x"', "plain"):
+        assert message_parts({**stored, "output": text}, "openai-responses") == [ToolResultPart("c", text)]
+
+
 def test_the_anthropic_dialect_maps_each_block_type() -> None:
     """Text, thinking, tool_use, tool_result (string or list, error marked), image (base64 or URL); an unknown block is an `OtherPart`."""
     assistant = {
