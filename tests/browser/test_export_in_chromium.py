@@ -86,14 +86,16 @@ def test_the_page_loads_shows_the_messages_and_runs_no_script(site: Path, tmp_pa
     for shown in (
         "Find the bug.",
         "Searching.",
-        "tool call grep (c1)",
+        '→ grep(pattern="TODO")',
+        "result (#3)",
         "app.py:3: TODO",
         "<script>document.title",
     ):
         assert shown in text
     assert "\\u202eevil\\u202c" in text and "\\x1b[2J" in text
     assert "script" not in dom.tags and "img" not in dom.tags
-    assert dom.tags.count("section") == 4 and dom.tags.count("details") == 2
+    # The user's, the assistant's with its result folded under the call, the hostile one.
+    assert dom.tags.count("section") == 3 and dom.tags.count("details") == 1
     assert dom.title == "Bug hunt"  # the stored script did not run
 
 
