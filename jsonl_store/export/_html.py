@@ -517,12 +517,11 @@ def render_index(sessions: list[Listed], *, root: str = "") -> str:
     """The index page: sessions grouped by project (``root`` for those with none), then by
     the day of their last append (newest first), sub-agent sessions under their parent."""
     groups: dict[str, list[tuple[Listed, int]]] = defaultdict(list)
+    group = ""
     for item, depth in _tree(sessions):
-        top = item if depth == 0 else None
-        if top is not None:
-            groups[project_of(item.summary) or root or "this store"].append((item, depth))
-        else:
-            next(reversed(groups.values())).append((item, depth))
+        if depth == 0:  # a sub-agent session is listed under its parent, in the parent's group
+            group = project_of(item.summary) or root or "this store"
+        groups[group].append((item, depth))
     total = sum(item.tokens for item in sessions)
     body = [
         "<header><h1>Sessions</h1>",
@@ -593,7 +592,7 @@ def export_html(
         for summary in sessions:
             if on_session is not None:
                 on_session(summary)
-            transcript = collect(store, summary.session_id)
+            transcript = collect(store, summary.session_id, listing=sessions)
             images = Images(beside=True)
             page = render_html(transcript, in_site=True, images=images)
             written += _write_images(target, images)
