@@ -166,7 +166,8 @@ def test_json_export_gives_each_record_its_parts_and_images_without_their_bytes_
 
 def test_a_models_markdown_is_rendered_and_a_persons_prompt_is_shown_as_typed(tmp_path: Path) -> None:
     """With the html extra, an answer's Markdown becomes markup with highlighted code; a prompt keeps its characters."""
-    pytest.importorskip("nh3", reason="the html extra renders Markdown")
+    if not _markup.available():
+        pytest.skip("the html extra (markdown-it-py, nh3) renders Markdown")
     answer = (
         "**Done.** See `app.py`:\n\n```python\ndef f():\n    return 1\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |"
     )
@@ -210,3 +211,35 @@ def test_export_html_lists_the_sessions_once_whatever_their_number(
         export_html(store, tmp_path / "site")
     assert len(calls) == 1
     assert 'href="session-s0-sub.html"' in (tmp_path / "site" / "session-s0.html").read_text()
+
+
+def test_the_command_says_when_pages_show_text_as_written(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Without the html extra, ``jsonl-store export --format html`` notes on stderr how to get rendered Markdown."""
+    from jsonl_store.cli import main
+
+    with SessionStore(tmp_path / "store", durability="none") as store:
+        store.append("s", AssistantMessage(content="**hi**"))
+    monkeypatch.setattr(_markup, "_renderer", lambda: None)
+    assert (
+        main(
+            [
+                "--root",
+                str(tmp_path / "store"),
+                "export",
+                "s",
+                "--format",
+                "html",
+                "-o",
+                str(tmp_path / "s.html"),
+            ]
+        )
+        == 0
+    )
+    assert "pip install 'jsonl_store[html]'" in capsys.readouterr().err
+    monkeypatch.undo()
+    if _markup.available():
+        assert main(["--root", str(tmp_path / "store"), "export", "--all", "-o", str(tmp_path / "site")]) == 0
+        captured = capsys.readouterr()
+        assert "jsonl_store[html]" not in captured.err and "exported 1 session to" in captured.out
