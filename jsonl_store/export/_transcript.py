@@ -141,6 +141,8 @@ def arguments_preview(arguments: object, width: int = 100) -> str:
         text = ", ".join(f"{key}={_compact(value)}" for key, value in arguments.items())
     elif arguments is None:
         text = ""
+    elif isinstance(arguments, str):
+        text = arguments  # a custom tool's free-form input, not JSON
     else:
         text = _compact(arguments)
     text = one_line(text)
