@@ -100,6 +100,7 @@ pre.diff .add { background: #e6ffec; }
 pre.diff .del { background: #ffebe9; }
 pre.diff .hunk { color: #6f42c1; }
 pre.out { max-height: 32rem; overflow: auto; }
+p.subagent { font-size: .85rem; margin: .3rem 0; }
 p.id, p.sub { font-size: .75rem; color: #888; margin: .3rem 0 .1rem; }
 section.msg p.fact { margin-left: 0; }
 figure { margin: .4rem 0; }
@@ -243,7 +244,9 @@ def _diff(text: str) -> str:
     return '<pre class="diff">' + "\n".join(lines) + "</pre>"
 
 
-def _call(call: ToolCallPart, answer: Answer | None, images: Images) -> list[str]:
+def _call(
+    call: ToolCallPart, answer: Answer | None, images: Images, child: SessionSummary | None
+) -> list[str]:
     name = call.name or "(unnamed tool)"
     if answer is None:
         state = '<span class="badge state">no result</span>'
@@ -268,6 +271,9 @@ def _call(call: ToolCallPart, answer: Answer | None, images: Images) -> list[str
     else:
         out.append(code_block(json_text(call.arguments), "json"))
     out.append(f'<p class="id">call id {esc_line(str(call.id))}</p>' if call.id is not None else "")
+    if child is not None:
+        label = child.title or child.agent_name or child.session_id
+        out.append(f'<p class="subagent">sub-agent session: {_link(child.session_id, label)}</p>')
     if answer is not None:
         where = f"result (#{answer.record.sequence})"
         out += _result(answer.part, images, where)
@@ -275,7 +281,14 @@ def _call(call: ToolCallPart, answer: Answer | None, images: Images) -> list[str
     return out
 
 
-def _part(part: Part, answers: dict[int, Answer], index: int, images: Images, role: str = "") -> list[str]:
+def _part(
+    part: Part,
+    answers: dict[int, Answer],
+    index: int,
+    images: Images,
+    role: str = "",
+    transcript: Transcript | None = None,
+) -> list[str]:
     if isinstance(part, TextPart):
         # A model writes Markdown; a person's prompt, a system text and what a tool injects
         # are read as typed, line breaks kept, the way the agents themselves show them.
@@ -291,7 +304,7 @@ def _part(part: Part, answers: dict[int, Answer], index: int, images: Images, ro
             "</details>",
         ]
     if isinstance(part, ToolCallPart):
-        return _call(part, answers.get(index), images)
+        return _call(part, answers.get(index), images, transcript.started(part) if transcript else None)
     if isinstance(part, ToolResultPart):
         return _result(part, images, f"result of call {part.tool_call_id} (no call before it)")
     if isinstance(part, ImagePart):
@@ -331,7 +344,7 @@ def runs(items: list[Entry]) -> list[list[Entry]]:
     return out
 
 
-def _run_html(run: list[Entry], images: Images) -> list[str]:
+def _run_html(run: list[Entry], images: Images, transcript: Transcript) -> list[str]:
     first = run[0]
     if first.role == "boundary":
         return _boundary_html(first)
@@ -353,7 +366,7 @@ def _run_html(run: list[Entry], images: Images) -> list[str]:
                 lines.append(f"<h2>{heading}</h2>")
             lines.append(f'<p class="sub" id="r{entry.sequence}">{meta}</p>')
         for index, part in entry.parts:
-            lines += _part(part, entry.answers, index, images, entry.role)
+            lines += _part(part, entry.answers, index, images, entry.role, transcript)
     lines.append("</section>")
     return lines
 
@@ -445,7 +458,7 @@ def render_html(transcript: Transcript, *, in_site: bool = False, images: Images
         body.append("</ul>")
     body += ["</header>", "<main>"]
     for run in runs(entries(transcript)):
-        body += _run_html(run, images)
+        body += _run_html(run, images, transcript)
     body.append("</main>")
     return _page(title, body)
 

@@ -103,7 +103,7 @@ def _result_lines(result: ToolResultPart, label: str) -> list[str]:
     return lines
 
 
-def _call_lines(call: ToolCallPart, answer: Answer | None) -> list[str]:
+def _call_lines(call: ToolCallPart, answer: Answer | None, child: SessionSummary | None) -> list[str]:
     state = "" if answer is None or not answer.part.is_error else " · error"
     if answer is None:
         state = " · no result"
@@ -113,12 +113,16 @@ def _call_lines(call: ToolCallPart, answer: Answer | None) -> list[str]:
     if diff is not None:
         lines += [fenced(diff, "diff"), ""]
     lines += [fenced(json_text(call.arguments), "json"), ""]
+    if child is not None:
+        lines += [f"sub-agent session: {_session_link(child, child.session_id)}", ""]
     if answer is not None:
         lines += _result_lines(answer.part, f"result (#{answer.record.sequence})")
     return [*lines, "</details>", ""]
 
 
-def _part_lines(part: Part, answers: dict[int, Answer], index: int) -> list[str]:
+def _part_lines(
+    part: Part, answers: dict[int, Answer], index: int, transcript: Transcript | None = None
+) -> list[str]:
     if isinstance(part, TextPart):
         return [fenced(part.text), ""]
     if isinstance(part, ReasoningPart):
@@ -126,7 +130,7 @@ def _part_lines(part: Part, answers: dict[int, Answer], index: int) -> list[str]
             return ["*reasoning (encrypted by the provider)*", ""]
         return _details("reasoning", part.text)
     if isinstance(part, ToolCallPart):
-        return _call_lines(part, answers.get(index))
+        return _call_lines(part, answers.get(index), transcript.started(part) if transcript else None)
     if isinstance(part, ToolResultPart):
         return _result_lines(part, f"result of call {one_line(str(part.tool_call_id))} (no call before it)")
     if isinstance(part, ImagePart):
@@ -139,7 +143,7 @@ def _part_lines(part: Part, answers: dict[int, Answer], index: int) -> list[str]
     )
 
 
-def _entry_lines(entry: Entry) -> list[str]:
+def _entry_lines(entry: Entry, transcript: Transcript) -> list[str]:
     if entry.role == "boundary":
         return [
             "---",
@@ -156,7 +160,7 @@ def _entry_lines(entry: Entry) -> list[str]:
         return [code(" · ".join(facts(entry))), ""]
     lines = [f"### {code(' · '.join(facts(entry)))}", ""]
     for index, part in entry.parts:
-        lines += _part_lines(part, entry.answers, index)
+        lines += _part_lines(part, entry.answers, index, transcript)
     return lines
 
 
@@ -182,7 +186,7 @@ def render_markdown(transcript: Transcript) -> str:
     lines.append(f"- tokens: {totals.total_tokens:,} ({tokens_label(totals)})")
     lines.append("")
     for entry in entries(transcript):
-        lines += _entry_lines(entry)
+        lines += _entry_lines(entry, transcript)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

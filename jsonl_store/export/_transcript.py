@@ -89,6 +89,18 @@ class Transcript:
     snapshot: ContextSnapshot | None
     children: list[SessionSummary]
     totals: ModelUsage
+    #: Each sub-agent session's first prompt (stripped) → its session: how a call that
+    #: started it (a Claude Code ``Task``/``Agent`` call passes it as an argument) links to it.
+    prompts: dict[str, SessionSummary] = field(default_factory=dict)
+
+    def started(self, call: ToolCallPart) -> SessionSummary | None:
+        """The sub-agent session ``call`` started: one whose first prompt is an argument of the call."""
+        if not self.prompts or not isinstance(call.arguments, dict):
+            return None
+        for value in call.arguments.values():
+            if isinstance(value, str) and value.strip() in self.prompts:
+                return self.prompts[value.strip()]
+        return None
 
 
 def collect(
@@ -117,7 +129,16 @@ def collect(
         snapshot=store.load(session_id).snapshot,
         children=children,
         totals=store.usage_totals(session_id),
+        prompts={prompt: child for child in children if (prompt := _first_prompt(store, child))},
     )
+
+
+def _first_prompt(store: SessionStore, child: SessionSummary) -> str:
+    """The text of a session's first record, stripped (empty when it has none)."""
+    for record in store.records(child.session_id):
+        parts = message_parts(record.message, child.dialect)
+        return "\n\n".join(part.text for part in parts if isinstance(part, TextPart)).strip()
+    return ""
 
 
 def json_text(value: object) -> str:

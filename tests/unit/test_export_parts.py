@@ -243,3 +243,17 @@ def test_the_command_says_when_pages_show_text_as_written(
         assert main(["--root", str(tmp_path / "store"), "export", "--all", "-o", str(tmp_path / "site")]) == 0
         captured = capsys.readouterr()
         assert "jsonl_store[html]" not in captured.err and "exported 1 session to" in captured.out
+
+
+def test_a_claude_code_task_call_links_the_sub_agent_session_it_started(tmp_path: Path) -> None:
+    """The ``Task`` calls of a real Claude Code session link to the sub-agent sessions their prompts started."""
+    with SessionStore(tmp_path, durability="none") as store:
+        import_claude_code(store, DATA / "claude-code" / "cc-1.0.108-inline-sidechain-task.jsonl")
+        (parent,) = [s for s in store.list_sessions() if s.parent_session_id is None]
+        children = {s.session_id for s in store.list_sessions() if s.parent_session_id == parent.session_id}
+        page, markdown = to_html(store, parent.session_id), to_markdown(store, parent.session_id)
+    linked = set(re.findall(r'<p class="subagent">sub-agent session: <a href="session-([^"]+)\.html">', page))
+    assert len(children) == 2 and linked == children
+    assert {f"sub-agent session: [` {child} `](session-{child}.md)" in markdown for child in children} == {
+        True
+    }
