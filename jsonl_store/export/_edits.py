@@ -7,7 +7,8 @@ file); their diff is computed with `difflib.unified_diff`. Codex's ``apply_patch
 already is a patch (https://github.com/openai/codex/blob/main/codex-rs/apply-patch/apply_patch_tool_instructions.md:
 ``*** Begin Patch`` … ``*** End Patch``), passed as a custom tool's input or inside a
 shell command; it is shown as it is. The call's arguments are always shown too: a diff
-is a reading aid, never the only copy.
+is a reading aid, never the only copy. Likewise a shell result stored as JSON is shown as
+its output text with its metadata beside it (`command_output`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 from typing import Any
+
+import orjson
 
 from .._parts import ToolCallPart
 
@@ -88,6 +91,24 @@ def _strings(value: object, depth: int) -> Iterator[str]:
             yield from _strings(item, depth + 1)
 
 
+def command_output(text: str) -> tuple[str, dict[str, Any]] | None:
+    """A shell tool's result stored as JSON, ``{"output": ..., "metadata": {...}}`` (Codex's
+    ``shell`` tool), as its output text and its metadata (exit code, duration); None for any
+    other result. Both are shown: the output as the text it is, the metadata beside it."""
+    if not text.startswith('{"output"'):
+        return None
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(value, dict) or set(value) != {"output", "metadata"}:
+        return None
+    output, metadata = value["output"], value["metadata"]
+    if not isinstance(output, str) or not isinstance(metadata, dict):
+        return None
+    return output, metadata
+
+
 def line_kind(line: str) -> str:
     """How a diff line reads: ``"add"``, ``"del"``, ``"hunk"`` (``@@``, file headers) or ``""``."""
     if line.startswith(("+++", "---", "***")):
@@ -101,4 +122,4 @@ def line_kind(line: str) -> str:
     return ""
 
 
-__all__ = ["edit_diff", "line_kind"]
+__all__ = ["command_output", "edit_diff", "line_kind"]

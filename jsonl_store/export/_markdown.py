@@ -20,7 +20,7 @@ from .._folding import Answer
 from .._parts import ImagePart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, base64_of
 from .._view import SessionSummary
 from ..store import SessionStore
-from ._edits import edit_diff
+from ._edits import command_output, edit_diff
 from ._transcript import (
     INLINE_IMAGE_CAP,
     Entry,
@@ -29,6 +29,7 @@ from ._transcript import (
     collect,
     entries,
     facts,
+    headline,
     image_type,
     json_text,
     one_line,
@@ -97,6 +98,11 @@ def _result_lines(result: ToolResultPart, label: str) -> list[str]:
     heading = f"**{label}**" + (" · **error**" if result.is_error else "") + ":"
     lines = [heading, ""]
     if isinstance(result.content, str):
+        command = command_output(result.content)
+        if command is not None:
+            output, metadata = command
+            facts = " · ".join(f"{key} {json_text(value)}" for key, value in metadata.items())
+            return [*lines, code(facts), "", fenced(output), ""]
         return [*lines, fenced(result.content), ""]
     for part in result.content:
         lines += [fenced(part.text), ""] if isinstance(part, TextPart) else _part_lines(part, {}, 0)
@@ -168,10 +174,11 @@ def _entry_lines(entry: Entry, transcript: Transcript) -> list[str]:
 def render_markdown(transcript: Transcript) -> str:
     """A `Transcript` as Markdown."""
     summary = transcript.summary
-    lines = [f"# {code(summary.title or summary.session_id)}", ""]
+    lines = [f"# {code(headline(transcript))}", ""]
     lines.append(f"- session: {code(summary.session_id)}")
     if summary.agent_name:
         lines.append(f"- agent: {code(summary.agent_name)}")
+    lines.append(f"- format: {code(summary.dialect)}")
     if summary.parent_session_id:
         lines.append(f"- parent session: {_session_link(None, summary.parent_session_id)}")
     if summary.fork is not None:
@@ -184,6 +191,7 @@ def render_markdown(transcript: Transcript) -> str:
     lines.append(f"- created: {when(summary.created_at)} · last append: {when(summary.updated_at)}")
     totals = transcript.totals
     lines.append(f"- tokens: {totals.total_tokens:,} ({tokens_label(totals)})")
+    lines.append("- cost: not known (the store keeps token counts, not prices)")
     lines.append("")
     for entry in entries(transcript):
         lines += _entry_lines(entry, transcript)

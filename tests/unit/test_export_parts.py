@@ -58,12 +58,17 @@ def codex(tmp_path: Path) -> SessionStore:
 
 
 def test_a_codex_rollout_shows_every_shell_call_with_its_output_under_it(codex: SessionStore) -> None:
-    """All 39 calls (37 shell, 2 update_plan) read ``→ name(...)`` with their output under them, in HTML and Markdown."""
+    """All 39 calls (37 shell, 2 update_plan) read ``→ name(...)`` with their output (as text) under them, in HTML and Markdown."""
     session = _only(codex)
     page = to_html(codex, session)
     assert page.count('<details class="call') == 39
     assert page.count('<div class="result') == 39
     assert page.count('<span class="badge state">no result</span>') == 0
+    # A shell result stored as {"output", "metadata"} JSON reads as its output, metadata beside it.
+    assert (
+        '<p class="meta">exit_code 0 · duration_seconds 0.0</p>\n<pre class="out">LM Studio configuration.md\nREADME.md\n'
+        in page
+    )
     markdown = to_markdown(codex, session)
     calls = re.findall(r"^<summary>→ (\w+)\(", markdown, re.MULTILINE)
     assert len(calls) == 39 and set(calls) == {"shell", "update_plan"}
