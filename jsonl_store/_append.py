@@ -27,6 +27,7 @@ from ._paths import FORK_NAME, LOG_NAME, validate_session_id
 from ._reader import sequence_of
 from ._records import AssistantMessage, Message, MessageTiming, ModelUsage
 from ._redact import Redactor
+from ._redactions import Tally
 
 
 def is_assistant(message: Message) -> bool:
@@ -158,8 +159,16 @@ def set_init(
     if title is not None or agent_name is not None:
         _meta.check_title(title)
         _meta.check_agent_name(agent_name)
-    title, agent_name = redact_labels(redactor, title, agent_name)
+    counted: dict[str, int] = {}
+    if isinstance(redactor, Tally) and (title is not None or agent_name is not None):
+        # Counted apart: the labels are stored only if this write makes the session.
+        labels = Tally(redactor.inner)
+        title, agent_name = redact_labels(labels, title, agent_name)
+        counted = labels.kinds
+    else:
+        title, agent_name = redact_labels(redactor, title, agent_name)
     session.init = (created_at, parent_session_id, session_type, agent_name, title)
+    session.init_redacted = counted
 
 
 class Batch:
@@ -432,4 +441,5 @@ def encode_one(
         trailer = b""
     head = head_of(new_id(), _codec.encode_time(created_at), payload, plain, trailer, sizes)
     session.init = (created_at, None, 0, None, None)
+    session.init_redacted = {}
     return One(session, head, trailer, blobs, sizes.store)

@@ -235,7 +235,9 @@ def neutral_from_parts(parts: Sequence[Part], role: str) -> dict[str, Any]:
         raise InvalidArgument(f"a neutral {role} message cannot hold these parts")
     if reasoning:
         message["reasoning"] = reasoning[0].text
-    if len(content) == 1 and isinstance(content[0], TextPart):
+    if len(content) == 1 and isinstance(content[0], TextPart) and content[0].text:
+        # One non-empty text is the plain string; an empty one stays an item, since
+        # content "" reads as no part at all (`content_parts`).
         message["content"] = content[0].text
     elif content:
         message["content"] = [chat_item(p) for p in content]
@@ -290,7 +292,10 @@ def _pydantic_ai_part(part: Any) -> list[Part]:
             ToolCallPart(part.get("tool_call_id"), part.get("tool_name"), decode_arguments(part.get("args")))
         ]
     if kind == "tool-return":
-        return [ToolResultPart(part.get("tool_call_id"), result_content(part.get("content")))]
+        # pydantic-ai 2 marks a return that is no success by its outcome ("failed",
+        # "denied", "retried", "interrupted": pydantic_ai.messages.ToolReturnPart).
+        failed = part.get("outcome") not in (None, "success")
+        return [ToolResultPart(part.get("tool_call_id"), result_content(part.get("content")), failed)]
     if kind == "retry-prompt" and part.get("tool_name") is not None:
         return [ToolResultPart(part.get("tool_call_id"), result_content(part.get("content")), True)]
     if kind == "retry-prompt" and isinstance(part.get("content"), str):
@@ -546,8 +551,10 @@ class AnthropicDialect:
         a user's ``tool_result``, ``image``; other blocks are `OtherPart`s. A message
         without a block list reads as neutral, as its tool batches do."""
         role = message.get("role") if isinstance(message, dict) else None
-        blocks = _blocks(message, role) if role == "user" or role == "assistant" else None
-        if blocks is None or not isinstance(role, str):
+        if not isinstance(role, str) or role not in {"user", "assistant"}:
+            return neutral_parts(message)
+        blocks = _blocks(message, role)
+        if blocks is None:
             return neutral_parts(message)
         out = [_anthropic_part(block, role) for block in blocks]
         if role == "assistant" and not any(isinstance(p, ToolCallPart) for p in out):

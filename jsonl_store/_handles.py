@@ -79,8 +79,8 @@ class OpenSession:
     """What one store keeps open for one session: its log writers and cached facts."""
 
     __slots__ = (
-        "base", "checkpoint", "directory", "fs", "init", "init_metadata", "log", "mutex", "parent",
-        "prepared", "seen", "seen_id", "session_id", "usage",
+        "base", "checkpoint", "directory", "fs", "init", "init_metadata", "init_redacted", "log",
+        "made_redacted", "mutex", "parent", "prepared", "seen", "seen_id", "session_id", "usage",
     )  # fmt: skip
 
     def __init__(self, session_id: str, directory: str, fs: FileSystem) -> None:
@@ -108,6 +108,12 @@ class OpenSession:
         self.init: tuple[datetime, str | None, int, str | None, str | None] | None = None
         #: The metadata `create_session` gives a session it makes.
         self.init_metadata: dict[str, Any] = {}
+        #: Values redaction replaced in ``init``'s title and agent name, per kind: reported
+        #: only by a write that makes the metadata with them (spec §18.1), never by one that
+        #: finds the session made and so stores neither.
+        self.init_redacted: dict[str, int] = {}
+        #: Those counts of a metadata file this store made, until a write reports them.
+        self.made_redacted: dict[str, int] = {}
 
     def parent_on_disk(self) -> str | None:
         """The parent ``meta.json`` names now (read only; no lock taken), as the cache may be stale."""
@@ -383,6 +389,7 @@ class Handles:
             # The log (or the fork file) is older than this metadata: the session began with it.
             meta.created_at = first
         if _meta.create(self.fs, session.directory, meta, durable=self.durable):
+            session.made_redacted = dict(session.init_redacted)
             return meta
         existing = _session.read_meta(self.fs, session.session_id, session.directory, Reporter())
         if existing is None:

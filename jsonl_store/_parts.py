@@ -1,6 +1,6 @@
 """The message model every reader uses: a stored message as ordered, dialect-neutral parts.
 
-A session keeps its messages in their source's own shape (spec §5.3, "Dialects"). What a
+A session keeps its messages in their source's own shape (spec §5.2, "The message model"). What a
 person or a program wants of one is the same in every shape: its text, its reasoning, the
 tool calls it made, the results it carries and its images. `jsonl_store.message_parts`
 gives exactly that, in order, as the part values below; each dialect says how its shape

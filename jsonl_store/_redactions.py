@@ -91,6 +91,11 @@ class Tally(Redactor):
     def __repr__(self) -> str:
         return f"Tally({self._inner!r})"
 
+    @property
+    def inner(self) -> Redactor:
+        """The redactor whose replacements this one counts."""
+        return self._inner
+
     def find(self, text: str) -> list[Found]:
         return self._inner.find(text)
 

@@ -5,17 +5,22 @@ documented files (README, "The session directory"):
 
 1. A **prefilter** over the bytes of ``messages.jsonl``, with ``bytes.find`` (C speed,
    no decoding): a session whose file cannot hold the needle is skipped without reading
-   one record. It looks for the needle *as the writer encodes it*: spec/FORMAT.md §3
-   says that inside JSON strings only control characters are escaped (besides the ``"``
-   and ``\\`` JSON itself escapes) and everything else is written raw, UTF-8 included.
-   So the longest run of the needle without a control character, with ``"`` and ``\\``
-   escaped, occurs literally in every line that holds the needle, whichever form a
-   writer chose for the control characters (``\\n`` or ``\\u000a``).
+   one record. It looks for a piece of the needle every line holding a match contains
+   (`needle_bytes`, spec/FORMAT.md §5.2, "Searching"): the longest run of printable
+   ASCII without ``"\\/<>&'`` or space. Spec §3 says the writer escapes only control
+   characters, ``"`` and ``\\`` and writes everything else raw; a call's arguments stored
+   as a JSON string are one more level of JSON, whose writer may also escape ``/``,
+   ``<>&'`` and non-ASCII by choice; a structured tool result reads as indented JSON
+   text (spaces the line lacks). Such a run survives all of it. A needle without one is
+   looked for as its longest run without controls, ``"``, ``\\`` or space, and the lines
+   holding a nested escape (`NESTED_ESCAPES`: ``\\u00e9``, ``\\/`` inside a string) are
+   confirmed too.
 2. The **confirmation**: the sessions that pass are read with
-   ``SessionStore.records(containing=needle)``, which checks the checksum of each line
-   holding the needle, leaves out a batch torn by a crash and decodes only those lines;
-   each record's searchable strings are matched again, decoded. A hit is only ever
-   what a decode-everything search finds (`naive_search`;
+   ``SessionStore.records(containing=...)``, which checks the checksum of each line
+   holding those bytes, leaves out a batch torn by a crash and decodes only those lines;
+   each record's message is read as parts (`jsonl_store.message_parts`, in the session's
+   dialect) and their strings matched, decoded. A hit is only ever what a
+   decode-everything search finds (`naive_search`;
    ``tests/property/test_search_properties.py`` checks exactly that).
 
 A regular expression is matched on decoded text only (its bytes form is not a string's
@@ -25,28 +30,48 @@ time linear in the text searched, never by Python's backtracking `re`.
 
 from __future__ import annotations
 
+import heapq
 import mmap
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
+from ._dialects import Dialect, message_parts
 from ._errors import InvalidArgument, SessionNotFound, UnsafePath
 from ._find import find
+from ._parts import ImagePart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, decode_arguments
+from ._records import RawMessageRecord
 from ._regex import Pattern, compile_linear
 from ._view import SessionSummary
 from .store import SessionStore
 
 #: Characters of context kept on each side of a match in `Hit.snippet`.
 CONTEXT = 40
-#: What the prefilter cannot look for literally: control characters (a writer may spell
-#: them ``\\n`` or ``\\u000a``, spec/FORMAT.md §3).
-_CONTROL = re.compile("[\x00-\x1f]+")
+#: What the prefilter cannot count on finding literally in a line (`needle_bytes`): control
+#: characters (a writer may spell them ``\\n`` or ``\\u000a``, spec/FORMAT.md §3), ``"`` and
+#: ``\\`` (escaped once in a record, twice in arguments stored as a JSON string) and the
+#: space (a structured tool result reads as indented JSON text, ``{"a": 1}`` where the line
+#: holds ``{"a":1}``).
+_UNSEEN = re.compile('[\x00-\x1f"\\\\ ]+')
+#: What is not *plain*: besides `_UNSEEN`, what some JSON writer escapes by choice in a JSON
+#: string nested in a string (non-ASCII and U+2028 as ``\\uXXXX``: Python's ``json.dumps``,
+#: Go's ``encoding/json``; ``/`` as ``\\/`` and ``<>&'`` as ``\\u003c``...: PHP's
+#: ``json_encode``, https://www.php.net/manual/en/json.constants.php).
+_NOT_PLAIN = re.compile("[^!#-%(-.0-;=?-\\[\\]-~]+")
+#: What a raw-log line holds where a JSON string inside one of its strings (arguments
+#: stored as a JSON string) uses an escape no writer needs: ``\\u00e9`` or ``\\/`` there is
+#: ``\\\\u00e9`` or ``\\\\/`` in the line. When the needle has no plain run, lines holding
+#: these are confirmed too, whatever else they hold.
+NESTED_ESCAPES = (b"\\\\u", b"\\\\/")
 _ROLES = frozenset({"system", "user", "assistant", "tool", "compacted"})
+#: What a hit's `Hit.field` is when it is the part's own text (the other fields:
+#: ``"name"`` and ``"arguments"`` of a tool call, ``"url"`` of an image).
+CONTENT = "content"
 
 
 @dataclass(frozen=True)
@@ -54,16 +79,20 @@ class Hit:
     """One match: where it is, and a line of text around it.
 
     ``sequence`` is the record's sequence in the raw log (0 for a session's title),
-    ``role`` the message's role (``None`` for a title), ``field`` what matched
-    (``"content"``, ``"reasoning"``, ``"tool name"``, ``"arguments"``, ``"title"``).
-    ``snippet`` is the matched string with at most `CONTEXT` characters either side;
-    ``snippet[start:end]`` is the match, and ``offset`` is where the match starts in the
-    whole string.
+    ``role`` the message's role (``None`` for a title), ``kind`` the kind of the message
+    part that matched (`jsonl_store.message_parts`: ``"text"``, ``"reasoning"``,
+    ``"tool_call"``, ``"tool_result"``, ``"image"``, ``"other"``) or ``"title"``, and
+    ``field`` where in that part: ``"content"`` (its text, a result's output, the strings
+    of an other part), a tool call's ``"name"`` or ``"arguments"``, an image's ``"url"``,
+    or ``"title"``. ``snippet`` is the matched string with at most `CONTEXT` characters
+    either side; ``snippet[start:end]`` is the match, and ``offset`` is where the match
+    starts in the whole string.
     """
 
     session_id: str
     sequence: int
     role: str | None
+    kind: str
     field: str
     snippet: str
     start: int
@@ -76,6 +105,7 @@ class Hit:
             "session_id": self.session_id,
             "sequence": self.sequence,
             "role": self.role,
+            "kind": self.kind,
             "field": self.field,
             "snippet": self.snippet,
             "start": self.start,
@@ -84,7 +114,10 @@ class Hit:
         }
 
 
-def _plain_matcher(text: str) -> Callable[[str], tuple[int, int] | None]:
+Matcher = Callable[[str], "tuple[int, int] | None"]
+
+
+def _plain_matcher(text: str) -> Matcher:
     length = len(text)
 
     def match(value: str) -> tuple[int, int] | None:
@@ -94,7 +127,7 @@ def _plain_matcher(text: str) -> Callable[[str], tuple[int, int] | None]:
     return match
 
 
-def _regex_matcher(pattern: Pattern) -> Callable[[str], tuple[int, int] | None]:
+def _regex_matcher(pattern: Pattern) -> Matcher:
     def match(value: str) -> tuple[int, int] | None:
         found = pattern.search(value)
         return None if found is None else found.span()
@@ -103,14 +136,34 @@ def _regex_matcher(pattern: Pattern) -> Callable[[str], tuple[int, int] | None]:
 
 
 def needle_bytes(text: str) -> bytes:
-    """The bytes every raw-log line holding ``text`` in a string contains (see the module doc).
+    """Bytes every raw-log line holding a match of ``text`` contains (see the module doc).
 
-    The longest run of ``text`` without a control character, JSON-escaped as a writer
-    escapes it; empty when ``text`` is only control characters (every line qualifies).
+    The longest *plain* run of ``text`` (printable ASCII but ``"\\/<>&'`` and space), which
+    every JSON writer writes as it is, at every level of nesting and in indented JSON
+    alike. When ``text`` has none (``東京``), the longest run without a control character,
+    ``"``, ``\\`` or space, as UTF-8: the store's writer writes those raw (spec §3), though a
+    JSON string nested in a string may escape them (`needs_escapes`). Empty when ``text``
+    has neither (every line qualifies).
     """
-    runs = _CONTROL.split(text)
-    longest = max(runs, key=len)
-    return longest.replace("\\", "\\\\").replace('"', '\\"').encode("utf-8", "surrogatepass")
+    plain = max(_NOT_PLAIN.split(text), key=len)
+    if plain:
+        return plain.encode("ascii")
+    return max(_UNSEEN.split(text), key=len).encode("utf-8", "surrogatepass")
+
+
+def needs_escapes(needle: bytes) -> bool:
+    """Whether a line may hold a match of a needle's text without the needle: true when the
+    needle is no plain run, which a nested JSON string may write with `NESTED_ESCAPES`."""
+    return _NOT_PLAIN.search(needle.decode("utf-8", "surrogatepass")) is not None
+
+
+def _escapes_hiding(needle: bytes) -> tuple[bytes, ...]:
+    """The `NESTED_ESCAPES` a match of ``needle``'s text may be written with: none for a
+    plain run; ``\\\\u`` (which may stand for any character) for another, and ``\\\\/``
+    only when the run holds a ``/`` (the one character it stands for)."""
+    if not needs_escapes(needle):
+        return ()
+    return tuple(escape for escape in NESTED_ESCAPES if escape != b"\\\\/" or b"/" in needle)
 
 
 def _strings(value: object, *, keys: bool = False) -> Iterator[str]:
@@ -131,45 +184,44 @@ def _strings(value: object, *, keys: bool = False) -> Iterator[str]:
             stack.extend(reversed(item))
 
 
-def _call_parts(call: object) -> tuple[object, object]:
-    """A tool call's name and arguments, as a message class or a dict (OpenAI's ``function``) holds them."""
-    if isinstance(call, dict):
-        function = call.get("function")
-        if isinstance(function, dict):
-            return function.get("name"), function.get("arguments")
-        return call.get("name"), call.get("arguments")
-    return getattr(call, "name", None), getattr(call, "arguments", None)
-
-
-def searchable(message: object) -> Iterator[tuple[str, str]]:
-    """Each ``(field, string)`` of a message a search looks at, in the message's order.
-
-    The message text (``content``: a string, or the string values of its parts or of a
-    tool's structured result), ``reasoning``, each tool call's ``name`` and the strings of
-    its ``arguments`` (keys and values), and a tool result's ``name``. Numbers are not
-    text: a search for ``42`` does not find ``{"line": 42}``.
-    """
-    if isinstance(message, dict):
-        get = message.get
+def _part_strings(part: Part) -> Iterator[tuple[str, str]]:
+    """Each ``(field, string)`` of one part a search looks at, in order."""
+    if isinstance(part, (TextPart, ReasoningPart)):
+        yield CONTENT, part.text
+    elif isinstance(part, ToolCallPart):
+        if isinstance(part.name, str):
+            yield "name", part.name
+        for text in _strings(part.arguments, keys=True):
+            yield "arguments", text
+    elif isinstance(part, ToolResultPart):
+        if isinstance(part.content, str):
+            yield CONTENT, part.content
+        else:
+            for inner in part.content:
+                for _, text in _part_strings(inner):
+                    yield CONTENT, text
+    elif isinstance(part, ImagePart):
+        if part.url is not None:
+            yield "url", part.url
     else:
-        fields = msgspec.structs.asdict(message) if isinstance(message, msgspec.Struct) else {}
-        get = fields.get
-    for text in _strings(get("content")):
-        yield "content", text
-    reasoning = get("reasoning")
-    if isinstance(reasoning, str):
-        yield "reasoning", reasoning
-    calls = get("tool_calls")
-    if isinstance(calls, list):
-        for call in calls:
-            name, arguments = _call_parts(call)
-            if isinstance(name, str):
-                yield "tool name", name
-            for text in _strings(arguments, keys=True):
-                yield "arguments", text
-    name = get("name")
-    if isinstance(name, str):
-        yield "tool name", name
+        for text in _strings(part.raw):
+            yield CONTENT, text
+
+
+def searchable(message: object, dialect: str | Dialect = "neutral") -> Iterator[tuple[str, str, str]]:
+    """Each ``(kind, field, string)`` of a message a search looks at, in the message's order.
+
+    The message is read as parts in ``dialect`` (`jsonl_store.message_parts`), so every
+    dialect is searched alike: text and reasoning; a tool call's name and the strings of
+    its arguments (keys and values, decoded when the dialect stores a JSON string; a
+    custom tool's free-form input is one string); a tool result's output (a string, or
+    the text of its parts); an image's URL (not its bytes); and every string of a part the
+    dialect does not map. Numbers are not text: a search for ``42`` does not find
+    ``{"line": 42}``. Kinds and fields are `Hit`'s.
+    """
+    for part in message_parts(message, dialect):
+        for field, text in _part_strings(part):
+            yield part.kind, field, text
 
 
 def role_of(message: object) -> str:
@@ -181,39 +233,44 @@ def role_of(message: object) -> str:
 
 
 def _hit(
-    session_id: str, sequence: int, role: str | None, field: str, text: str, span: tuple[int, int]
+    session_id: str,
+    sequence: int,
+    role: str | None,
+    kind: str,
+    field: str,
+    text: str,
+    span: tuple[int, int],
 ) -> Hit:
     begin, end = span
     left = max(0, begin - CONTEXT)
     right = min(len(text), end + CONTEXT)
-    return Hit(session_id, sequence, role, field, text[left:right], begin - left, end - left, begin)
+    return Hit(session_id, sequence, role, kind, field, text[left:right], begin - left, end - left, begin)
 
 
-def _file_may_hold(path: str, needle: bytes) -> bool:
-    """Whether the file at ``path`` contains ``needle`` (True when it cannot tell).
+def _held(path: str, needles: Sequence[bytes]) -> set[bytes]:
+    """Which of ``needles`` the file at ``path`` contains (all of them when it cannot tell).
 
     Opened without following a symlink or blocking, and read through a read-only map, so the kernel
-    pages the file in and nothing is copied; an empty needle or an unreadable file says
-    True and leaves the judgement to `SessionStore.records`, which reports what it meets.
+    pages the file in and nothing is copied; an empty needle or an unreadable file counts
+    as found and leaves the judgement to `SessionStore.records`, which reports what it meets.
     """
-    if not needle:
-        return True
+    everything = set(needles)
     try:
         # O_NONBLOCK: a FIFO in a log's place must not hang the search (README, "Files
         # that are not what they seem"); it is then no regular file, and records() decides.
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
-        return True
+        return everything
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            return True
+            return everything
         if info.st_size == 0:
-            return False
+            return set()
         with mmap.mmap(fd, info.st_size, access=mmap.ACCESS_READ) as data:
-            return find(data, needle) >= 0
+            return {needle for needle in needles if not needle or find(data, needle) >= 0}
     except (OSError, ValueError):
-        return True
+        return everything
     finally:
         os.close(fd)
 
@@ -260,7 +317,7 @@ def _open(store_or_root: SessionStore | str | os.PathLike[str]) -> tuple[Session
     raise InvalidArgument(f"expected a SessionStore or a path, got {type(store_or_root).__name__}")
 
 
-def _compile(text: str, regex: bool) -> tuple[Callable[[str], tuple[int, int] | None], bytes]:
+def _compile(text: str, regex: bool) -> tuple[Matcher, bytes]:
     if not isinstance(text, str) or not text:
         raise InvalidArgument(f"the text to search for must be a non-empty str, got {text!r}")
     if not regex:
@@ -320,7 +377,7 @@ def search(
 def _search_session(
     store: SessionStore,
     summary: SessionSummary,
-    match: Callable[[str], tuple[int, int] | None],
+    match: Matcher,
     needle: bytes,
     role: str | None,
 ) -> Iterator[Hit]:
@@ -328,20 +385,94 @@ def _search_session(
     if role is None and summary.title is not None:
         span = match(summary.title)
         if span is not None:
-            yield _hit(sid, 0, None, "title", summary.title, span)
+            yield _hit(sid, 0, None, "title", "title", summary.title, span)
     logs = _logs_of(store, summary)
-    if not any(_file_may_hold(path, needle) or _has_blobs(path) for path in logs):
-        return
-    # The same needle again, line by line: only the lines that hold it are decoded.
-    for record in store.records(sid, containing=needle or None):
+    if needle:
+        wanted = (needle, *_escapes_hiding(needle))
+        held = set().union(*(_held(path, wanted) for path in logs))
+        if any(_has_blobs(path) for path in logs):
+            held.add(needle)  # the needle may be in a blob file only: records() restores it
+        if not held:
+            return
+        # The same bytes again, line by line: only the lines that hold them are decoded.
+        records = _lines_holding(store, sid, sorted(held))
+    else:
+        records = store.records(sid)
+    for record in records:
         message = record.message
         message_role = role_of(message)
         if role is not None and message_role != role:
             continue
-        for field, value in searchable(message):
-            span = match(value)
+        yield from _record_hits(sid, record.sequence, message_role, message, summary.dialect, match)
+
+
+def _lines_holding(store: SessionStore, sid: str, needles: list[bytes]) -> Iterator[RawMessageRecord]:
+    """The records whose line holds any of ``needles``, in sequence order, each once."""
+    if len(needles) == 1:
+        yield from store.records(sid, containing=needles[0])
+        return
+    streams = [store.records(sid, containing=needle) for needle in needles]
+    last = -1
+    for record in heapq.merge(*streams, key=lambda record: record.sequence):
+        if record.sequence != last:
+            last = record.sequence
+            yield record
+
+
+def _record_hits(
+    sid: str, sequence: int, role: str, message: object, dialect: str, match: Matcher
+) -> Iterator[Hit]:
+    """The hits in one message: one per matching string of its parts (`searchable`).
+
+    Where a part holds JSON as text, what a person saw of it is found too, when none of the
+    part's own strings matched: a tool call's arguments as the dialect stored them (the
+    JSON string ``"cmd":["ls"`` of a Codex rollout, whose decoded strings are ``ls``), and
+    the strings inside a tool output that is JSON text (Codex's ``{"output": ...}``, whose
+    ``\\n`` and ``\\"`` a person reads as a newline and a quote).
+    """
+    for part in message_parts(message, dialect):
+        found = False
+        for field, text in _part_strings(part):
+            span = match(text)
             if span is not None:
-                yield _hit(sid, record.sequence, message_role, field, value, span)
+                found = found or field != "name"
+                yield _hit(sid, sequence, role, part.kind, field, text, span)
+        if found:
+            continue
+        if isinstance(part, ToolCallPart) and not isinstance(part.arguments, str):
+            for text, span in _stored_arguments(message, part.arguments, match):
+                yield _hit(sid, sequence, role, part.kind, "arguments", text, span)
+        elif isinstance(part, ToolResultPart) and isinstance(part.content, str):
+            for text, span in _json_text_strings(part.content, match):
+                yield _hit(sid, sequence, role, part.kind, CONTENT, text, span)
+
+
+def _stored_arguments(
+    message: object, arguments: object, match: Matcher
+) -> Iterator[tuple[str, tuple[int, int]]]:
+    """The matching strings of ``message`` that are ``arguments`` as a JSON string.
+
+    Found by value, not by a dialect's key: a string that decodes to the call's arguments
+    is the form the dialect stored them in (``decode_arguments`` made them from it).
+    """
+    stored = message if isinstance(message, dict) else msgspec.to_builtins(message)
+    for text in _strings(stored):
+        span = match(text)
+        if span is not None and decode_arguments(text) == arguments:
+            yield text, span
+
+
+def _json_text_strings(text: str, match: Matcher) -> Iterator[tuple[str, tuple[int, int]]]:
+    """The matching strings inside ``text`` when it is a JSON object or array."""
+    if not text.lstrip().startswith(("{", "[")):
+        return
+    value = decode_arguments(text)
+    if isinstance(value, str):
+        return  # not valid JSON: the text itself was already matched
+    for inner in _strings(value):
+        span = match(inner)
+        if span is not None:
+            yield inner, span
 
 
 def naive_search(store: SessionStore, text: str, *, regex: bool = False) -> Iterator[Hit]:
@@ -355,4 +486,15 @@ def naive_search(store: SessionStore, text: str, *, regex: bool = False) -> Iter
         yield from _search_session(store, summary, match, b"", None)
 
 
-__all__ = ["CONTEXT", "Hit", "naive_search", "needle_bytes", "role_of", "search", "searchable"]
+__all__ = [
+    "CONTENT",
+    "CONTEXT",
+    "NESTED_ESCAPES",
+    "Hit",
+    "naive_search",
+    "needle_bytes",
+    "needs_escapes",
+    "role_of",
+    "search",
+    "searchable",
+]

@@ -529,8 +529,12 @@ class SessionStore:
             )
         else:
             self._write(session, handles.writer, batch.build)
-        if tally is not None and tally.kinds:
-            self._redacted(tally, session_id, operation, batch.sequences)
+        if tally is not None:
+            made = _take_made_redacted(session)
+            if made:
+                tally.add(made)
+            if tally.kinds:
+                self._redacted(tally, session_id, operation, batch.sequences)
         return batch.sequences
 
     @staticmethod
@@ -819,9 +823,12 @@ class SessionStore:
         parent_session_id: str | None = None,
         session_type: int = 0,
         metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
     ) -> SessionSummary:
         """Make an empty session (its directory and metadata) and return its summary.
 
+        ``created_at`` (a timezone-aware datetime) is the session's ``created_at`` instead of
+        now, for a session made elsewhere (an imported transcript's first record's time).
         Calling it for a session that exists changes nothing and returns its summary; a
         different ``parent_session_id`` than the session has raises `ParentMismatch`.
         """
@@ -832,6 +839,7 @@ class SessionStore:
         _meta.check_agent_name(agent_name)
         if metadata is not None and not isinstance(metadata, Mapping):
             raise InvalidArgument(f"metadata must be a mapping, got {type(metadata).__name__}")
+        began = self._handles.clock() if created_at is None else _append.record_time(created_at)
         initial = dict(metadata or {})
         _codec.encode_json(initial, "metadata")
         redactor = self._tally()
@@ -840,7 +848,8 @@ class SessionStore:
             title = redactor.redact(title) if title is not None else None
             agent_name = redactor.redact(agent_name) if agent_name is not None else None
         session = handles.session(session_id)
-        session.init = (self._handles.clock(), parent_session_id, session_type, agent_name, title)
+        session.init = (began, parent_session_id, session_type, agent_name, title)
+        session.init_redacted = {}
         session.init_metadata = initial
         handles.prepared(session, again=True)
         self._redacted(redactor, session_id, "create_session")
@@ -1068,14 +1077,20 @@ class SessionStore:
         if unknown:
             raise InvalidArgument(f"checkpoint got unknown append options: {', '.join(sorted(unknown))}")
         session = handles.session(session_id)
+        if not _dirs.exists(self._fs, os.path.join(directory, LOG_NAME)):
+            # The save would make the session: the append it ends with is checked first (as
+            # an append checks before touching a file), so a save that fails on bad options
+            # (a usage on a user message, a session_type that is no int) makes nothing.
+            self._check_first_save(session, messages, append_options)
         # A session this save makes (new, or anew after another store deleted it) gets
         # this call's labels, as an append's would (spec §9.8): the save makes it before
         # its append, so neither defaults nor an earlier append's labels may stand in.
-        # What the redactor replaces in them is counted once, by the append that follows.
+        # What the redactor replaces in them is counted once, by the append that follows,
+        # and only if this save made the session (`OpenSession.made_redacted`).
         _append.set_init(
             session, handles.clock(), append_options.get("parent_session_id"),
             append_options.get("session_type", 0), append_options.get("agent_name"),
-            append_options.get("title"), self._redactor,
+            append_options.get("title"), self._tally(),
         )  # fmt: skip
         return _checkpoint.save(
             self,
@@ -1085,6 +1100,27 @@ class SessionStore:
             reading=(self._fs, directory, self._listings, self._fork_prefix(session_id, directory)),
             lock=lambda: handles.lock_made(session),
             make=lambda: handles.writer(session),  # creates the session (and its lock file) if new
+        )
+
+    def _check_first_save(
+        self, session: Any, messages: Sequence[Message], append_options: dict[str, Any]
+    ) -> None:
+        """Encode (and drop) the append a save into a new session makes: every message it
+        keeps, with its options, so bad input raises before the session is made."""
+        _checkpoint.ids_of(messages, 0)  # refuses what is no message, as the save would
+        options = dict(append_options)
+        kept = [m for m in messages if _checkpoint.persisted(m)]
+        timings = _append.per_message(options.pop("timing", None), MessageTiming, len(kept), "timing")
+        usages = _append.usages_for(kept, options.pop("usage", None))
+        _append.encode(
+            session,
+            kept,
+            self._sizes,
+            **{**_REWRITE_DEFAULTS, **options},
+            timings=timings,
+            usages=usages,
+            clock=self._handles.clock,
+            new_id=self._handles.new_id,
         )
 
     def _rewrite_context(
@@ -1404,10 +1440,19 @@ _APPEND_OPTIONS = frozenset(inspect.signature(SessionStore.append_many).paramete
     "expected_last_sequence",  # a checkpoint decides what it appends after
 }
 
+
+def _take_made_redacted(session: OpenSession) -> dict[str, int]:
+    """What redaction replaced in the labels of a metadata file this store made, once."""
+    with session.mutex:
+        made, session.made_redacted = session.made_redacted, {}
+    return made
+
+
 #: How many times `SessionStore._write` tries a write whose session directory vanished.
 _WRITE_ATTEMPTS = 8
 
-#: What `append_many` passes to the encoder when a keyword is not given (`_rewrite_context`).
+#: What `append_many` passes to the encoder when a keyword is not given (`_rewrite_context`,
+#: and the check of a save that makes its session).
 _REWRITE_DEFAULTS: dict[str, Any] = {
     "request_id": None,
     "parent_session_id": None,

@@ -19,6 +19,7 @@ there: a message comes back equal to the one saved.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeGuard
@@ -42,7 +43,8 @@ except ImportError as exc:  # pragma: no cover - exercised in an environment wit
         'jsonl_store.adapters.pydantic_ai needs pydantic-ai: pip install "jsonl_store[pydantic-ai]"'
     ) from exc
 
-from jsonl_store import INTERRUPTED_NOTICE, InvalidArgument, ModelUsage
+import jsonl_store as _js
+from jsonl_store import INTERRUPTED_NOTICE, InvalidArgument, ModelUsage, message_parts
 
 #: The ``format`` of a stored pydantic-ai message.
 MESSAGE_FORMAT = "pydantic-ai"
@@ -229,6 +231,96 @@ class PydanticAIDialect:
                 ToolReturnPart(tool_name=name or "", content=notice, tool_call_id=call_id, **options)
             )
         return [ModelRequest(parts=parts)]
+
+    def parts(self, message: Any) -> list[_js.Part]:
+        """The parts of a ``ModelRequest``/``ModelResponse``: read from the dict it is stored
+        as (`encode`), as `jsonl_store.message_parts` reads a stored pydantic-ai message,
+        so an object and its record give the same parts. Anything else reads as neutral."""
+        if isinstance(message, (ModelRequest, ModelResponse)):
+            return message_parts(encode([message])[0])
+        return message_parts(message)
+
+    def from_parts(self, parts: Sequence[_js.Part], role: str) -> ModelMessage:
+        """A ``ModelResponse`` (``role`` ``"assistant"``) or ``ModelRequest`` holding ``parts``,
+        built as pydantic-ai's JSON and validated by pydantic-ai.
+
+        A result's tool name is not in its part: it is written as ``""``. Raises
+        `InvalidArgument` for a part the message kind cannot hold (a call in a request, an
+        image in a response, an `OtherPart` that is no stored pydantic-ai part).
+        """
+        if role == "assistant":
+            body = {"kind": "response", "parts": [_response_part(part) for part in parts]}
+        else:
+            body = {"kind": "request", "parts": [_request_part(part, role) for part in parts]}
+        return decode([{"content": body}])[0]
+
+
+def _request_part(part: _js.Part, role: str) -> dict[str, Any]:
+    """One part of a request in pydantic-ai's JSON (``part_kind``), the inverse of its reading."""
+    if isinstance(part, _js.TextPart):
+        return {"part_kind": "system-prompt" if role == "system" else "user-prompt", "content": part.text}
+    if isinstance(part, _js.ImagePart):
+        return {"part_kind": "user-prompt", "content": [_image_item(part)]}
+    if isinstance(part, _js.ToolResultPart):
+        content = part.content if isinstance(part.content, str) else [_result_item(p) for p in part.content]
+        if part.is_error and "outcome" not in _RETURN_FIELDS:
+            return {
+                "part_kind": "retry-prompt",
+                "tool_name": "",
+                "tool_call_id": part.tool_call_id,
+                "content": content,
+            }
+        result = {
+            "part_kind": "tool-return",
+            "tool_name": "",
+            "tool_call_id": part.tool_call_id,
+            "content": content,
+        }
+        if part.is_error:
+            result["outcome"] = "failed"
+        return result
+    if isinstance(part, _js.OtherPart) and isinstance(part.raw, dict):
+        if "part_kind" in part.raw:
+            return part.raw
+        if "kind" in part.raw:  # an item of a user prompt (audio, a document) the model does not map
+            return {"part_kind": "user-prompt", "content": [part.raw]}
+    raise InvalidArgument(f"a pydantic-ai request cannot hold this {part.kind} part")
+
+
+def _response_part(part: _js.Part) -> dict[str, Any]:
+    """One part of a response in pydantic-ai's JSON (``part_kind``), the inverse of its reading."""
+    if isinstance(part, _js.TextPart):
+        return {"part_kind": "text", "content": part.text}
+    if isinstance(part, _js.ReasoningPart):
+        return {"part_kind": "thinking", "content": part.text}
+    if isinstance(part, _js.ToolCallPart):
+        # pydantic-ai keeps args as an object or a JSON string: anything else as its JSON.
+        args = part.arguments
+        if not isinstance(args, dict) and args is not None:
+            args = orjson.dumps(args).decode()
+        return {"part_kind": "tool-call", "tool_name": part.name or "", "tool_call_id": part.id, "args": args}
+    if isinstance(part, _js.OtherPart) and isinstance(part.raw, dict) and "part_kind" in part.raw:
+        return part.raw
+    raise InvalidArgument(f"a pydantic-ai response cannot hold this {part.kind} part")
+
+
+def _image_item(part: _js.ImagePart) -> dict[str, Any]:
+    if part.data is not None:
+        data = base64.b64encode(part.data).decode()
+        return {"kind": "binary", "data": data, "media_type": part.media_type}
+    item: dict[str, Any] = {"kind": "image-url", "url": part.url}
+    if part.media_type is not None:
+        item["media_type"] = part.media_type
+    return item
+
+
+def _result_item(part: _js.Part) -> Any:
+    """One entry of a tool return's content list: text as a string, anything else as stored."""
+    if isinstance(part, _js.TextPart):
+        return part.text
+    if isinstance(part, _js.OtherPart):
+        return part.raw
+    raise InvalidArgument(f"a pydantic-ai tool return's content cannot hold this {part.kind} part")
 
 
 #: The dialect object: pass it as ``dialect=`` to the store's repair functions.

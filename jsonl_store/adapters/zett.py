@@ -18,10 +18,17 @@ the same context from either; `JsonlSessionExtension` is that extension over it.
   do, but as a runtime update: a title a user set (``SessionStore.update_session``)
   stays;
 - bad input, a parent that differs from the session's, and a stale or misplaced
-  snapshot raise ``ValueError``, as zett expects (the store's `SnapshotConflict` and
-  `SessionNotFound` are not ``ValueError``s; they become its ``__cause__``);
+  snapshot raise ``ValueError`` with the SQL storage's words, which zett's callers
+  match (the store's own error, `SnapshotConflict` or `InvalidArgument`, is its
+  ``__cause__``);
 - session ids are free-form strings: `jsonl_store.encode_session_id` names the
-  directories (a UUIDv7, zett's default id, is its own encoding).
+  directories (a UUIDv7, zett's default id, is its own encoding);
+- the SQL storage's session management calls (``create_session``, ``get_session``,
+  ``list_sessions``, ``update_session``, ``delete_session``, ``count_messages``,
+  ``list_raw_messages``) give zett's own ``SessionSummary`` and ``RawMessageRecord``
+  and zett's errors, on any session of the store. zett's ``update_session`` is a
+  user's change (``origin="user"``) and counts as activity, as in SQL: its time is kept
+  in the session's metadata as ``"zett_updated_at"``.
 
 An interrupted tool batch is left as the log holds it: zett's runtime answers its open
 calls itself when the next request starts (``INTERRUPTED_TOOL_RESULT``), through this
@@ -33,7 +40,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from itertools import islice, takewhile
 from typing import Any
 
@@ -44,18 +52,30 @@ try:
         BaseSessionPersistenceExtension,
         ContextSnapshot,
         RawMessageRecord,
+        SessionSummary,
         SessionView,
     )
+    from zett_agent.ids import new_uuid7
     from zett_agent.json_types import JsonValue, json_object
     from zett_agent.messages import AnyMessage, AssistantMessage
     from zett_agent.model import ModelUsage
     from zett_agent.storage import MESSAGE_TYPES, MessageKind, decode_messages, encode_messages
+    from zett_agent.sync_runtime import SyncMethodsMixin
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
     raise ImportError('jsonl_store.adapters.zett needs zett-agent: pip install "jsonl_store[zett]"') from exc
 
 # The store's public API only, as any user of it would write (no private module).
 import jsonl_store as core
-from jsonl_store import SessionNotFound, SessionStore, SnapshotConflict, decode_session_id, encode_session_id
+from jsonl_store import (
+    InvalidArgument,
+    InvalidMessage,
+    InvalidSessionId,
+    SessionNotFound,
+    SessionStore,
+    SnapshotConflict,
+    decode_session_id,
+    encode_session_id,
+)
 
 __all__ = ["JsonlSessionExtension", "JsonlSessionStorage"]
 
@@ -168,6 +188,20 @@ def _usage(usage: ModelUsage) -> core.ModelUsage:
     )
 
 
+def _message(session_id: str, sequence: int, stored: object) -> AnyMessage:
+    """The zett message a record holds. A record in another tool's shape (a Claude Code or
+    Codex session an import stored as written) is an `InvalidMessage` naming the record, not
+    pydantic's validation error, which quotes the stored text."""
+    try:
+        return _from_record(stored)
+    except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        raise InvalidMessage(
+            f"record #{sequence} of session {session_id!r} is not a message zett-agent can read "
+            "(another tool's shape, as an import stores it: jsonl-store show reads it)",
+            session_id=session_id,
+        ) from exc
+
+
 def _record(session_id: str, record: core.RawMessageRecord) -> RawMessageRecord:
     started_at = record.started_at or record.created_at  # a record appended without timing
     return RawMessageRecord(
@@ -175,7 +209,7 @@ def _record(session_id: str, record: core.RawMessageRecord) -> RawMessageRecord:
         session_id=session_id,
         request_id=record.request_id or "",
         sequence=record.sequence,
-        message=_from_record(record.message),
+        message=_message(session_id, record.sequence, record.message),
         metadata=record.metadata,
         tags=record.tags,
         started_at=started_at,
@@ -198,7 +232,7 @@ def _record(session_id: str, record: core.RawMessageRecord) -> RawMessageRecord:
 
 
 def _snapshot(session_id: str, snapshot: core.ContextSnapshot) -> ContextSnapshot:
-    compacted = _from_record(snapshot.compacted_message)
+    compacted = _message(session_id, snapshot.compacted_through_sequence, snapshot.compacted_message)
     if not isinstance(compacted, CompactedMessage):
         raise ValueError("Context snapshot must contain exactly one CompactedMessage")
     return ContextSnapshot(
@@ -216,17 +250,114 @@ def _parent(stored: str | None) -> str | None:
     return decode_session_id(stored) if stored is not None else None
 
 
-class JsonlSessionStorage:
-    """zett-agent's ``SessionStorage`` over a `SessionStore` at ``root``.
+def _stored(session_id: str) -> str | None:
+    """The directory name of a zett session id; None for an id no directory can have (``""``),
+    which names no session, as an id the SQL storage never saw names none there."""
+    try:
+        return encode_session_id(session_id)
+    except InvalidSessionId:
+        return None
+
+
+# -- zett's session management rules, in the words of its SQL storage -------------------
+# (``zett_agent/_sql_storage.py``: ``create_session``, ``list_sessions``, ``update_session``;
+# the same in zett-agent 0.1.17, 0.2.0 and 0.2.1). zett's callers match these texts.
+
+#: Where zett's ``update_session`` keeps its time: the SQL storage moves ``updated_at``
+#: (the order of ``list_sessions``) on an update, and a store session's own ``updated_at``
+#: is its last record's time.
+_UPDATED_KEY = "zett_updated_at"
+_CONFLICT = "Snapshot conflict; reload the session"
+_OUTSIDE = "Snapshot boundary must identify an existing Raw Log message"
+_BEHIND = "Snapshot boundary must advance beyond the previous checkpoint"
+
+
+def _session_type_code(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("session_type must be an integer code")
+    if value < 0:
+        raise ValueError("session_type cannot be negative")
+    return int(value)
+
+
+def _title(title: str | None) -> str | None:
+    """A title as zett stores one given to ``create_session`` or ``update_session``: stripped."""
+    if title is None:
+        return None
+    title = title.strip()
+    if not title or len(title) > 200:
+        raise ValueError("Session title must contain between 1 and 200 characters")
+    return title
+
+
+def _agent_name(agent_name: str | None) -> str | None:
+    if agent_name is None:
+        return None
+    agent_name = agent_name.strip()
+    if not agent_name or len(agent_name) > 64:
+        raise ValueError("Agent name must contain between 1 and 64 characters")
+    return agent_name
+
+
+def _page(limit: int, offset: int) -> None:
+    if limit < 1:
+        raise ValueError("limit must be positive")
+    if offset < 0:
+        raise ValueError("offset cannot be negative")
+
+
+def _updated_at(summary: core.SessionSummary) -> datetime:
+    """The session's last activity as zett counts it: its last record or zett's last update."""
+    stamp = summary.metadata.get(_UPDATED_KEY)
+    try:
+        updated = datetime.fromisoformat(stamp) if isinstance(stamp, str) else None
+    except ValueError:
+        updated = None  # edited by hand: the records' time stands
+    if updated is None or updated.tzinfo is None:
+        return summary.updated_at
+    return max(summary.updated_at, updated)
+
+
+def _summary(session_id: str, summary: core.SessionSummary) -> SessionSummary:
+    """The store's summary as zett's, under zett's id for the session."""
+    return SessionSummary(
+        session_id=session_id,
+        parent_session_id=_parent(summary.parent_session_id),
+        session_type=summary.session_type,
+        title=summary.title,
+        agent_name=summary.agent_name,
+        message_count=summary.message_count,
+        created_at=summary.created_at,
+        updated_at=_updated_at(summary),
+    )
+
+
+def _listing_key(summary: core.SessionSummary) -> tuple[datetime, str] | None:
+    """Where a session goes in zett's list: (last activity, zett's id). None when no zett id
+    names it or its parent (``a.b``, made with the store's own API: ``encode_session_id``
+    never makes it, so zett could not open it)."""
+    try:
+        session_id = decode_session_id(summary.session_id)
+        _parent(summary.parent_session_id)
+    except InvalidSessionId:
+        return None
+    return _updated_at(summary), session_id
+
+
+class JsonlSessionStorage(SyncMethodsMixin):
+    """zett-agent's ``SessionStorage`` over a `SessionStore` at ``root``, with every call of
+    zett's ``SQLSessionStorage`` but its database ones (``build_url``, ``for_mysql``, ...).
 
     ``store_options`` go to `SessionStore` (``durability``, ``lock_timeout``, ...);
-    ``self.store`` is that store, for everything zett's protocol does not cover
-    (``records``, ``update_session``, ``jsonl-store show``). Each call runs the store in
-    a worker thread, so the event loop is never blocked.
+    ``self.store`` is that store, for everything zett's calls do not cover (``records``,
+    ``fork``, ``jsonl-store show``). Each call runs the store in a worker thread, so the
+    event loop is never blocked; ``sync()`` is zett's blocking view of the storage.
     """
 
     def __init__(self, root: str | os.PathLike[str], **store_options: Any) -> None:
         self.store = SessionStore(root, **store_options)
+        #: The store's clock, for the time zett's update_session keeps (`_UPDATED_KEY`).
+        self._clock: Callable[[], datetime] = store_options.get("clock") or (lambda: datetime.now(UTC))
         #: Each session's parent, once seen: a parent never changes, so an append needs
         #: no metadata read to check it (zett's SQL storage checks it on every append).
         self._parents: dict[str, str | None] = {}
@@ -270,6 +401,10 @@ class JsonlSessionStorage:
             "title": title,
             "agent_name": agent_name,
         }
+        if parent_session_id is not None and parent_session_id == session_id:
+            # SQL stores a session as its own parent; the store refuses one (a parent chain
+            # must end), so this is refused in the words zett's create_session uses for it.
+            raise ValueError("parent_session_id must differ from session_id")
         record = _to_record(message)
         return await asyncio.to_thread(self._append, session_id, record, parent_session_id, options)
 
@@ -310,12 +445,132 @@ class JsonlSessionStorage:
             self._list, session_id, after_sequence, through_sequence, limit, offset
         )
 
+    async def create_session(
+        self,
+        *,
+        session_id: str | None = None,
+        parent_session_id: str | None = None,
+        title: str | None = None,
+        agent_name: str | None = None,
+        session_type: int = 0,  # zett's own sessions' type (zett_agent.storage)
+    ) -> SessionSummary:
+        """An empty session (a new UUIDv7 id when none is given); ``ValueError`` if it exists."""
+        resolved_id = session_id or new_uuid7()
+        if not resolved_id.strip():
+            raise ValueError("session_id cannot be empty")
+        if parent_session_id is not None and not parent_session_id.strip():
+            raise ValueError("parent_session_id cannot be empty")
+        if parent_session_id == resolved_id:
+            raise ValueError("parent_session_id must differ from session_id")
+        fields = (_title(title), _agent_name(agent_name), _session_type_code(session_type))
+        return await asyncio.to_thread(self._create, resolved_id, parent_session_id, *fields)
+
+    async def list_sessions(
+        self,
+        *,
+        session_types: Sequence[int] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[SessionSummary]:
+        """One page of the store's sessions (of ``session_types``), latest activity first."""
+        _page(limit, offset)
+        codes = tuple(_session_type_code(value) for value in session_types) if session_types else None
+        return await asyncio.to_thread(self._list_sessions, codes, limit, offset)
+
+    async def count_messages(self, session_id: str) -> int:
+        """The number of raw-log records (0 for an unknown session), read from the log's end."""
+        summary = await self.get_session(session_id)
+        return summary.message_count if summary is not None else 0
+
+    async def get_session(self, session_id: str) -> SessionSummary | None:
+        """The session's summary without its messages; None for an unknown session."""
+        return await asyncio.to_thread(self._get, session_id)
+
+    async def update_session(
+        self,
+        session_id: str,
+        *,
+        title: str | None = None,
+        agent_name: str | None = None,
+    ) -> SessionSummary | None:
+        """Set the title or agent name (a user's change, which later runtime updates leave);
+        None for an unknown session."""
+        if title is None and agent_name is None:
+            raise ValueError("At least one session field must be supplied")
+        changes = {"title": _title(title), "agent_name": _agent_name(agent_name)}
+        given = {name: value for name, value in changes.items() if value is not None}
+        return await asyncio.to_thread(self._update, session_id, given)
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Delete the session's files (`SessionStore.delete_session`); False when there were none."""
+        return await asyncio.to_thread(self._delete, session_id)
+
     # -- the blocking halves, run in a worker thread ------------------------------------
+
+    def _create(
+        self,
+        session_id: str,
+        parent_session_id: str | None,
+        title: str | None,
+        agent_name: str | None,
+        kind: int,
+    ) -> SessionSummary:
+        stored_id = encode_session_id(session_id)
+        stored_parent = encode_session_id(parent_session_id) if parent_session_id is not None else None
+        # The store's create_session returns a session that exists as it is; zett's refuses.
+        # Two processes creating one id at once both succeed here (SQL's second one fails
+        # with the database's IntegrityError, no ValueError either).
+        if self.store.get_session(stored_id) is not None:
+            raise ValueError(f"Session already exists: {session_id}")
+        summary = self.store.create_session(
+            stored_id, title=title, agent_name=agent_name, parent_session_id=stored_parent, session_type=kind
+        )
+        self._parents[stored_id] = summary.parent_session_id
+        return _summary(session_id, summary)
+
+    def _list_sessions(self, codes: tuple[int, ...] | None, limit: int, offset: int) -> list[SessionSummary]:
+        found = [
+            (key, stored)
+            for stored in self.store.list_sessions()
+            if codes is None or stored.session_type in codes
+            if (key := _listing_key(stored)) is not None
+        ]
+        # SQL's order: ORDER BY updated_at DESC, id DESC (zett's ids, not directory names);
+        # zett's summaries are made for the page only.
+        found.sort(key=lambda item: item[0], reverse=True)
+        return [_summary(key[1], stored) for key, stored in found[offset : offset + limit]]
+
+    def _get(self, session_id: str) -> SessionSummary | None:
+        stored_id = _stored(session_id)
+        summary = self.store.get_session(stored_id) if stored_id is not None else None
+        return _summary(session_id, summary) if summary is not None else None
+
+    def _update(self, session_id: str, changes: dict[str, Any]) -> SessionSummary | None:
+        stored_id = _stored(session_id)
+        if stored_id is None:
+            return None
+        activity = {_UPDATED_KEY: self._clock().isoformat()}
+        try:
+            summary = self.store.update_session(stored_id, metadata=activity, **changes)
+        except SessionNotFound:
+            return None
+        return _summary(session_id, summary)
+
+    def _delete(self, session_id: str) -> bool:
+        stored_id = _stored(session_id)
+        if stored_id is None:
+            return False
+        # A session made again after its deletion may have another parent.
+        self._parents.pop(stored_id, None)
+        return self.store.delete_session(stored_id)
 
     def _list(
         self, session_id: str, after: int, through: int | None, limit: int, offset: int
     ) -> list[RawMessageRecord]:
-        records = self.store.records(encode_session_id(session_id), after=after)
+        stored_id = _stored(session_id)
+        if stored_id is None:
+            return []  # no session has that id, as in SQL
+        records = self.store.records(stored_id, after=after)
         try:
             wanted = takewhile(lambda r: through is None or r.sequence <= through, records)
             return [_record(session_id, record) for record in islice(wanted, offset, offset + limit)]
@@ -325,7 +580,10 @@ class JsonlSessionStorage:
                 close()
 
     def _load(self, session_id: str) -> SessionView:
-        view = self.store.load(encode_session_id(session_id))
+        stored_id = _stored(session_id)
+        if stored_id is None:
+            return SessionView(session_type=0)  # an unknown session, as in SQL
+        view = self.store.load(stored_id)
         return SessionView(
             parent_session_id=_parent(view.parent_session_id),
             session_type=view.session_type,
@@ -341,11 +599,12 @@ class JsonlSessionStorage:
         stored_id = encode_session_id(session_id)
         stored_parent = encode_session_id(parent_session_id) if parent_session_id is not None else None
         title, agent_name = options["title"], options["agent_name"]
-        summary = None
-        if title is not None or agent_name is not None or stored_id not in self._parents:
-            summary = self.store.get_session(stored_id)
-            if summary is not None:
-                self._parents[stored_id] = summary.parent_session_id
+        read = title is not None or agent_name is not None or stored_id not in self._parents
+        summary = self._read_parent(stored_id) if read else None
+        if not read and self._parents[stored_id] != stored_parent:
+            # Before refusing, the session as it is now: another process may have deleted
+            # it and made it again with another parent.
+            summary = self._read_parent(stored_id)
         # zett's SQL storage refuses any other parent than the session's, None included;
         # the store itself only refuses a different one it is given.
         if stored_id in self._parents and self._parents[stored_id] != stored_parent:
@@ -366,22 +625,48 @@ class JsonlSessionStorage:
             self.store.update_session(stored_id, origin="runtime", **changes)
         return sequence
 
+    def _read_parent(self, stored_id: str) -> core.SessionSummary | None:
+        """The session's summary, its parent remembered (forgotten when there is no session)."""
+        summary = self.store.get_session(stored_id)
+        if summary is None:
+            self._parents.pop(stored_id, None)
+        else:
+            self._parents[stored_id] = summary.parent_session_id
+        return summary
+
     def _snapshot(
         self, session_id: str, record: dict[str, Any], compacted_through_sequence: int, expected_version: int
     ) -> ContextSnapshot:
+        stored_id = encode_session_id(session_id)
         try:
-            snapshot = self.store.snapshot(
-                encode_session_id(session_id), record, compacted_through_sequence, expected_version
-            )
+            snapshot = self.store.snapshot(stored_id, record, compacted_through_sequence, expected_version)
         except SnapshotConflict as exc:
-            raise ValueError("Snapshot conflict; reload the session") from exc
-        except SessionNotFound as exc:
-            raise ValueError("Snapshot boundary must identify an existing Raw Log message") from exc
+            raise ValueError(_CONFLICT) from exc
+        except (SessionNotFound, InvalidArgument) as exc:
+            reason = self._refusal(stored_id, compacted_through_sequence, expected_version)
+            if reason is None:
+                raise  # a refusal SQL has no words for: a fork's boundary before its branch, a size
+            raise ValueError(reason) from exc
         return _snapshot(session_id, snapshot)
+
+    def _refusal(self, stored_id: str, through: int, expected_version: int) -> str | None:
+        """What zett's SQL storage says of a snapshot the store refused, checked in its order
+        (version, then the boundary in the log, then past the previous one), on the session as
+        it is now: the store checks the boundary's advance before its place in the log."""
+        summary = self.store.get_session(stored_id)
+        latest = self.store.load(stored_id).snapshot if summary is not None else None
+        if (latest.version if latest is not None else 0) != expected_version:
+            return _CONFLICT
+        if through < 1 or through > (summary.message_count if summary is not None else 0):
+            return _OUTSIDE
+        if latest is not None and through <= latest.compacted_through_sequence:
+            return _BEHIND
+        return None
 
 
 class JsonlSessionExtension(BaseSessionPersistenceExtension[JsonlSessionStorage]):
-    """zett's persistence extension over `JsonlSessionStorage`: where ``SQLiteSessionExtension`` goes.
+    """zett's persistence extension over `JsonlSessionStorage`, the drop-in for
+    ``SQLiteSessionExtension``/``SQLSessionExtension``: every call they offer, alike.
 
     It is the subclass zett's docs ask a storage to come with (``BaseSessionPersistenceExtension``
     does the restoring, appending and compacting); ``self.storage`` is the storage.
@@ -389,6 +674,70 @@ class JsonlSessionExtension(BaseSessionPersistenceExtension[JsonlSessionStorage]
 
     def __init__(self, root: str | os.PathLike[str], **store_options: Any) -> None:
         super().__init__(JsonlSessionStorage(root, **store_options))
+
+    async def list_raw_messages(
+        self,
+        session_id: str,
+        *,
+        after_sequence: int = 0,
+        through_sequence: int | None = None,
+        limit: int = 10_000,
+        offset: int = 0,
+    ) -> list[RawMessageRecord]:
+        """One page of the session's whole raw log (`JsonlSessionStorage.list_raw_messages`)."""
+        return await self.storage.list_raw_messages(
+            session_id,
+            after_sequence=after_sequence,
+            through_sequence=through_sequence,
+            limit=limit,
+            offset=offset,
+        )
+
+    async def create_session(
+        self,
+        *,
+        session_id: str | None = None,
+        parent_session_id: str | None = None,
+        title: str | None = None,
+        agent_name: str | None = None,
+        session_type: int = 0,
+    ) -> SessionSummary:
+        """An empty session (`JsonlSessionStorage.create_session`)."""
+        return await self.storage.create_session(
+            session_id=session_id,
+            parent_session_id=parent_session_id,
+            title=title,
+            agent_name=agent_name,
+            session_type=session_type,
+        )
+
+    async def list_sessions(
+        self,
+        *,
+        session_types: Sequence[int] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[SessionSummary]:
+        """One page of sessions, latest activity first (`JsonlSessionStorage.list_sessions`)."""
+        return await self.storage.list_sessions(session_types=session_types, limit=limit, offset=offset)
+
+    async def get_session(self, session_id: str) -> SessionSummary | None:
+        """The session's summary, or None (`JsonlSessionStorage.get_session`)."""
+        return await self.storage.get_session(session_id)
+
+    async def update_session(
+        self,
+        session_id: str,
+        *,
+        title: str | None = None,
+        agent_name: str | None = None,
+    ) -> SessionSummary | None:
+        """Set the title or agent name (`JsonlSessionStorage.update_session`)."""
+        return await self.storage.update_session(session_id, title=title, agent_name=agent_name)
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Delete the session's files (`JsonlSessionStorage.delete_session`)."""
+        return await self.storage.delete_session(session_id)
 
     async def close(self) -> None:
         """Release the store's open descriptors, as ``SQLSessionExtension.close`` releases its pool."""

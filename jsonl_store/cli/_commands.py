@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import Problem, Redaction, SessionNotFound, SessionStore, SessionSummary
 from ..store import UNUSABLE_KINDS
-from . import _format, _progress, _safe, _term
+from . import _format, _messages, _progress, _safe, _term
 from ._blocks import Block, Styled
 
 ROOT_ENV = "JSONL_STORE_ROOT"
@@ -150,11 +150,11 @@ def demo(args: argparse.Namespace) -> int:
             f"{_format.plural(len(view.raw_tail), 'record')} follow it in the tail)"
         ),
         "",
-        *_format.render_context(
+        *_messages.render_context(
             view, closed, added_note="added on restore: the call was interrupted", width=width()
         ),
         "",
-        f"The process was killed while {', '.join(_format.open_calls(view, closed))} ran. view.messages",
+        f"The process was killed while {', '.join(_messages.open_calls(view, closed))} ran. view.messages",
         "keeps that last tool batch open; model_context(close_last=True) answers each open call",
         "with an error result, so a provider accepts the context and the model knows the call",
         "may have run in part.",
@@ -174,6 +174,7 @@ def demo(args: argparse.Namespace) -> int:
                 for sid, items, totals in usage
             ],
             right=range(1, 7),
+            wrap=(0,),
         ),
         "",
         heading("== Files =="),

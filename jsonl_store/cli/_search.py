@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 
 from .. import SessionSummary
-from ..search import Hit, search
+from ..search import CONTENT, Hit, search
 from . import _commands as c
 from . import _safe
 from ._progress import Progress, progress
@@ -40,7 +40,8 @@ def step(bar: Progress) -> Callable[[SessionSummary], None]:
 
 
 def hit_line(hit: Hit, *, colour: bool) -> str:
-    """One hit as a line: where it is, then its snippet with the match marked (in colour) or plain.
+    """One hit as a line: where it is, what matched (`label`), then its snippet with the match
+    marked (in colour) or plain.
 
     The three parts of the snippet are escaped one by one (`_safe.escape`), so a stored
     control character cannot end or fake the highlight.
@@ -53,7 +54,15 @@ def hit_line(hit: Hit, *, colour: bool) -> str:
     if colour:
         shown = f"{_MARK_ON}{shown}{_MARK_OFF}"
     where = f"{hit.session_id} title" if hit.sequence == 0 else f"{hit.session_id} #{hit.sequence} {hit.role}"
-    return f"{_safe.escape(where)} ({hit.field}): {lead}{_safe.escape(before)}{shown}{_safe.escape(after)}"
+    return f"{_safe.escape(where)} ({label(hit)}): {lead}{_safe.escape(before)}{shown}{_safe.escape(after)}"
+
+
+def label(hit: Hit) -> str:
+    """What matched: the part's kind, and the field when it is not the part's own text
+    (``tool_call name``, ``tool_call arguments``, ``image url``)."""
+    if hit.field in (CONTENT, hit.kind):
+        return hit.kind
+    return f"{hit.kind} {hit.field}"
 
 
 def run(args: argparse.Namespace) -> int:

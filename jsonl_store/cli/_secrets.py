@@ -106,7 +106,9 @@ def _allow(store: SessionStore, args: argparse.Namespace) -> int:
         raise c.CliError("scan --allow takes fingerprints only (no ID, no --strict)")
     added = store.allow_findings(args.allow)
     if args.json:
-        c.emit_json({"added": added, "allowlist": os.path.join(store.root, ALLOW_NAME)})
+        # "already": the ones the text calls "already there", so the JSON says all it does.
+        already = sorted(set(args.allow) - set(added))
+        c.emit_json({"added": added, "already": already, "allowlist": os.path.join(store.root, ALLOW_NAME)})
     else:
         known = len(args.allow) - len(added)
         c.emit(

@@ -13,7 +13,7 @@ import argparse
 from typing import Any
 
 from .. import Message, RawMessageRecord, SessionView
-from . import _format, _term
+from . import _format, _messages, _term
 from ._blocks import Block
 from ._commands import CliError, emit_json, existing, open_store, width
 
@@ -38,7 +38,7 @@ def _context_entries(view: SessionView, messages: list[Message]) -> list[dict[st
 
 
 def _open_batch(view: SessionView, closed: list[Message], *, closing: bool) -> list[Block]:
-    pending = _format.open_calls(view, closed)
+    pending = _messages.open_calls(view, closed)
     if not pending or closing:
         return []
     return [
@@ -57,8 +57,13 @@ def show(args: argparse.Namespace) -> int:
     snapshot = view.snapshot
     closed = view.model_context(close_last=True)
     context = args.context or args.close
+    children = store.list_sessions(parent_session_id=args.session_id)
     if args.json:
-        document: dict[str, Any] = {"session": summary, "snapshot": snapshot}
+        document: dict[str, Any] = {
+            "session": summary,
+            "children": [child.session_id for child in children],
+            "snapshot": snapshot,
+        }
         if context:
             document["messages"] = _context_entries(view, closed if args.close else view.messages)
         else:
@@ -67,18 +72,19 @@ def show(args: argparse.Namespace) -> int:
         emit_json(document)
         return 0
     columns = width()
-    children = store.list_sessions(parent_session_id=args.session_id)
     blocks: list[Block] = list(_format.render_summary(summary, view, children))
     if context:
         messages = closed if args.close else view.messages
         source = "view.model_context(close_last=True)" if args.close else "view.messages"
         blocks += ["", f"Context ({source}, {_format.plural(len(messages), 'message')}):", ""]
-        blocks += _format.render_context(view, messages, full=args.full, width=columns)
+        blocks += _messages.render_context(view, messages, full=args.full, width=columns)
     else:
         records = list(store.records(args.session_id))
         kind = "Raw log" if args.raw else "Transcript"
         blocks += ["", f"{kind} ({_format.plural(len(records), 'record')}):", ""]
-        blocks += _format.render_records(records, snapshot, full=args.full, width=columns, raw=args.raw)
+        blocks += _messages.render_records(
+            records, snapshot, dialect=summary.dialect, full=args.full, width=columns, raw=args.raw
+        )
     blocks += _open_batch(view, closed, closing=args.close)
     _term.show(blocks, pager=not args.no_pager)
     return 0

@@ -21,23 +21,41 @@ import select
 import stat
 import sys
 import time
+from typing import Any
 
 from .. import Problem, RawMessageRecord, SessionStore
-from . import _format, _safe
+from . import _format, _messages, _safe
 from ._commands import emit, existing, open_store, warn, width
 
 #: Seconds between two looks at the log while following.
 POLL_SECONDS = 0.25
 
 
-def _print(records: list[RawMessageRecord], args: argparse.Namespace) -> None:
-    if args.json:
-        out = sys.stdout
-        for record in records:  # one JSON line per record, as `cat` prints them
-            out.write(_safe.json_text(_format.dumps(record), out))
-    else:
-        emit(_format.render_records(records, None, full=args.full, width=width()))
-    sys.stdout.flush()  # a pipe reader (`tail -f | grep`) sees each record as it comes
+class _Printer:
+    """Prints records as they come: JSON lines, or the transcript in the session's dialect.
+
+    The tool names of the calls printed so far are kept, so a result that arrives in a
+    later poll than its call is still named after it.
+    """
+
+    def __init__(self, args: argparse.Namespace, dialect: str) -> None:
+        self.json: bool = args.json
+        self.full: bool = args.full
+        self.dialect = dialect
+        self.names: dict[Any, str | None] = {}
+
+    def __call__(self, records: list[RawMessageRecord]) -> None:
+        if self.json:
+            out = sys.stdout
+            for record in records:  # one JSON line per record, as `cat` prints them
+                out.write(_safe.json_text(_format.dumps(record), out))
+        else:
+            emit(
+                _messages.render_records(
+                    records, None, dialect=self.dialect, full=self.full, width=width(), names=self.names
+                )
+            )
+        sys.stdout.flush()  # a pipe reader (`tail -f | grep`) sees each record as it comes
 
 
 class _WarnOnce:
@@ -102,13 +120,14 @@ def _after(store: SessionStore, session_id: str, last: int, n: int) -> list[RawM
 
 def tail(args: argparse.Namespace) -> int:
     store = open_store(args, _WarnOnce() if args.follow else None)
-    existing(store, args.session_id)
+    summary = existing(store, args.session_id)
+    _print = _Printer(args, summary.dialect)
     records = store.tail(args.session_id, args.lines)
     if not args.follow:
-        _print(records, args)
+        _print(records)
         return 0
     try:  # from the first line printed on, Ctrl-C is how it ends
-        _print(records, args)
+        _print(records)
         # From the last record printed, so one appended since store.tail is not skipped.
         last = records[-1].sequence if records else _last_sequence(store, args.session_id)
         while True:
@@ -118,7 +137,7 @@ def tail(args: argparse.Namespace) -> int:
             if newest > last:
                 new = _after(store, args.session_id, last, newest - last)
                 if new:
-                    _print(new, args)
+                    _print(new)
                     last = new[-1].sequence
                 else:  # it was deleted or cut short meanwhile: look again at the next poll
                     time.sleep(POLL_SECONDS)

@@ -8,9 +8,10 @@ screen, and `show` also hands output longer than the screen to a pager, as git d
 https://git-scm.com/docs/git-config#Documentation/git-config.txt-corepager).
 
 Whatever the screen, every piece of stored text is escaped first (`_safe.escape`), and
-rich is handed `rich.text.Text` objects, never markup, so a stored ``[bold]`` or
-``:smile:`` prints as written. The only control sequences on the screen are rich's own
-colours (SGR, ``ESC [ ... m``).
+rich only renders a style around text already escaped, never markup, so a stored
+``[bold]`` or ``:smile:`` prints as written. The only control sequences on the screen
+are rich's own colours (SGR, ``ESC [ ... m``). Tables are laid out by `_blocks.Table` to
+the terminal's width: text columns wrap, numbers are never cut.
 """
 
 from __future__ import annotations
@@ -23,13 +24,10 @@ import shutil
 import signal
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from ._blocks import Block, Styled, Table, plain_lines
 from ._safe import encodable, escape
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 #: The width of text that goes to a pipe or a file (and of a terminal that will not say).
 DEFAULT_WIDTH = 100
@@ -92,52 +90,11 @@ def screen(stream: TextIO | None = None) -> Screen:
     return Screen(tty=tty, width=max(width, MIN_WIDTH), height=height, rich=drawn, colour=colour)
 
 
-def _console(file: io.StringIO, where: Screen) -> Console:
-    from rich.console import Console
-
-    return Console(
-        file=file,
-        force_terminal=True,
-        # None: no escape sequence at all, not even bold, when colour is off.
-        color_system="auto" if where.colour else None,
-        width=where.width,
-        # Text objects only, so these never apply; off all the same, so nothing stored is
-        # ever read as markup, an emoji code or something to highlight.
-        markup=False,
-        emoji=False,
-        highlight=False,
-        legacy_windows=False,
-    )
-
-
-def _rich_table(table: Table) -> object:
-    from rich.table import Table as RichTable
-    from rich.text import Text
-
-    out = RichTable(
-        box=None,  # columns two spaces apart, as in the plain form: room for the cells
-        header_style="bold underline",
-        pad_edge=False,
-        padding=(0, 1),
-    )
-    for i, name in enumerate(table.header):
-        out.add_column(
-            Text(escape(name)),
-            justify="right" if i in table.right else "left",
-            no_wrap=i not in table.wrap,
-            overflow="fold",
-        )
-    for row in table.rows:
-        out.add_row(*(Text(escape(cell)) for cell in row))
-    return out
-
-
 def _rich_text(blocks: Sequence[Block], where: Screen) -> str:
     from rich.color import ColorSystem
     from rich.style import Style
 
     buffer = io.StringIO()
-    console = _console(buffer, where)
     styles: dict[str, Style] = {}
 
     def styled(text: str, style: str) -> str:
@@ -152,7 +109,11 @@ def _rich_text(blocks: Sequence[Block], where: Screen) -> str:
 
     for block in blocks:
         if isinstance(block, Table):
-            console.print(_rich_table(block))
+            # Laid out here, not by rich: rich narrows any column of a table too wide for
+            # the terminal, numbers included, down to nothing (`Table.lines` never cuts one).
+            header, rows = block.layout(where.width)
+            buffer.write("".join(styled(line, "bold") + "\n" for line in header))
+            buffer.write("".join(row + "\n" for row in rows))
         elif isinstance(block, Styled):
             buffer.write("".join(styled(escape(text), style) for text, style in block.parts) + "\n")
         else:
@@ -165,7 +126,9 @@ def render(blocks: Sequence[Block], where: Screen, stream: object) -> str:
     if where.rich:
         text = _rich_text(blocks, where)
     else:
-        text = "".join(escape(line) + "\n" for line in plain_lines(blocks))
+        text = "".join(
+            escape(line) + "\n" for line in plain_lines(blocks, where.width if where.tty else None)
+        )
     return encodable(text, stream)
 
 

@@ -96,6 +96,7 @@ def _store(store: SessionStore, as_json: bool) -> int:
                 ("total", _format.count(calls), *_counts(overall)),
             ],
             right=right,
+            wrap=(0,),
         ),
         "",
         heading("Per model"),
@@ -103,6 +104,7 @@ def _store(store: SessionStore, as_json: bool) -> int:
             ("MODEL", "CALLS", *_HEADER),
             [(model, _format.count(len(items)), *_counts(_sum(items))) for model, items in models],
             right=right,
+            wrap=(0,),
         ),
     ]
     emit(blocks)

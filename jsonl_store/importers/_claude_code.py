@@ -6,9 +6,13 @@ Claude Code writes one JSON object per line: ``user`` and ``assistant`` lines wh
 are stored as Anthropic-shaped dicts, so the session's dialect is ``"anthropic"``:
 
 - Claude Code writes one line per content block of an assistant message, each repeating
-  the message's ``usage``. Consecutive lines of one ``message.id`` become one record with
-  all the blocks, and its usage counts once: the last line's (the most complete while
-  streaming), never again for the same message id or ``requestId``.
+  the message's ``usage`` as it stood when the line was written. Consecutive lines of one
+  ``message.id`` become one record with all the blocks; lines of it apart (the results of
+  parallel tool calls between them) make one record each. Its usage counts once per
+  message id (``requestId`` when it has none): the largest its lines report, on the record
+  holding that line. ccusage keys on ``message.id`` and ``requestId`` too, but keeps the
+  first line's, whose ``output_tokens`` is a streaming placeholder
+  (https://github.com/ccusage/ccusage/issues/901).
 - A line whose ``uuid`` was read before (a session resumed into its own file, files
   concatenated) is skipped and counted as ``duplicate``, also when the first copy came
   in an earlier import: each record keeps its lines' uuids (``uuid``, and ``uuids`` for
@@ -21,6 +25,15 @@ are stored as Anthropic-shaped dicts, so the session's dialect is ``"anthropic"`
   and a call left without a result (the user interrupted, the process died) is the open
   batch tool-batch repair closes.
 - ``compact_boundary`` lines and ``isCompactSummary`` user messages become a snapshot.
+  ``summary`` lines before the session's first message (Claude Code writes them at the
+  top of a conversation that goes on from earlier ones) become one snapshot too, their
+  texts its compacted message, replacing nothing; a ``summary`` line after a message is
+  a title of the conversation so far, kept as a hidden record. Either also gives the
+  session its title when it has no better one.
+- Branches: a rewound conversation holds two children of one line (`_branches`). The
+  chain ending at the last message is the context; the messages of an abandoned branch
+  are stored where the file has them, hidden (``include_in_messages=False``) and marked
+  (``metadata["branch"] == "abandoned"``).
 - Sub-agents: lines with ``isSidechain`` in a session's own file go to a child session
   per chain (a chain starts at a sidechain line with no ``parentUuid``); a file of its
   own (``agent-<id>.jsonl`` beside the session, or ``<session>/subagents/agent-<id>.jsonl``
@@ -40,7 +53,18 @@ from typing import Any
 
 from .. import ModelUsage, encode_session_id
 from . import _source
-from ._engine import Collector, Compaction, Entry, Parsed, Target, session_id_for, token_count
+from ._branches import Tree
+from ._engine import (
+    Collector,
+    Compaction,
+    Entry,
+    Event,
+    Parsed,
+    Target,
+    UsageUpdate,
+    session_id_for,
+    token_count,
+)
 
 PREFIX = "claude-code-"
 #: Line types that carry a title for the session, and the key holding it.
@@ -108,6 +132,23 @@ class _Group:
     metadata: dict[str, Any] = field(default_factory=dict)
     #: The ``uuid`` of each line after the first (the first's is in ``metadata``).
     more_uuids: list[str] = field(default_factory=list)
+    #: The largest usage its lines report (`_larger`).
+    usage: ModelUsage | None = None
+
+
+def _larger(usage: ModelUsage | None, other: ModelUsage | None) -> ModelUsage | None:
+    """The larger of two usages of one message: Claude Code writes a streamed message's lines
+    as it goes, so a later line's ``output_tokens`` is larger (a tie goes to ``other``, the later)."""
+    if usage is None or (other is not None and other.total_tokens >= usage.total_tokens):
+        return other
+    return usage
+
+
+def _counted(saved: object) -> dict[str, Any]:
+    """The ``counted`` state an import saved: a mapping, or (an older import's) a list of ids."""
+    if isinstance(saved, dict):
+        return dict(saved)
+    return dict.fromkeys(saved if isinstance(saved, list) else (), True)
 
 
 def _remember(mapping: dict[str, Any], key: str, value: Any) -> None:
@@ -176,20 +217,47 @@ class _Parse:
         self.boundary: tuple[_source.SourceLine, dict[str, Any]] | None = None  # waiting for its summary
         self.title_rank = 0
         self.chains: dict[str, str] = dict(out.state.get("chains") or {})
-        self.counted: dict[str, bool] = dict.fromkeys(out.state.get("counted") or (), True)
+        #: Per message id counted: ``[request id, total_tokens]`` of the usage its record holds
+        #: (``True`` in the state an older import saved: the counts are not known).
+        self.counted: dict[str, Any] = _counted(out.state.get("counted"))
+        #: The message ids counted by an earlier import, whose usage is in a record already.
+        self.counted_before = dict(self.counted)
+        #: Per message id of this pass: the entry holding its usage, and that usage.
+        self.usage_at: dict[str, tuple[Entry, ModelUsage]] = {}
+        #: Per message id counted before: this pass's larger usage for it, and where.
+        self.larger: dict[str, tuple[Entry, ModelUsage, str]] = {}
         self.seen: dict[str, object] = {}  # the content of each line uuid of this pass
+        self.tree = Tree()  # the main session's lines, for its branches
+        #: Whether the main session holds a message (a ``summary`` line before one is a compaction).
+        self.began = bool(out.state.get("began"))
+        #: ``summary`` lines before the first message, waiting for it: (line, text).
+        self.summaries: list[tuple[_source.SourceLine, str]] = []
+        self.last_time: str | None = None  # the last line's timestamp
 
     def run(self, lines: Iterator[Parsed]) -> None:
         for line, d in lines:
             self.line(line, d)
         self.flush()
         self.close_boundary(None)
+        self.close_summaries(self.last_time)
+        for entry in self.tree.abandoned():
+            # Left out of the context, kept and marked (the README's "Branches" says why).
+            entry.message["include_in_messages"] = False
+            entry.metadata["branch"] = "abandoned"
+        self.update_usage()
         self.out.state["chains"] = self.chains
-        self.out.state["counted"] = list(self.counted)
+        self.out.state["counted"] = self.counted
+        self.out.state["began"] = self.began
 
     def line(self, line: _source.SourceLine, d: dict[str, Any]) -> None:
         kind = d.get("type")
         message = d.get("message")
+        if isinstance(d.get("timestamp"), str):
+            self.last_time = d["timestamp"]
+        if self.agent_file or not d.get("isSidechain"):
+            self.tree.link(d)
+        if kind == "summary" and isinstance(d.get("summary"), str):
+            self.summary(line, d)
         if kind in ("user", "assistant") and isinstance(message, dict):
             if self.repeated(d.get("uuid"), message.get("content")):
                 self.out.skip("duplicate")
@@ -218,10 +286,15 @@ class _Parse:
         if uuid in self.seen:
             return _holds(self.seen[uuid], content)
         self.seen[uuid] = content
+        # An earlier import stored the line as the store keeps it: redacted, when it held a secret.
+        kept: object = None
         for session_id in {self.out.main.session_id, *self.chains.values()}:
             stored = self.out.stored_lines(session_id).get(uuid)
-            if isinstance(stored, dict) and _holds(stored.get("content"), content):
-                return True
+            if isinstance(stored, dict):
+                if kept is None:
+                    kept = self.out.as_stored({"content": content}).get("content")
+                if _holds(stored.get("content"), kept):
+                    return True
         return False
 
     def message(
@@ -237,14 +310,16 @@ class _Parse:
             return
         self.close_boundary(None)
         session_id = self.route(d)
+        if session_id == self.out.main.session_id:
+            self.tree.message(d, message)
         metadata = {k: d[k] for k in ("timestamp", "uuid") if isinstance(d.get(k), str)}
         if kind == "user":
             self.flush()
-            self.out.add(
-                Entry(
-                    session_id, {"role": "user", "content": content}, line.number, line.end, metadata=metadata
-                )
+            entry = Entry(
+                session_id, {"role": "user", "content": content}, line.number, line.end, metadata=metadata
             )
+            self.add(entry)
+            self.tree.stored([metadata["uuid"]] if "uuid" in metadata else [], entry)
             return
         key = message.get("id") if isinstance(message.get("id"), str) else d.get("requestId")
         blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
@@ -252,6 +327,7 @@ class _Parse:
         if group is not None and group.session_id == session_id and key is not None and group.key == key:
             group.blocks.extend(blocks)
             group.end, group.last = line.end, d
+            group.usage = _larger(group.usage, usage_of(message))
             if isinstance(d.get("uuid"), str):
                 group.more_uuids.append(d["uuid"])
             return
@@ -259,19 +335,15 @@ class _Parse:
         for name in ("id", "model"):
             if isinstance(message.get(name), str):
                 metadata["message_id" if name == "id" else name] = message[name]
-        self.group = _Group(session_id, key, line.number, line.end, list(blocks), d, metadata)
+        self.group = _Group(
+            session_id, key, line.number, line.end, list(blocks), d, metadata, usage=usage_of(message)
+        )
 
     def flush(self) -> None:
         group, self.group = self.group, None
         if group is None:
             return
         last = group.last
-        usage = usage_of(last["message"])
-        if usage is not None and isinstance(group.key, str):
-            if group.key in self.counted:
-                usage = None  # this call's usage is in a record already
-            else:
-                _remember(self.counted, group.key, True)
         request_id = last.get("requestId") if isinstance(last.get("requestId"), str) else None
         message = {"role": "assistant", "content": group.blocks}
         metadata = group.metadata
@@ -279,7 +351,60 @@ class _Parse:
             # Every line's uuid, so a later import knows each of them (`repeated`).
             first = [metadata["uuid"]] if "uuid" in metadata else []
             metadata = {**metadata, "uuids": [*first, *group.more_uuids]}
-        self.out.add(Entry(group.session_id, message, group.line, group.end, usage, request_id, metadata))
+        entry = Entry(group.session_id, message, group.line, group.end, None, request_id, metadata)
+        self.add(entry)
+        self.tree.stored(
+            [metadata["uuid"], *group.more_uuids] if "uuid" in metadata else group.more_uuids, entry
+        )
+        self.count_usage(group.key, entry, group.usage)
+
+    def count_usage(self, key: object, entry: Entry, usage: ModelUsage | None) -> None:
+        """Put a message's usage on ``entry`` unless another record of its message id holds a
+        usage at least as large: one usage per API message, its largest.
+
+        The lines of one message can be apart (the results of parallel tool calls come
+        between them), so they make several records; the usage goes to the one whose lines
+        report the largest counts (the last while streaming), and only one has it.
+        """
+        if usage is None or not isinstance(key, str):
+            entry.usage = usage
+            return
+        if key in self.counted_before:
+            self.grew(key, entry, usage)  # its record from an earlier import holds the usage
+            return
+        held = self.usage_at.get(key)
+        if held is not None:
+            if _larger(held[1], usage) is held[1]:
+                return
+            held[0].usage = None
+        entry.usage = usage
+        self.usage_at[key] = (entry, usage)
+        _remember(self.counted, key, [entry.request_id, usage.total_tokens])
+
+    def grew(self, key: str, entry: Entry, usage: ModelUsage) -> None:
+        """Note larger counts for a message an earlier import counted from its first lines
+        (the import ran while Claude Code was writing it), when its record names a request id."""
+        before = self.counted_before[key]
+        if not (isinstance(before, list) and len(before) == 2 and isinstance(before[0], str)):
+            return  # an older import's state: what its record holds is not known
+        held = self.larger.get(key)
+        counted = (
+            held[1]
+            if held is not None
+            else ModelUsage(input_tokens=before[1] if type(before[1]) is int else 0)
+        )
+        if _larger(counted, usage) is usage and usage.total_tokens > counted.total_tokens:
+            self.larger[key] = (entry, usage, before[0])
+
+    def update_usage(self) -> None:
+        """Log each larger usage `grew` found, under the request id its record holds, so the
+        call counts once, with its final counts (`SessionStore.model_calls`)."""
+        for key, (entry, usage, request_id) in self.larger.items():
+            metadata: dict[str, Any] = {
+                k: entry.metadata[k] for k in ("model", "timestamp") if k in entry.metadata
+            }
+            self.out.add(UsageUpdate(entry.session_id, usage, request_id, entry.line, entry.end, metadata))
+            _remember(self.counted, key, [request_id, usage.total_tokens])
 
     def close_boundary(self, summary: tuple[_source.SourceLine, str] | None) -> None:
         """Store the waiting compaction: with ``summary`` (its line and text), or with the boundary's own text."""
@@ -296,9 +421,42 @@ class _Parse:
             first, end = boundary[0].number, boundary[0].end
         data = boundary[1] if boundary else {}
         metadata = {k: data[k] for k in ("timestamp", "uuid") if isinstance(data.get(k), str)}
-        self.out.add(
-            Compaction(self.out.main.session_id, text or "Conversation compacted", first, end, metadata)
-        )
+        self.add(Compaction(self.out.main.session_id, text or "Conversation compacted", first, end, metadata))
+
+    def add(self, event: Event) -> None:
+        """Report an event; the main session's first message closes the ``summary`` lines before it."""
+        if event.session_id == self.out.main.session_id:
+            self.close_summaries(event.metadata.get("timestamp", self.last_time))
+            self.began = self.began or isinstance(event, Entry)
+        self.out.add(event)
+
+    def summary(self, line: _source.SourceLine, d: dict[str, Any]) -> None:
+        """Keep a ``summary`` line: before the session's first message it summarises the
+        conversation this one goes on from, so it waits to become the compaction the
+        context starts with; after one, it is a title Claude Code gave the conversation
+        so far, kept as a record outside the context (the README's "Summary lines")."""
+        self.flush()  # a message before it is stored first: records keep the file's order
+        if not self.began:
+            self.summaries.append((line, d["summary"]))
+            return
+        self.close_boundary(None)
+        metadata = {"leafUuid": d["leafUuid"]} if isinstance(d.get("leafUuid"), str) else {}
+        if self.last_time is not None:
+            metadata["timestamp"] = self.last_time
+        message = {"role": "system", "content": d["summary"], "claude_code_type": "summary",
+                   "include_in_messages": False}  # fmt: skip
+        self.add(Entry(self.out.main.session_id, message, line.number, line.end, metadata=metadata))
+
+    def close_summaries(self, timestamp: object) -> None:
+        """The waiting ``summary`` lines as one compaction, at ``timestamp`` (the next line's time:
+        the lines carry none)."""
+        waiting, self.summaries = self.summaries, []
+        if not waiting:
+            return
+        text = "\n\n".join(summary for _, summary in waiting)
+        metadata = {"timestamp": timestamp} if isinstance(timestamp, str) else {}
+        first, end = waiting[0][0].number, waiting[-1][0].end
+        self.out.add(Compaction(self.out.main.session_id, text, first, end, metadata))
 
     def title(self, kind: str, text: str) -> None:
         """Keep the best title seen: a user's ``custom-title``, else an ``ai-title``, else the first ``summary``."""

@@ -8,12 +8,22 @@ message: items that have none get ``"assistant"`` (what the model made: calls,
 reasoning) or ``"tool"`` (``*_output`` items); a ``developer`` message is stored with
 role ``"system"`` and ``"codex_role": "developer"``.
 
-- Usage: Codex writes ``token_count`` events with the session's cumulative
-  ``total_token_usage`` (often twice per call). Each increase of the total is one model
-  call, stored as the difference (``last_token_usage`` when there is no total to subtract
-  from) on a hidden assistant record (``include_in_messages=False``) with the model of the
-  latest ``turn_context``. ``input_tokens`` include the cached ones, as in OpenAI's usage.
-- ``compacted`` lines become a snapshot (their ``message`` is the summary).
+- Usage: Codex writes a ``token_count`` event after each model call, with the call's
+  ``last_token_usage`` and the session's cumulative ``total_token_usage``, and often
+  writes it twice. Each event whose total differs from the one before is one model call,
+  counted as its ``last_token_usage`` (the total's difference from the one before only
+  when the event has no ``last_token_usage``), on a hidden assistant record
+  (``include_in_messages=False``) with the model of the latest ``turn_context``: the rule
+  of ccusage's Codex loader, plus skipping the repeated event. ``input_tokens`` include the
+  cached ones, as in OpenAI's usage.
+- A fork's or spawned sub-agent's rollout (its first ``session_meta`` has ``forked_from_id``
+  or ``source.subagent.thread_spawn``) opens with its parent's history, written in one
+  burst: its messages are the fork's context, but its ``token_count`` events are the
+  parent's calls, counted in the parent's session, so they only set the running total
+  until the first pause of a second between two lines.
+- ``compacted`` lines become a snapshot (their ``message`` is the summary); the items of
+  its ``replacement_history`` (what Codex's history became: the user messages it kept
+  and the summary item) follow it as records, so the context is what Codex resumes with.
 - ``turn_aborted`` is stored as a hidden system record: the calls it left without an output
   are the open batch tool-batch repair closes.
 - ``event_msg`` lines that repeat a response item (``user_message``, ``agent_message``,
@@ -27,15 +37,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 from .. import ModelUsage
-from ._engine import Collector, Compaction, Entry, Parsed, Target, session_id_for
+from ._engine import Collector, Compaction, Entry, Parsed, Target, session_id_for, source_time
 
 PREFIX = "codex-"
 _FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
 #: Response items that are no part of a conversation (a git snapshot Codex takes for undo).
 _NOT_MESSAGES = frozenset({"ghost_snapshot"})
+#: The pause that ends the parent's history a fork's rollout opens with: Codex copies it in
+#: one burst, milliseconds apart; the fork's own first turn comes later (the threshold the
+#: fix for https://github.com/ccusage/ccusage/issues/897 uses).
+_REPLAY_GAP = timedelta(seconds=1)
 
 
 def default_location() -> str:
@@ -62,17 +77,25 @@ def usage_of(counts: dict[str, int]) -> ModelUsage:
 def call_counts(
     info: object, previous: dict[str, int] | None
 ) -> tuple[dict[str, int] | None, dict[str, int] | None]:
-    """``(this call's counts or None, the new cumulative total)`` for one ``token_count``'s ``info``."""
+    """``(this call's counts or None, the new cumulative total)`` for one ``token_count``'s ``info``.
+
+    The per-call counts are ``last_token_usage``; the cumulative ``total_token_usage`` only
+    tells a repeated event (the same total again: no new call) and fills a gap (an event
+    without ``last_token_usage``: the difference from the previous total). A total that
+    jumps (a resumed or forked rollout carries its earlier calls in it) is never counted
+    as one call: ``last_token_usage`` says what this call used.
+    """
     if not isinstance(info, dict):
         return None, previous
     total, last = _counts(info.get("total_token_usage")), _counts(info.get("last_token_usage"))
+    if total is not None and (total == previous or not any(total.values())):
+        return None, total  # the same total again (Codex writes each one twice): no new call
+    if last is not None:
+        return (last if any(last.values()) else None), total if total is not None else previous
     if total is None:
-        return last if last and any(last.values()) else None, previous
-    if total == previous or not any(total.values()):
-        return None, total  # the same total again: no new call
+        return None, previous
     if previous is None or any(total[k] < previous[k] for k in _FIELDS):
-        # No earlier total (or the counter restarted): this call is the last one reported.
-        return (last if last is not None else total), total
+        return total, total  # no earlier total (or the counter restarted): all of it is new
     return {k: total[k] - previous[k] for k in _FIELDS}, total
 
 
@@ -86,6 +109,26 @@ def _role(item: dict[str, Any]) -> dict[str, Any]:
     if isinstance(kind, str) and kind.endswith("_output"):
         return {**item, "role": "tool"}
     return {**item, "role": "assistant"}
+
+
+def _is_fork(meta: dict[str, Any]) -> bool:
+    """Whether a rollout's first ``session_meta`` is a fork's or a spawned sub-agent's: Codex
+    opens such a rollout with its parent's history, token counts included."""
+    source = meta.get("source")
+    subagent = source.get("subagent") if isinstance(source, dict) else None
+    spawned = isinstance(subagent, dict) and isinstance(subagent.get("thread_spawn"), dict)
+    return isinstance(meta.get("forked_from_id"), str) or spawned
+
+
+def _replacement(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The items a ``compacted`` line says the history became (``replacement_history``), each
+    with its role; none when the line does not say."""
+    history = payload.get("replacement_history")
+    if not isinstance(history, list):
+        return []
+    return [
+        _role(item) for item in history if isinstance(item, dict) and item.get("type") not in _NOT_MESSAGES
+    ]
 
 
 class Codex:
@@ -121,10 +164,12 @@ class Codex:
         for line, d in lines:
             kind, payload = d.get("type"), d.get("payload")
             metadata = {"timestamp": d["timestamp"]} if isinstance(d.get("timestamp"), str) else {}
+            self.replay_ends(state, d.get("timestamp"))
             if not isinstance(payload, dict):
                 out.skip(f"{kind}:no-payload")
             elif kind == "session_meta" and not seen_meta:
                 seen_meta = True
+                state["replaying"] = _is_fork(payload)
             elif kind == "turn_context" and isinstance(payload.get("model"), str):
                 state["model"] = payload["model"]
             elif kind == "response_item" and payload.get("type") not in _NOT_MESSAGES:
@@ -132,17 +177,36 @@ class Codex:
             elif kind == "compacted":
                 summary = payload.get("message")
                 text = summary if isinstance(summary, str) and summary else "Conversation compacted"
-                out.add(Compaction(out.main.session_id, text, line.number, line.end, metadata))
+                out.add(
+                    Compaction(
+                        out.main.session_id, text, line.number, line.end, metadata, _replacement(payload)
+                    )
+                )
             elif kind == "event_msg":
                 self.event(line, payload, metadata, out)
             else:
                 out.skip(f"{kind}:{payload.get('type')}" if kind == "response_item" else kind)
         state["seen_meta"] = seen_meta
 
+    @staticmethod
+    def replay_ends(state: dict[str, Any], timestamp: object) -> None:
+        """End a fork's copied history at the first pause of `_REPLAY_GAP` between two lines."""
+        moment = source_time(timestamp)
+        if moment is None:
+            return
+        previous = source_time(state.get("last_time"))
+        if state.get("replaying") and previous is not None and moment - previous >= _REPLAY_GAP:
+            state["replaying"] = False
+        state["last_time"] = timestamp
+
     def event(self, line: Any, payload: dict[str, Any], metadata: dict[str, Any], out: Collector) -> None:
         kind = payload.get("type")
         if kind == "token_count":
             counts, out.state["total"] = call_counts(payload.get("info"), out.state.get("total"))
+            if counts is not None and out.state.get("replaying"):
+                # A call of the parent's, copied with its history: the parent's session counts it.
+                out.skip("event_msg:token_count:copied")
+                return
             if counts is None:
                 out.skip("event_msg:token_count")
                 return

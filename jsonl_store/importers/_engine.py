@@ -6,7 +6,10 @@ before), or nothing (the line is counted as skipped). The engine owns the rest, 
 for all three:
 
 - **When.** A source line's ``timestamp`` is the record's ``created_at`` (`SessionStore.append`'s
-  ``created_at``); one that does not parse stays in the record's metadata as it was.
+  ``created_at``); one that does not parse stays in the record's metadata as it was. A
+  session the import makes has its first record's source time as its ``created_at``
+  (`SessionStore.create_session`'s ``created_at``), so a listing sorts it by when the
+  conversation happened; its ``updated_at`` is its last record's, also the source's.
 - **Where it got to.** Every imported record's metadata holds ``source_line`` and
   ``source_end`` (the byte offset after its last source line), written in the same
   append as the record, so the raw log itself says how far each session got, also after
@@ -26,7 +29,10 @@ for all three:
   `SessionStore.snapshot` through it with the summary as the compacted message, as
   `checkpoint` does for a rewrite. The marker's metadata keeps the summary, so a crash
   between the two (the marker last in the log, no snapshot through it) is finished by the
-  next import.
+  next import. A compaction whose source says what the context became (Codex's
+  ``replacement_history``) stores those messages after the snapshot as one batch; the
+  marker counts them (``compaction_replacement``), so a crash before the batch is
+  finished the same way.
 """
 
 from __future__ import annotations
@@ -91,16 +97,32 @@ class Entry:
 
 @dataclass
 class Compaction:
-    """A compaction summary: the session's context up to here is replaced by ``summary``."""
+    """A compaction summary: the session's context up to here is replaced by ``summary``,
+    followed by the ``replacement`` messages where the source says what the context became."""
 
     session_id: str
     summary: str
     line: int
     end: int
     metadata: dict[str, Any] = field(default_factory=dict)
+    replacement: list[dict[str, Any]] = field(default_factory=list)
 
 
-Event = Entry | Compaction
+@dataclass
+class UsageUpdate:
+    """Larger counts for a model call whose usage a record of an earlier import holds under
+    ``request_id`` (the import read the call's first lines only): a usage-log line with that
+    ``request_id``, which `SessionStore.model_calls` counts instead of the record's usage."""
+
+    session_id: str
+    usage: ModelUsage
+    request_id: str
+    line: int
+    end: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+Event = Entry | Compaction | UsageUpdate
 Parsed = tuple[_source.SourceLine, dict[str, Any]]
 
 
@@ -112,16 +134,29 @@ def _nothing_stored(session_id: str) -> Mapping[str, object]:
     return {}
 
 
+def _as_written(value: dict[str, Any]) -> dict[str, Any]:
+    return value
+
+
 class Collector:
     """What a format's parser reports for one file: targets, events, skipped lines, its state."""
 
-    def __init__(self, main: Target, state: Mapping[str, Any], stored: StoredLines = _nothing_stored) -> None:
+    def __init__(
+        self,
+        main: Target,
+        state: Mapping[str, Any],
+        stored: StoredLines = _nothing_stored,
+        as_stored: Callable[[dict[str, Any]], dict[str, Any]] = _as_written,
+    ) -> None:
         self.main = main
         self.targets: dict[str, Target] = {main.session_id: main}
         self.events: list[Event] = []
         self.skipped: Counter[str] = Counter()
         self.state: dict[str, Any] = dict(state)
         self.stored_lines = stored
+        #: A value as the store keeps it (redacted as the store's redactor would), to compare
+        #: a line read now with what an earlier import stored of it.
+        self.as_stored = as_stored
 
     def target(self, target: Target) -> str:
         self.targets.setdefault(target.session_id, target)
@@ -270,6 +305,8 @@ class _Writer:
         self.added = 0
         self.present = 0
         self.snapshots = 0
+        #: The largest count the usage log holds per request id, read when first needed.
+        self.logged: dict[str, int] | None = None
         tail = store.tail(session_id, 1)
         self.last = tail[0].sequence if tail else 0
         self.done = 0
@@ -284,6 +321,11 @@ class _Writer:
                 )
             self.done = done
             self._finish_compaction(tail[0].sequence, metadata)
+        #: The source position of a compaction whose replacement messages a crash kept from
+        #: being stored after its marker (the marker is still the last record), else None.
+        self.open_replacement = (
+            self.done if tail and type(tail[0].metadata.get("compaction_replacement")) is int else None
+        )
 
     def _finish_compaction(self, sequence: int, metadata: Mapping[str, Any]) -> None:
         """Make the snapshot a crash kept from being made after its marker record."""
@@ -299,11 +341,17 @@ class _Writer:
         self.snapshots += 1
 
     def write(self, event: Event) -> None:
+        if isinstance(event, UsageUpdate):
+            self._update_usage(event)
+            return
         if event.end <= self.done:
-            self.present += 1
+            if isinstance(event, Compaction) and event.replacement and event.end == self.open_replacement:
+                self._append(event.replacement, event, event.metadata, None, None)
+            else:
+                self.present += 1
             return
         if isinstance(event, Entry):
-            self._append(event.message, event, event.metadata, event.usage, event.request_id)
+            self._append([event.message], event, event.metadata, event.usage, event.request_id)
             return
         marker = {
             "role": "system",
@@ -311,18 +359,45 @@ class _Writer:
             "include_in_messages": False,
         }
         metadata = {**event.metadata, "compaction_summary": event.summary}
-        if self._append(marker, event, metadata, None, None):
+        if event.replacement:
+            metadata["compaction_replacement"] = len(event.replacement)
+        if self._append([marker], event, metadata, None, None):
             view = self.store.load(self.session_id)
             self._snapshot(event.summary, self.last, view.snapshot.version if view.snapshot else 0)
+            if event.replacement:
+                # What the context became, after the summary: one batch, all or nothing.
+                self._append(event.replacement, event, event.metadata, None, None)
+
+    def _update_usage(self, event: UsageUpdate) -> None:
+        """Log the larger counts once: a usage line for the request id with at least these
+        counts (an import that stopped before saving its position wrote it) is enough."""
+        if self.logged is None:
+            self.logged = {}
+            for item in self.store.usage(self.session_id):
+                request_id = item.get("request_id")
+                if isinstance(request_id, str):
+                    counted = _count(item, "input_tokens") + _count(item, "output_tokens")  # total_tokens
+                    self.logged[request_id] = max(self.logged.get(request_id, 0), counted)
+        total = event.usage.total_tokens
+        if self.logged.get(event.request_id, -1) >= total:
+            self.present += 1
+            return
+        counts = {k: v for k, v in msgspec.structs.asdict(event.usage).items() if v is not None}
+        self.store.record_usage(
+            self.session_id,
+            {**counts, **event.metadata, "request_id": event.request_id, "source_line": event.line},
+        )
+        self.logged[event.request_id] = total
 
     def _append(
         self,
-        message: dict[str, Any],
+        messages: list[dict[str, Any]],
         event: Event,
         metadata: Mapping[str, Any],
         usage: ModelUsage | None,
         request_id: str | None,
     ) -> bool:
+        """Store ``messages`` as one conditional append (a batch when there are several)."""
         fields = {**metadata, "source_line": event.line, "source_end": event.end}
         created_at = source_time(fields.get("timestamp"))
         if created_at is not None:
@@ -331,25 +406,28 @@ class _Writer:
         # count once the append succeeded (a refused message stored nothing).
         counted = _tally(self.store) if self.tally is not None else None
         if counted is not None:
-            message = _pre_redacted(counted, message)
+            messages = [_pre_redacted(counted, message) for message in messages]
             fields = _pre_redacted(counted, fields)
             request_id = _redacted(counted, request_id)
+        options: dict[str, Any] = {
+            "usage": usage,
+            "request_id": request_id,
+            "metadata": fields,
+            "expected_last_sequence": self.last,
+            "created_at": created_at,
+        }
         try:
-            sequence = self.store.append(
-                self.session_id,
-                message,
-                usage=usage,
-                request_id=request_id,
-                metadata=fields,
-                expected_last_sequence=self.last,
-                created_at=created_at,
-            )
+            if len(messages) == 1:
+                sequence = self.store.append(self.session_id, messages[0], **options)
+            else:
+                sequence = max(self.store.append_many(self.session_id, messages, **options))
         except (InvalidMessage, UnsupportedValue, InvalidArgument) as exc:
             self.run.damage(event.line, f"cannot be stored: {exc}")
             return False
         self.last = sequence
         self.done = event.end
-        self.added += 1
+        self.open_replacement = None
+        self.added += len(messages)
         if counted is not None and self.tally is not None:
             self.tally.add(counted.kinds)
         return True
@@ -390,13 +468,27 @@ def _pre_redacted(tally: Tally, value: dict[str, Any]) -> dict[str, Any]:
     return value if redacted is data else msgspec.json.decode(redacted)
 
 
+def _stored_form(store: SessionStore) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """What the store would keep of a value: redacted by its redactor, nothing counted."""
+    redactor = store.redactor
+    if redactor is None:
+        return _as_written
+    return lambda value: _pre_redacted(Tally(redactor), value)
+
+
 def _redacted(tally: Tally | None, text: str | None) -> str | None:
     """``text`` as the store would keep it, counted (only what is written is counted)."""
     return tally.redact(text) if tally is not None and text is not None else text
 
 
 def _create(
-    store: SessionStore, fmt: Format, target: Target, path: str, head: str | None, tally: Tally | None
+    store: SessionStore,
+    fmt: Format,
+    target: Target,
+    path: str,
+    head: str | None,
+    tally: Tally | None,
+    began: datetime | None,
 ) -> None:
     summary = store.get_session(target.session_id)
     title = clean_title(target.title)
@@ -411,6 +503,7 @@ def _create(
         title=_redacted(tally, title),
         agent_name=_redacted(tally, clean_title(target.agent_name)),
         parent_session_id=target.parent,
+        created_at=began,
         metadata={
             "dialect": fmt.dialect,
             "imported_from": {
@@ -507,7 +600,7 @@ def _import_open(store: SessionStore, fmt: Format, path: str, fd: int) -> FileRe
         return FileReport(path, main.session_id, problem=problem)
     try:
         offset, number, state = _saved_position(before, fmt, run.size)
-        out = Collector(main, state, _stored_lines(store) if offset else _nothing_stored)
+        out = Collector(main, state, _stored_lines(store) if offset else _nothing_stored, _stored_form(store))
         fmt.parse(path, run.parsed(offset, number), out)
         tally = _tally(store)
         writers = _write(store, fmt, path, out, run, head, tally)
@@ -549,14 +642,34 @@ def _write(
     tally: Tally | None,
 ) -> list[_Writer]:
     used = {event.session_id for event in out.events} | {out.main.session_id}
+    began = _first_times(out.events)
     writers: dict[str, _Writer] = {}
     for session_id, target in out.targets.items():
         if session_id in used:
-            _create(store, fmt, target, path, head if session_id == out.main.session_id else None, tally)
+            first = head if session_id == out.main.session_id else None
+            _create(store, fmt, target, path, first, tally, began.get(session_id))
             writers[session_id] = _Writer(store, session_id, run, tally)
     for event in out.events:
         writers[event.session_id].write(event)
     return list(writers.values())
+
+
+def _count(item: Mapping[str, Any], key: str) -> int:
+    """A token count of a usage-log line (one that is no int is 0)."""
+    value = item.get(key, 0)
+    return value if type(value) is int else 0
+
+
+def _first_times(events: list[Event]) -> dict[str, datetime]:
+    """Each session's first source time: the ``created_at`` of a session an import makes,
+    so that a session began when its transcript did, not when it was imported."""
+    found: dict[str, datetime] = {}
+    for event in events:
+        if event.session_id not in found:
+            moment = source_time(event.metadata.get("timestamp"))
+            if moment is not None:
+                found[event.session_id] = moment
+    return found
 
 
 def import_paths(

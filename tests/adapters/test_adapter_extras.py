@@ -74,3 +74,25 @@ def test_the_pydantic_ai_extras_declare_floors() -> None:
     assert [r.split(">=")[0] for r in extras["pydantic-ai"]] == ["pydantic-ai-slim"]
     assert [r.split(">=")[0] for r in extras["pydantic-ai-harness"]] == ["pydantic-ai-harness[acp]"]
     assert all(">=" in r for r in extras["pydantic-ai"] + extras["pydantic-ai-harness"])
+
+
+def test_the_langgraph_adapter_without_its_extra_is_a_one_line_import_error() -> None:
+    """Without langgraph-checkpoint, importing the LangGraph adapter raises one ImportError naming the extra."""
+    done = python(
+        "import sys; sys.modules['langgraph'] = None\n"
+        "try:\n"
+        "    import jsonl_store.adapters.langgraph\n"
+        "except ImportError as exc:\n"
+        "    print(type(exc).__name__, exc)\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        'ImportError jsonl_store.adapters.langgraph needs LangGraph: pip install "jsonl_store[langgraph]"\n'
+    )
+
+
+def test_the_langgraph_extra_declares_floors() -> None:
+    """The langgraph extra names langgraph and langgraph-checkpoint, each with a lower bound."""
+    extras = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert [r.split(">=")[0] for r in extras["langgraph"]] == ["langgraph", "langgraph-checkpoint"]
+    assert all(">=" in r for r in extras["langgraph"])

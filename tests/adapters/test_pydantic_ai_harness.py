@@ -352,9 +352,9 @@ def test_a_torn_tail_loads_the_state_before_it(tmp_path: Path) -> None:
 
 
 def test_show_prints_the_updates_as_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """jsonl-store show --raw shows an update's kind and its text, not an empty line or raw JSON."""
+    """jsonl-store show shows an update's kind and its text, not an empty line or raw JSON (show --raw is the JSON)."""
     sid, _ = run(conversation(JsonlSessionStore(str(tmp_path))))
-    assert cli_main(["--root", str(tmp_path), "show", sid, "--raw"]) == 0
+    assert cli_main(["--root", str(tmp_path), "show", sid, "--full"]) == 0
     out = capsys.readouterr().out
     assert "agent_message_chunk" in out and "done after" in out
     assert "user_message_chunk" in out and "look" in out

@@ -68,15 +68,15 @@ def root(tmp_path: Path) -> Path:
 
 
 def test_hits_are_printed_one_per_line_and_exit_zero(root: Path) -> None:
-    """Each hit names session, sequence, role and field; the exit code is 0."""
+    """Each hit names session, sequence, role and the part kind that matched; the exit code is 0."""
     done = run(root, "search", "week")
     assert done.returncode == 0
     lines = done.stdout.decode().splitlines()
     assert run(root, "search", "bug").stdout == b"chat-1 title (title): Week bug\n"
     assert lines == [
-        "chat-1 #1 user (content): Why does week 53 fail?",
-        "chat-1 #2 assistant (arguments): week",
-        "chat-1 #3 tool (content): dates.py:3: week\\x1b[2J\\u202e",
+        "chat-1 #1 user (text): Why does week 53 fail?",
+        "chat-1 #2 assistant (tool_call arguments): week",
+        "chat-1 #3 tool (tool_result): dates.py:3: week\\x1b[2J\\u202e",
     ]
 
 
@@ -104,7 +104,13 @@ def test_filters_and_json(root: Path) -> None:
     done = run(root, "search", "--regex", r"week( 5\d)?", "--role", "tool", "--session", "chat-1", "--json")
     assert done.returncode == 0
     (hit,) = json.loads(done.stdout)
-    assert (hit["session_id"], hit["sequence"], hit["role"], hit["field"]) == ("chat-1", 3, "tool", "content")
+    assert (hit["session_id"], hit["sequence"], hit["role"], hit["kind"], hit["field"]) == (
+        "chat-1",
+        3,
+        "tool",
+        "tool_result",
+        "content",
+    )
     assert hit["snippet"][hit["start"] : hit["end"]] == "week"
     assert b"\x1b" not in done.stdout and "\u202e".encode() not in done.stdout
 
@@ -154,7 +160,7 @@ def test_a_reader_that_stops_early_ends_the_search_quietly(tmp_path: Path) -> No
         env=environment(),
     )
     assert process.stdout is not None and process.stderr is not None
-    assert process.stdout.readline().startswith(b"big #1 user (content): needle 0 ")
+    assert process.stdout.readline().startswith(b"big #1 user (text): needle 0 ")
     process.stdout.close()
     with process.stderr:
         assert process.wait(timeout=60) == 0
@@ -169,7 +175,7 @@ def test_a_regex_that_backtracks_forever_in_re_exits_at_once(tmp_path: Path) -> 
         store.append("chat", UserMessage(content="a" * 34 + "!"))
     done = run(root, "search", "--regex", "(a+)+$")
     assert (done.returncode, done.stdout, done.stderr) == (1, b"", b"")
-    assert run(root, "search", "--regex", "(a+)+!$").stdout.startswith(b"chat #1 user (content): aaaa")
+    assert run(root, "search", "--regex", "(a+)+!$").stdout.startswith(b"chat #1 user (text): aaaa")
 
 
 @needs_re2
@@ -188,7 +194,7 @@ def test_ctrl_c_stops_a_long_regex_search_with_130_and_no_traceback(tmp_path: Pa
         assert process.stdout is not None
         # The first hits are out, and the rest (about 1 MB) cannot fit in the pipe while
         # nobody reads it: the search is still going when the signal comes.
-        assert os.read(process.stdout.fileno(), 4096).startswith(b"big #1 user (content): needle 0 ")
+        assert os.read(process.stdout.fileno(), 4096).startswith(b"big #1 user (text): needle 0 ")
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=60)
     finally:

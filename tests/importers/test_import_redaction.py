@@ -112,3 +112,17 @@ def test_the_json_report_holds_the_counts(tmp_path: Path) -> None:
     report = json.loads(done.stdout)
     assert report["redacted"] == {"github-token": 2, "aws-access-key": 2}
     assert report["files"][0]["redacted"] == report["redacted"]
+
+
+def test_a_repeated_line_whose_first_copy_was_redacted_is_not_stored_again(tmp_path: Path) -> None:
+    """A resumed transcript repeats a line holding a token after an import: the next import knows it, redacted or not."""
+    path = _transcript(tmp_path / f"{SID}.jsonl")
+    store = SessionStore(tmp_path / "store")
+    import_claude_code(store, path)
+    first = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    with path.open("a", encoding="utf-8") as out:  # the lines again, as a resume writes them, then one new
+        out.writelines([first[0], first[1], json.dumps(user("u4", "a new question")) + "\n"])
+    again = import_claude_code(store, path)
+    assert again.added == 1 and again.files[0].skipped_types == {"duplicate": 2}
+    assert _contents(store)[-2:] == ["nothing to see here", "a new question"]
+    assert import_claude_code(store, path).added == 0

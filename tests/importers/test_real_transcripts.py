@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import as_class, read_tree
+from helpers import as_class, plain, read_tree
 
 from jsonl_store import CompactedMessage, SessionStore, is_provider_valid, repair_context
 from jsonl_store.importers import import_claude_code, import_codex, import_pi
@@ -154,23 +154,53 @@ def test_sub_agent_files_become_child_sessions_of_their_session_id(tmp_path: Pat
     assert child is not None and child.title == meta["description"] and child.agent_name == meta["agentType"]
 
 
+def _head_summaries(lines: list[dict[str, Any]]) -> list[str]:
+    """The ``summary`` lines before the file's first message of its own session (not a sidechain's)."""
+    found = []
+    for d in lines:
+        if d.get("type") in ("user", "assistant") and not d.get("isSidechain"):
+            break
+        if d.get("type") == "summary":
+            found.append(d["summary"])
+    return found
+
+
 def test_compact_boundaries_become_snapshots(tmp_path: Path) -> None:
-    """Each compact_boundary of the synthetic file is one snapshot; the first one's summary is its isCompactSummary text."""
+    """The synthetic file's summary line and each compact_boundary are one snapshot each, in file order."""
     path = CC / "SYNTHETIC-cc-schema-drift-composite-with-compaction.jsonl"
     lines = list(source(path))
     boundaries = [
         i for i, d in enumerate(lines) if d.get("type") == "system" and d.get("subtype") == "compact_boundary"
     ]
     summary = next(d["message"]["content"] for d in lines[boundaries[0] :] if d.get("isCompactSummary"))
+    head = _head_summaries(lines)
+    assert len(head) == 1
     store = SessionStore(tmp_path / "s", durability="none")
     report = import_claude_code(store, path)
     main = str(report.files[0].session_id)
     view = store.load(main)
-    assert view.snapshot is not None and view.snapshot.version == len(boundaries) == report.files[0].snapshots
-    first = store.load(main)  # the first snapshot's file holds the first summary
-    assert first.snapshot is not None
+    expected = len(boundaries) + 1
+    assert view.snapshot is not None and view.snapshot.version == expected == report.files[0].snapshots
     snapshots = sorted((Path(store.root) / main).glob("snapshot-*.json"))
-    assert len(snapshots) == len(boundaries) and summary in snapshots[0].read_text(encoding="utf-8")
+    assert len(snapshots) == expected
+    assert head[0] in snapshots[0].read_text(encoding="utf-8")
+    assert summary in snapshots[1].read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", CC_FILES)
+def test_summary_lines_before_the_first_message_start_the_context(tmp_path: Path, name: str) -> None:
+    """The summary lines a transcript opens with are its first snapshot's compacted message, never dropped."""
+    lines = list(source(CC / name))
+    head = _head_summaries(lines)
+    store = SessionStore(tmp_path / "s", durability="none")
+    main = str(import_claude_code(store, CC / name).files[0].session_id)
+    snapshots = sorted((Path(store.root) / main).glob("snapshot-*.json"))
+    if not head:
+        assert all(d.get("type") != "summary" for d in lines)
+        return
+    first = json.loads(snapshots[0].read_text(encoding="utf-8"))
+    assert first["compacted_message"]["content"] == "\n\n".join(head)
+    assert first["compacted_through_sequence"] == 1  # nothing of this session is replaced
 
 
 def test_rejected_calls_stay_error_results(tmp_path: Path) -> None:
@@ -344,6 +374,28 @@ IMPORTERS = {"claude-code": import_claude_code, "codex": import_codex, "pi": imp
 REAL_FILES = [p for p in sorted(DATA.glob("*/*.jsonl"))]
 
 
+@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: p.name)
+def test_an_imported_session_began_when_its_transcript_did(tmp_path: Path, path: Path) -> None:
+    """Each session an import makes has its first record's source time as created_at, its last record's as updated_at."""
+    stamps = {moment for d in source(path) if (moment := _time(d.get("timestamp"))) is not None}
+    store = SessionStore(tmp_path / "s", durability="none")
+    [file] = IMPORTERS[path.parent.name](store, path).files
+    for sid in (file.session_id, *file.children):
+        summary = store.get_session(str(sid))
+        records = list(store.records(str(sid)))
+        assert summary is not None and records
+        first = next(r.created_at for r in records if r.created_at in stamps)
+        assert summary.created_at == first <= summary.updated_at
+        assert summary.updated_at == records[-1].created_at  # the last activity is the source's too
+
+
+def _time(value: object) -> datetime | None:
+    try:
+        return datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
 @pytest.mark.parametrize(("tool", "path"), [(t, p) for t in IMPORTERS for p in REAL_FILES if p.parent.name != t],
                          ids=lambda v: v if isinstance(v, str) else v.name)  # fmt: skip
 def test_every_real_transcript_is_refused_by_the_other_tools_importers(
@@ -356,3 +408,75 @@ def test_every_real_transcript_is_refused_by_the_other_tools_importers(
     assert file.problem is not None and file.problem.startswith("not a"), file.problem
     assert file.session_id is None and not report.ok
     assert store.list_sessions() == [] and not (tmp_path / "s").exists()
+
+
+def _rewound(tmp_path: Path) -> tuple[Path, Path, list[dict[str, Any]]]:
+    """The dangling-call transcript rewound at its prompt "all of texts now sound the same": a
+    new prompt and answer written as a second child of that prompt's parent, as Claude Code
+    writes an edited prompt. Returns the rewound file, the file up to the rewound prompt,
+    and the two new lines."""
+    lines = (CC / "cc-1.0.17-dangling-tool-use.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    parsed = [json.loads(line) for line in lines]
+    at = next(
+        i
+        for i, d in enumerate(parsed)
+        if d.get("message", {}).get("content") == "all of texts now sound the same"
+    )
+    edited = {**parsed[at], "uuid": "rewound-prompt", "timestamp": "2025-06-08T12:00:00.000Z",
+              "message": {"role": "user", "content": "make it sound like jazz instead"}}  # fmt: skip
+    reply = {**parsed[at + 1], "uuid": "rewound-answer", "parentUuid": "rewound-prompt",
+             "timestamp": "2025-06-08T12:00:05.000Z", "requestId": "req_rewound",
+             "message": {**parsed[at + 1]["message"], "id": "msg_rewound",
+                         "content": [{"type": "text", "text": "Switching to jazz."}]}}  # fmt: skip
+    new = [edited, reply]
+    rewound = tmp_path / "rewound" / "d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
+    before = tmp_path / "before" / rewound.name
+    rewound.parent.mkdir()
+    before.parent.mkdir()
+    rewound.write_text("".join(lines) + "".join(json.dumps(d) + "\n" for d in new), encoding="utf-8")
+    before.write_text("".join(lines[:at]), encoding="utf-8")
+    return rewound, before, new
+
+
+def test_a_rewound_conversation_has_its_active_branch_as_context(tmp_path: Path) -> None:
+    """The chain ending at the last message is the context; the abandoned branch is kept, hidden and marked, not interleaved."""
+    rewound, before, new = _rewound(tmp_path)
+    store = SessionStore(tmp_path / "s", durability="none")
+    sid = str(import_claude_code(store, rewound).files[0].session_id)
+    plain_store = SessionStore(tmp_path / "p", durability="none")
+    import_claude_code(plain_store, before)
+    kept = plain_store.load(sid).context
+    view = store.load(sid)
+    assert as_class(view.context[0]).content == as_class(kept[0]).content  # the summary it opens with
+    assert view.context[1:] == [
+        *kept[1:],
+        *({"role": d["type"], "content": d["message"]["content"]} for d in new),
+    ]
+    assert is_provider_valid(
+        view.context, dialect="anthropic"
+    )  # the dangling call was on the abandoned branch
+    # Nothing of the abandoned branch is lost: every line after the rewound prompt is a hidden, marked record.
+    lines = list(source(rewound))
+    after = [d for d in lines[len(list(source(before))) : -2] if d.get("type") in ("user", "assistant")]
+    left = [r for r in store.records(sid) if r.metadata.get("branch") == "abandoned"]
+    assert left and all(plain(r.message)["include_in_messages"] is False for r in left)
+    kept_uuids = {u for r in left for u in r.metadata.get("uuids", [r.metadata.get("uuid")])}
+    assert kept_uuids == {d["uuid"] for d in after}
+    assert store.usage_totals(sid).total_tokens == claude_usage(
+        lines
+    )  # the abandoned branch's calls were made: they count
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in CC.glob("*.jsonl")))
+def test_a_transcript_without_a_branch_keeps_every_message_in_its_context(tmp_path: Path, name: str) -> None:
+    """Where no line was rewound, the context after the last snapshot is every record stored after it, in order."""
+    store = SessionStore(tmp_path / "s", durability="none")
+    [file] = import_claude_code(store, CC / name).files
+    for sid in (str(file.session_id), *file.children):
+        view = store.load(sid)
+        through = view.snapshot.compacted_through_sequence if view.snapshot else 0
+        records = [r for r in store.records(sid) if r.sequence > through]
+        assert not any(r.metadata.get("branch") for r in store.records(sid))
+        assert view.context[1 if view.snapshot else 0 :] == [
+            r.message for r in records if plain(r.message).get("include_in_messages", True)
+        ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +100,47 @@ def test_one_message_written_as_several_lines_is_one_record_with_its_usage_once(
     assert is_provider_valid(store.load(MAIN).context, dialect="anthropic")
 
 
+def test_a_message_split_around_parallel_tool_results_counts_its_final_usage_once(
+    tmp_path: Path, store: SessionStore
+) -> None:
+    """Three lines of one message.id, tool results between them, output 42, 42, 335: one call of 335 output tokens."""
+    streamed = [assistant(f"a{n}", "m1", use(f"c{n}")) for n in (1, 2, 3)]
+    for line, output in zip(streamed, (42, 42, 335), strict=True):
+        line["message"]["usage"] = {**USAGE, "output_tokens": output}
+    path = write(tmp_path / f"{SID}.jsonl", [
+        user("u1", "run three"),
+        streamed[0], user("r1", result("c1")),
+        streamed[1], user("r2", result("c2")),
+        streamed[2], user("r3", result("c3")),
+    ])  # fmt: skip
+    import_claude_code(store, path)
+    calls = store.model_calls(MAIN)
+    assert [(c["output_tokens"], c["input_tokens"]) for c in calls] == [(335, 115)]
+    holding = [r for r in store.records(MAIN) if r.usage is not None]
+    assert [r.metadata.get("uuid") for r in holding] == ["a3"]  # the record of the line that reported it
+
+
+def test_a_message_an_import_read_half_of_counts_its_final_usage_once(
+    tmp_path: Path, store: SessionStore
+) -> None:
+    """Imported while Claude Code wrote it (42 output tokens so far), then whole (335): one call of 335, logged once."""
+    streamed = [assistant(f"a{n}", "m1", use(f"c{n}")) for n in (1, 2)]
+    for line, output in zip(streamed, (42, 335), strict=True):
+        line["message"]["usage"] = {**USAGE, "output_tokens": output}
+    path = write(tmp_path / f"{SID}.jsonl", [user("u1", "run two"), streamed[0], user("r1", result("c1"))])
+    import_claude_code(store, path)
+    assert [c["output_tokens"] for c in store.model_calls(MAIN)] == [42]
+    write(path, [streamed[1], user("r2", result("c2"))], mode="a")
+    import_claude_code(store, path)
+    calls = store.model_calls(MAIN)
+    assert [(c["output_tokens"], c["request_id"], c["source"]) for c in calls] == [
+        (335, "req-m1", "usage log")
+    ]
+    assert store.usage_totals(MAIN).input_tokens == 115
+    import_claude_code(store, path)
+    assert len(list(store.usage(MAIN))) == 1
+
+
 def test_an_interrupted_batch_mid_history_is_repaired_like_any_other(
     tmp_path: Path, store: SessionStore
 ) -> None:
@@ -160,6 +201,42 @@ def test_a_compaction_is_a_snapshot_whose_summary_starts_the_context(
     first = as_class(view.messages[0])
     assert isinstance(first, CompactedMessage) and first.content == "The user asked a first question."
     assert [m["content"] for m in view.messages[1:] if isinstance(m, dict)] == ["second question"]
+
+
+def test_parent_links_that_loop_hide_nothing_and_end(tmp_path: Path, store: SessionStore) -> None:
+    """Lines whose parentUuid links form a loop (or name the line itself) are read once: no hang, nothing hidden."""
+    path = write(tmp_path / f"{SID}.jsonl", [
+        user("u1", "one", parentUuid="u3"),
+        assistant("a1", "m1", {"type": "text", "text": "two"}, parentUuid="u1"),
+        user("u3", "three", parentUuid="a1"),
+        user("u4", "four", parentUuid="u4"),
+        user("u5", "five", parentUuid="u1"),
+    ])  # fmt: skip
+    with fails_after(20, "importing looping parent links"):
+        report = import_claude_code(store, path)
+    assert report.ok and report.added == 5
+    assert not [r for r in store.records(MAIN) if r.metadata.get("branch")]
+    assert len(store.load(MAIN).context) == 5
+
+
+def test_a_summary_line_after_messages_is_kept_outside_the_context(
+    tmp_path: Path, store: SessionStore
+) -> None:
+    """A summary line in mid-conversation (a title of it so far) is a hidden record with its leafUuid; it compacts nothing."""
+    path = write(tmp_path / f"{SID}.jsonl", [
+        user("u1", "list the files"),
+        assistant("a1", "m1", {"type": "text", "text": "a b"}),
+        {"type": "summary", "summary": "Listing files", "leafUuid": "a1"},
+        user("u2", "thanks"),
+    ])  # fmt: skip
+    report = import_claude_code(store, path)
+    assert report.files[0].snapshots == 0 and report.skipped == 0
+    [kept] = [r for r in store.records(MAIN) if plain(r.message)["content"] == "Listing files"]
+    assert plain(kept.message)["include_in_messages"] is False and kept.metadata["leafUuid"] == "a1"
+    assert kept.created_at == datetime(2025, 1, 1, 0, 0, 1, tzinfo=UTC)  # the line before it: it has no time
+    context = [plain(m)["content"] for m in store.load(MAIN).context]
+    assert context == ["list the files", [{"type": "text", "text": "a b"}], "thanks"]
+    assert store.get_session(MAIN).title == "Listing files"  # type: ignore[union-attr]
 
 
 def test_a_compaction_whose_snapshot_a_crash_prevented_is_made_by_the_next_import(tmp_path: Path) -> None:
@@ -410,27 +487,130 @@ def codex_line(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
     return {"timestamp": "2025-01-01T00:00:00Z", "type": kind, "payload": payload}
 
 
-def token_count(total: int) -> dict[str, Any]:
-    counts = {"input_tokens": total, "cached_input_tokens": total // 2, "output_tokens": total // 10,
-              "reasoning_output_tokens": 0, "total_tokens": total + total // 10}  # fmt: skip
-    return codex_line(
-        "event_msg",
-        {"type": "token_count", "info": {"total_token_usage": counts, "last_token_usage": counts}},
-    )
+def _codex_counts(tokens: int) -> dict[str, int]:
+    return {"input_tokens": tokens, "cached_input_tokens": tokens // 2, "output_tokens": tokens // 10,
+            "reasoning_output_tokens": 0, "total_tokens": tokens + tokens // 10}  # fmt: skip
+
+
+def token_count(total: int | None, last: int | None = None) -> dict[str, Any]:
+    """A ``token_count`` event: the cumulative ``total`` and this call's ``last`` (each left out when None)."""
+    info = {}
+    if total is not None:
+        info["total_token_usage"] = _codex_counts(total)
+    if last is not None:
+        info["last_token_usage"] = _codex_counts(last)
+    return codex_line("event_msg", {"type": "token_count", "info": info})
 
 
 def test_codex_cumulative_token_counts_count_each_call_once(tmp_path: Path, store: SessionStore) -> None:
-    """A total repeated counts nothing; each increase is one call of the difference, with the turn's model."""
+    """A total repeated counts nothing; each new total is one call of its last_token_usage, with the turn's model."""
     path = write(tmp_path / "rollout.jsonl", [
         codex_line("session_meta", {"id": "t1"}),
         codex_line("turn_context", {"model": "gpt-x"}),
-        token_count(1000), token_count(1000), token_count(2500), token_count(2500),
+        token_count(1000, 1000), token_count(1000, 1000), token_count(2500, 1500), token_count(2500, 1500),
     ])  # fmt: skip
     import_codex(store, path)
     calls = store.model_calls("codex-t1")
     assert [c["input_tokens"] for c in calls] == [1000, 1500]
     assert store.usage_totals("codex-t1").input_tokens == 2500
     assert [r.metadata["model"] for r in store.records("codex-t1")] == ["gpt-x", "gpt-x"]
+
+
+def test_codex_per_call_counts_win_and_totals_only_fill_a_gap(tmp_path: Path, store: SessionStore) -> None:
+    """A resumed rollout's total that jumps counts as its last_token_usage; an event without one counts the total's increase."""
+    path = write(tmp_path / "rollout.jsonl", [
+        codex_line("session_meta", {"id": "t3"}),
+        token_count(1000, 1000),
+        token_count(1000, 1000),  # written twice: one call
+        token_count(132_000, 3000),  # resumed: the total carries 128,000 tokens of earlier calls
+        token_count(140_000),  # no last_token_usage: the total's increase is this call
+        token_count(None, 500),  # no total: the call's own counts
+    ])  # fmt: skip
+    import_codex(store, path)
+    assert [c["input_tokens"] for c in store.model_calls("codex-t3")] == [1000, 3000, 8000, 500]
+    assert store.usage_totals("codex-t3").output_tokens == 100 + 300 + 800 + 50
+
+
+def test_a_forked_rollout_does_not_count_the_parents_calls_it_opens_with(
+    tmp_path: Path, store: SessionStore
+) -> None:
+    """A fork's rollout copies its parent's history in one burst: those messages are its context, their token counts are not its calls."""
+
+    def at(seconds: float, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        moment = datetime(2026, 3, 1, 9, 0, tzinfo=UTC) + timedelta(seconds=seconds)
+        return {**codex_line(kind, payload), "timestamp": moment.isoformat().replace("+00:00", "Z")}
+
+    def said(role: str, text: str) -> dict[str, Any]:
+        kind = "input_text" if role == "user" else "output_text"
+        return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
+
+    copied = [token_count(1000, 1000), token_count(2500, 1500)]
+    path = write(tmp_path / "rollout.jsonl", [
+        at(0, "session_meta", {"id": "f1", "forked_from_id": "p1"}),
+        at(0.01, "response_item", said("user", "first question")),
+        at(0.02, "event_msg", copied[0]["payload"]),
+        at(0.03, "response_item", said("assistant", "first answer")),
+        at(0.04, "event_msg", copied[1]["payload"]),
+        at(6, "response_item", said("user", "the fork's own question")),
+        at(9, "event_msg", token_count(4000, 1500)["payload"]),
+    ])  # fmt: skip
+    report = import_codex(store, path)
+    assert report.files[0].skipped_types["event_msg:token_count:copied"] == 2
+    assert [c["input_tokens"] for c in store.model_calls("codex-f1")] == [1500]
+    texts = [
+        plain(m)["content"][0]["text"]
+        for m in store.load("codex-f1").context
+        if plain(m).get("type") == "message"
+    ]
+    assert texts == ["first question", "first answer", "the fork's own question"]
+
+
+def _compacted_rollout(path: Path) -> Path:
+    said = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix the bug"}]}
+    summary = {"type": "compaction", "encrypted_content": "gAAAA-summary"}
+    return write(path, [
+        codex_line("session_meta", {"id": "t4"}),
+        codex_line("response_item", said),
+        codex_line("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "looking"}]}),
+        codex_line("compacted", {"message": "", "replacement_history": [said, summary]}),
+        codex_line("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go on"}]}),
+    ])  # fmt: skip
+
+
+def test_a_codex_compaction_is_followed_by_the_history_it_says_it_became(
+    tmp_path: Path, store: SessionStore
+) -> None:
+    """A compacted line's replacement_history is the context after its snapshot, then what followed."""
+    report = import_codex(store, _compacted_rollout(tmp_path / "rollout.jsonl"))
+    assert report.ok and report.files[0].snapshots == 1
+    view = store.load("codex-t4")
+    assert isinstance(as_class(view.context[0]), CompactedMessage)
+    assert [(plain(m)["type"], plain(m)["role"]) for m in view.context[1:]] == [
+        ("message", "user"),
+        ("compaction", "assistant"),
+        ("message", "user"),
+    ]
+    assert plain(view.context[1])["content"][0]["text"] == "fix the bug"
+    assert import_codex(store, tmp_path / "rollout.jsonl").added == 0
+
+
+def test_a_crash_before_a_compactions_history_is_stored_is_finished_by_the_next_import(
+    tmp_path: Path,
+) -> None:
+    """The marker and snapshot are written, the replacement batch fails: the next import stores it, once."""
+
+    class Failing(SessionStore):
+        def append_many(self, *args: Any, **kwargs: Any) -> Any:
+            raise JsonlStoreError("simulated crash before the batch")
+
+    path = _compacted_rollout(tmp_path / "rollout.jsonl")
+    assert import_codex(Failing(tmp_path / "store", durability="none"), path).files[0].problem is not None
+    store = SessionStore(tmp_path / "store", durability="none")
+    assert len(store.load("codex-t4").context) == 1  # the summary alone
+    again = import_codex(store, path)
+    assert again.ok and again.files[0].snapshots == 0 and again.added == 3
+    assert len(store.load("codex-t4").context) == 4
+    assert import_codex(store, path).added == 0
 
 
 def test_codex_turn_aborted_leaves_the_open_batch_the_repair_closes(

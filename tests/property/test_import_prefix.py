@@ -51,16 +51,22 @@ def stored(root: Path) -> dict[str, Any]:
             "parent": summary.parent_session_id,
             "title": summary.title,
             # source_end differs by the newline a cut right before it leaves for the next import.
+            # A message whose lines a cut parted (the results of its parallel tool calls
+            # come between them) has its usage on its first part's record and its final
+            # counts in the usage log: the calls and their counts are what is compared.
             "records": [
                 (
                     r.sequence,
                     r.message,
                     {k: v for k, v in r.metadata.items() if k != "source_end"},
-                    r.usage,
                     r.request_id,
                 )
                 for r in store.records(sid)
             ],
+            "calls": sorted(
+                (c["request_id"] or "", c["model"] or "", c["input_tokens"], c["output_tokens"])
+                for c in store.model_calls(sid)
+            ),
             "snapshot": (view.snapshot.version, view.snapshot.compacted_through_sequence)
             if view.snapshot
             else None,

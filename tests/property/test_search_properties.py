@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +19,71 @@ from jsonl_store.testing.damage import crlf, flip, tear
 
 # Characters a writer escapes (quote, backslash, controls), writes raw (non-ASCII, U+2028)
 # or that are plain: the needle must be found whichever form its line holds.
-ALPHABET = st.sampled_from(list('ab "\\\n\t\x00\x1b\x7fé東\u2028\u202e😀{}:,'))
+ALPHABET = st.sampled_from(list('ab "\\\n\t\x00\x1b\x7fé東\u2028\u202e😀{}:,/<&'))
 TEXT = st.text(ALPHABET, max_size=12)
 #: A title may not hold a NUL (README, `append`); messages may.
 TITLE = TEXT.map(lambda text: text.replace("\x00", ""))
 
 
+#: How a message's JSON-string arguments or output may be written: compact, as ``json.dumps``
+#: writes by default (non-ASCII as ``\\uXXXX``, spaces after ``:`` and ``,``), indented, or
+#: with ``/`` escaped (PHP's default) or ``<`` and ``&`` as ``\\u003c`` and ``\\u0026`` (Go's default),
+#: all valid JSON a source may store.
+Encoder = Callable[[Any], str]
+ENCODERS: st.SearchStrategy[Encoder] = st.sampled_from(
+    [
+        lambda value: json.dumps(value, ensure_ascii=False, separators=(",", ":")),
+        json.dumps,
+        lambda value: json.dumps(value, indent=2),
+        lambda value: json.dumps(value).replace("/", "\\/"),
+        lambda value: json.dumps(value, ensure_ascii=False).replace("/", "\\/"),
+        lambda value: json.dumps(value, ensure_ascii=False).replace("<", "\\u003c").replace("&", "\\u0026"),
+    ]
+)
+VALUES = st.recursive(
+    st.none() | st.integers(-(2**63), 2**63 - 1) | TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@st.composite
+def json_text_messages(draw: st.DrawFn) -> Any:
+    """Messages whose parts come from JSON held as text or shown as indented text (read in the
+    session's dialect): chat-call arguments, a structured result, Responses call and output items."""
+    encode = draw(ENCODERS)
+    kind = draw(st.sampled_from(["chat-call", "structured", "responses-call", "responses-output"]))
+    if kind == "chat-call":
+        call = {
+            "id": "c",
+            "type": "function",
+            "function": {"name": draw(TEXT), "arguments": encode(draw(VALUES))},
+        }
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
+    if kind == "structured":
+        return {
+            "role": "tool",
+            "tool_call_id": "c",
+            "content": draw(st.dictionaries(TEXT, VALUES, max_size=3)),
+        }
+    if kind == "responses-call":
+        arguments = encode(draw(VALUES))
+        return {
+            "type": "function_call",
+            "role": "assistant",
+            "call_id": "c",
+            "name": "f",
+            "arguments": arguments,
+        }
+    output = encode({"output": draw(TEXT), "metadata": {"exit_code": 0}})
+    return {"type": "function_call_output", "role": "tool", "call_id": "c", "output": output}
+
+
 @st.composite
 def messages(draw: st.DrawFn) -> Any:
-    kind = draw(st.sampled_from(["user", "assistant", "tool", "dict"]))
+    kind = draw(st.sampled_from(["user", "assistant", "tool", "dict", "json-text"]))
+    if kind == "json-text":
+        return draw(json_text_messages())
     text = draw(TEXT)
     if kind == "user":
         return UserMessage(content=text)
@@ -49,6 +107,8 @@ def test_search_finds_what_a_decode_everything_search_finds(
 ) -> None:
     """The (session, sequence, field) triples of `search` and of `naive_search` are the same."""
     with tempfile.TemporaryDirectory() as root, SessionStore(root, durability="none") as store:
+        # s1 is read as Responses items: an output's JSON text is matched on its decoded strings.
+        store.create_session("s1", metadata={"dialect": "openai-responses"})
         for index, batch in enumerate(sessions):
             store.append_many(f"s{index}", batch, title=titles[index] or None)
         # A fork reads its first records from s0's log: its own log may lack the needle.
@@ -56,11 +116,15 @@ def test_search_finds_what_a_decode_everything_search_finds(
         store.append("fork", sessions[-1][-1])
         if pick:  # a needle that surely occurs: a piece of a stored text
             first = sessions[0][0]
-            content = first.content if not isinstance(first, dict) else first["content"][0]["text"]
+            content = getattr(first, "content", None)
+            if isinstance(first, dict):
+                content = (
+                    first["content"][0]["text"] if first.get("role") == "user" else first.get("arguments")
+                )
             if isinstance(content, str) and content:
                 needle = content[len(content) // 3 :] or needle
-        fast = [(h.session_id, h.sequence, h.field, h.offset) for h in search(store, needle)]
-        slow = [(h.session_id, h.sequence, h.field, h.offset) for h in naive_search(store, needle)]
+        fast = [(h.session_id, h.sequence, h.kind, h.field, h.offset) for h in search(store, needle)]
+        slow = [(h.session_id, h.sequence, h.kind, h.field, h.offset) for h in naive_search(store, needle)]
         assert fast == slow
 
 

@@ -15,7 +15,9 @@ from jsonl_store import (
     CompactedMessage,
     InvalidArgument,
     InvalidMessage,
+    InvalidSessionId,
     Message,
+    ModelUsage,
     SessionStore,
     SnapshotConflict,
     UserMessage,
@@ -559,3 +561,26 @@ def test_checkpoint_with_a_title_it_cannot_store_makes_no_session(tmp_path: Path
     with pytest.raises(InvalidArgument):
         store.checkpoint("s", [UserMessage(id="u1", content="hi")], title="x" * 100_000)
     assert store.get_session("s") is None and not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ({"session_type": "x"}, InvalidArgument),
+        ({"parent_session_id": 5}, InvalidSessionId),
+        ({"agent_name": 3}, InvalidArgument),
+        ({"title": 4}, InvalidArgument),
+        ({"timing": 5}, InvalidArgument),
+        ({"usage": ModelUsage(input_tokens=1)}, InvalidArgument),  # the only message is a user's
+    ],
+    ids=lambda case: next(iter(case[0])),
+)
+def test_a_first_save_refused_for_its_options_makes_no_session(
+    store: SessionStore, root: Path, case: tuple[dict[str, Any], type[Exception]]
+) -> None:
+    """A checkpoint that makes its session refuses bad append options before any file exists."""
+    options, error = case
+    with pytest.raises(error):
+        store.checkpoint("s", [UserMessage(content="hi")], **options)
+    assert not (root / "s").exists()
+    assert store.list_sessions() == []

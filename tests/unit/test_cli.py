@@ -180,7 +180,7 @@ def test_show_close_adds_the_interruption_notice(root: Path, capsys: pytest.Capt
     """show --close prints model_context(close_last=True), marking the result the repair added."""
     code, out, _ = run(capsys, "--root", str(root), "show", SESSION, "--close")
     assert code == 0
-    assert "+ tool test [c3] error  · added on restore" in out
+    assert "+ tool  · added on restore" in out and "← result of test [c3] error" in out
     assert "The last tool batch is open" not in out
 
 

@@ -30,7 +30,7 @@ from jsonl_store import (
     ToolMessage,
     UserMessage,
 )
-from jsonl_store.cli import _format, _safe, main
+from jsonl_store.cli import _format, _messages, _safe, main
 from jsonl_store.cli._blocks import plain_lines
 
 #: Every kind of stored text that could steer a terminal: clear screen, set the window
@@ -510,9 +510,9 @@ def nested(depth: int) -> Any:
 
 
 def test_the_formatter_cuts_a_5000_level_tool_argument() -> None:
-    """A tool argument 5,000 levels deep renders as one short line cut at MAX_DEPTH, without recursing."""
+    """A tool argument 5,000 levels deep renders, even with --full, as one short line cut at MAX_DEPTH, without recursing."""
     message = {"role": "assistant", "tool_calls": [{"id": "c", "name": "n", "arguments": nested(5000)}]}
-    lines = plain_lines(_format.render_message(message))
+    lines = plain_lines(_messages.render_message(message, full=True))
     [start] = [i for i, line in enumerate(lines) if "→" in line]
     call = "".join(line.strip() for line in lines[start:])  # the call, wrapped over lines
     assert ("{…}" in call or "[…]" in call) and call.count("{") + call.count("[") <= _format.MAX_DEPTH + 2
@@ -522,14 +522,17 @@ def test_the_formatter_cuts_a_5000_level_tool_argument() -> None:
 def test_show_cuts_a_deeply_nested_stored_argument_and_cat_keeps_it_whole(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A stored 300-level tool argument: show --raw cuts it at MAX_DEPTH; cat and --json print it whole."""
+    """A stored 300-level tool argument: show cuts the call, show --raw the stored JSON at MAX_DEPTH; cat and --json print it whole."""
     arguments = nested(300)
     SessionStore(tmp_path).append(
         "deep", AssistantMessage(tool_calls=[ToolCall(id="c", name="n", arguments=arguments)])
     )
-    assert main(["--root", str(tmp_path), "show", "deep", "--raw"]) == 0
+    assert main(["--root", str(tmp_path), "show", "deep", "--full"]) == 0
     out = capsys.readouterr().out
     assert "→ n({" in out and ("{…}" in out or "[…]" in out) and len(out) < 2000
+    assert main(["--root", str(tmp_path), "show", "deep", "--raw"]) == 0
+    out = capsys.readouterr().out
+    assert '"arguments":{' in out and ("{…}" in out or "[…]" in out) and len(out) < 2000
     assert main(["--root", str(tmp_path), "cat", "deep"]) == 0
     assert orjson.loads(capsys.readouterr().out)["message"]["tool_calls"][0]["arguments"] == arguments
     assert main(["--root", str(tmp_path), "show", "deep", "--json"]) == 0

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
-from jsonl_store import JsonlStoreError, ParentMismatch, SessionStore, UserMessage
+from jsonl_store import InvalidArgument, JsonlStoreError, ParentMismatch, SessionStore, UserMessage
 from jsonl_store._paths import LOG_NAME
 
 
@@ -73,3 +74,14 @@ def test_bad_fields_are_refused_before_anything_is_made(
         store.create_session("s", **options)  # type: ignore[arg-type]
     assert not (root / "s").exists()
     assert isinstance(caught.value, JsonlStoreError)  # a typed error, not a stray ValueError
+
+
+def test_a_session_made_elsewhere_keeps_the_time_it_was_made(store: SessionStore) -> None:
+    """created_at= is the session's created_at (in UTC); a naive datetime is refused and makes nothing."""
+    began = datetime(2025, 6, 8, 13, 0, tzinfo=timezone(timedelta(hours=2)))
+    summary = store.create_session("imported", created_at=began)
+    assert summary.created_at == began and summary.created_at.tzinfo == UTC
+    assert store.get_session("imported") == summary
+    with pytest.raises(InvalidArgument):
+        store.create_session("naive", created_at=datetime(2025, 6, 8, 11, 0))
+    assert store.get_session("naive") is None

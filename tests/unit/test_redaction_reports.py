@@ -165,3 +165,23 @@ def test_the_async_store_reports_through_the_same_callback(tmp_path: Path) -> No
 
     sequence = asyncio.run(run())
     assert seen == [Redaction("s", "append", (sequence,), {"github-token": 1})]
+
+
+def test_labels_are_counted_only_by_the_write_that_stores_them(tmp_path: Path) -> None:
+    """A title or agent name holding a secret counts when its append makes the session, not after."""
+    store, seen = _store(tmp_path)
+    store.append("s", UserMessage(content="hello"), title=f"key {AWS_ID}", agent_name=f"a {TOKEN}")
+    assert [dict(r.kinds) for r in seen] == [{"aws-access-key": 1, "github-token": 1}]
+    store.append("s", UserMessage(content="again"), title=f"other {AWS_ID}")
+    store.append_many("s", [UserMessage(content="more")], agent_name=f"b {TOKEN}")
+    assert len(seen) == 1  # the later labels are not stored, so nothing was replaced
+    summary = store.get_session("s")
+    assert summary is not None and summary.title == "key [REDACTED:aws-access-key]"
+
+
+def test_a_checkpoint_that_makes_its_session_counts_its_labels_once(tmp_path: Path) -> None:
+    """checkpoint() makes the session with its title, and its one notice counts the title's secret."""
+    store, seen = _store(tmp_path)
+    store.checkpoint("s", [UserMessage(content="hello")], title=f"key {AWS_ID}")
+    store.checkpoint("s", [UserMessage(content="hello")], title=f"key {AWS_ID}")
+    assert [(r.operation, dict(r.kinds)) for r in seen] == [("append_many", {"aws-access-key": 1})]
