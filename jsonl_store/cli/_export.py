@@ -33,6 +33,20 @@ def _write_file(path: str, data: bytes) -> None:
         raise
 
 
+def _plain_note() -> None:
+    """Say on stderr that pages show text as written, when the ``html`` extra is missing."""
+    from .. import export
+
+    if not export.html_extra_available():
+        _safe.write_lines(
+            sys.stderr,
+            [
+                "jsonl-store: note: message text is shown as written, not rendered as Markdown: "
+                "pip install 'jsonl_store[html]' renders it (markdown-it-py, nh3, Pygments)"
+            ],
+        )
+
+
 def _one(args: argparse.Namespace, fmt: str) -> int:
     from .. import export  # here: every other command starts without the exporters
 
@@ -43,6 +57,7 @@ def _one(args: argparse.Namespace, fmt: str) -> int:
             data = export.to_json(store, args.session_id)
         elif fmt == "html":
             data = export.to_html(store, args.session_id).encode("utf-8", "surrogateescape")
+            _plain_note()
         else:
             data = export.to_markdown(store, args.session_id).encode("utf-8", "surrogateescape")
     if args.output is None:
@@ -70,7 +85,8 @@ def _all(args: argparse.Namespace) -> int:
                 args.output,
                 on_session=step(bar),
             )
-    pages = len(written) - 1
+    _plain_note()
+    pages = sum(path.endswith(".html") for path in written) - 1
     c.emit([f"exported {pages} session{'' if pages == 1 else 's'} to {written[0]}"])
     return 0
 

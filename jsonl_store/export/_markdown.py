@@ -16,9 +16,28 @@ import html
 import re
 
 from .._codec import with_deep_stack
+from .._folding import Answer
+from .._parts import ImagePart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, base64_of
 from .._view import SessionSummary
 from ..store import SessionStore
-from ._transcript import Entry, Transcript, collect, entries, one_line, page_name, tokens_label, visible, when
+from ._edits import command_output, edit_diff
+from ._transcript import (
+    INLINE_IMAGE_CAP,
+    Entry,
+    Transcript,
+    arguments_preview,
+    collect,
+    entries,
+    facts,
+    headline,
+    image_type,
+    json_text,
+    one_line,
+    page_name,
+    tokens_label,
+    visible,
+    when,
+)
 
 _TICKS = re.compile("`+")
 
@@ -65,7 +84,72 @@ def _session_link(summary: SessionSummary | None, session_id: str) -> str:
     return f"[{label}]({page_name(session_id, '.md')})"
 
 
-def _entry_lines(entry: Entry) -> list[str]:
+def _image_lines(image: ImagePart) -> list[str]:
+    media_type = image_type(image)
+    if image.data is None:
+        return [f"image at {code(image.url or '')} (not fetched)", ""]
+    label = f"{media_type or 'image of unknown type'}, {len(image.data):,} bytes"
+    if len(image.data) > INLINE_IMAGE_CAP or media_type is None:
+        return [f"{code(f'[image: {label}: not inlined]')}", ""]
+    return [f"![{label}](data:{media_type};base64,{base64_of(image.data)})", ""]
+
+
+def _result_lines(result: ToolResultPart, label: str) -> list[str]:
+    heading = f"**{label}**" + (" · **error**" if result.is_error else "") + ":"
+    lines = [heading, ""]
+    if isinstance(result.content, str):
+        command = command_output(result.content)
+        if command is not None:
+            output, metadata = command
+            facts = " · ".join(f"{key} {json_text(value)}" for key, value in metadata.items())
+            return [*lines, code(facts), "", fenced(output), ""]
+        return [*lines, fenced(result.content), ""]
+    for part in result.content:
+        lines += [fenced(part.text), ""] if isinstance(part, TextPart) else _part_lines(part, {}, 0)
+    return lines
+
+
+def _call_lines(call: ToolCallPart, answer: Answer | None, child: SessionSummary | None) -> list[str]:
+    state = "" if answer is None or not answer.part.is_error else " · error"
+    if answer is None:
+        state = " · no result"
+    summary = f"→ {call.name or '(unnamed tool)'}({arguments_preview(call.arguments)}){state}"
+    lines = ["<details>", f"<summary>{_summary_html(summary)}</summary>", ""]
+    diff = edit_diff(call)
+    if diff is not None:
+        lines += [fenced(diff, "diff"), ""]
+    lines += [fenced(json_text(call.arguments), "json"), ""]
+    if child is not None:
+        lines += [f"sub-agent session: {_session_link(child, child.session_id)}", ""]
+    if answer is not None:
+        lines += _result_lines(answer.part, f"result (#{answer.record.sequence})")
+    return [*lines, "</details>", ""]
+
+
+def _part_lines(
+    part: Part, answers: dict[int, Answer], index: int, transcript: Transcript | None = None
+) -> list[str]:
+    if isinstance(part, TextPart):
+        return [fenced(part.text), ""]
+    if isinstance(part, ReasoningPart):
+        if not part.text:
+            return ["*reasoning (encrypted by the provider)*", ""]
+        return _details("reasoning", part.text)
+    if isinstance(part, ToolCallPart):
+        return _call_lines(part, answers.get(index), transcript.started(part) if transcript else None)
+    if isinstance(part, ToolResultPart):
+        return _result_lines(part, f"result of call {one_line(str(part.tool_call_id))} (no call before it)")
+    if isinstance(part, ImagePart):
+        return _image_lines(part)
+    kind = part.raw.get("type") if isinstance(part.raw, dict) else None
+    return _details(
+        f"other: {kind} (as stored)" if isinstance(kind, str) else "other content (as stored)",
+        json_text(part.raw),
+        "json",
+    )
+
+
+def _entry_lines(entry: Entry, transcript: Transcript) -> list[str]:
     if entry.role == "boundary":
         return [
             "---",
@@ -78,30 +162,11 @@ def _entry_lines(entry: Entry) -> list[str]:
             "---",
             "",
         ]
-    facts = [f"#{entry.sequence} {entry.role}"]
-    if entry.tool_name:
-        facts.append(f"result of {one_line(entry.tool_name)}")
-    if entry.is_error:
-        facts.append("error")
-    if entry.duration:
-        facts.append(entry.duration)
-    if entry.tokens:
-        facts.append(entry.tokens)
-    if not entry.in_context:
-        facts.append("not in the model context")
-    lines = [f"### {code(' · '.join(facts))}", ""]
-    if entry.result_of is not None:
-        label = f"result of {entry.tool_name or 'tool'} ({entry.result_of})" + (
-            " · error" if entry.is_error else ""
-        )
-        lines += _details(label, entry.text)
-        return lines
-    if entry.reasoning:
-        lines += _details("reasoning", entry.reasoning)
-    if entry.text:
-        lines += [fenced(entry.text), ""]
-    for call in entry.calls:
-        lines += _details(f"tool call {call.name} ({call.call_id})", call.arguments, "json")
+    if entry.fact:
+        return [code(" · ".join(facts(entry))), ""]
+    lines = [f"### {code(' · '.join(facts(entry)))}", ""]
+    for index, part in entry.parts:
+        lines += _part_lines(part, entry.answers, index, transcript)
     return lines
 
 
@@ -109,10 +174,11 @@ def _entry_lines(entry: Entry) -> list[str]:
 def render_markdown(transcript: Transcript) -> str:
     """A `Transcript` as Markdown."""
     summary = transcript.summary
-    lines = [f"# {code(summary.title or summary.session_id)}", ""]
+    lines = [f"# {code(headline(transcript))}", ""]
     lines.append(f"- session: {code(summary.session_id)}")
     if summary.agent_name:
         lines.append(f"- agent: {code(summary.agent_name)}")
+    lines.append(f"- format: {code(summary.dialect)}")
     if summary.parent_session_id:
         lines.append(f"- parent session: {_session_link(None, summary.parent_session_id)}")
     if summary.fork is not None:
@@ -125,9 +191,10 @@ def render_markdown(transcript: Transcript) -> str:
     lines.append(f"- created: {when(summary.created_at)} · last append: {when(summary.updated_at)}")
     totals = transcript.totals
     lines.append(f"- tokens: {totals.total_tokens:,} ({tokens_label(totals)})")
+    lines.append("- cost: not known (the store keeps token counts, not prices)")
     lines.append("")
     for entry in entries(transcript):
-        lines += _entry_lines(entry)
+        lines += _entry_lines(entry, transcript)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -10,32 +10,19 @@ it had become one, and the DOM of a page whose markup broke would lose sections.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from headless import CHROMIUM, chromium
 
 from jsonl_store import AssistantMessage, SessionStore, ToolCall, ToolMessage, UserMessage
 from jsonl_store.export import export_html
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
 
 HOSTILE = "<script>document.title='pwned'</script></details></section></main>\x1b[2J \u202eevil\u202c <img src=x onerror=alert(1)>"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-def chromium(*args: str) -> subprocess.CompletedProcess[bytes]:
-    assert CHROMIUM is not None
-    # A profile of its own per run, no GPU, no sandbox (root in CI); no network is needed.
-    return subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", *args],
-        capture_output=True,
-        timeout=120,
-        check=True,
-    )
 
 
 class _Dom(HTMLParser):
@@ -86,14 +73,16 @@ def test_the_page_loads_shows_the_messages_and_runs_no_script(site: Path, tmp_pa
     for shown in (
         "Find the bug.",
         "Searching.",
-        "tool call grep (c1)",
+        '→ grep(pattern="TODO")',
+        "result (#3)",
         "app.py:3: TODO",
         "<script>document.title",
     ):
         assert shown in text
     assert "\\u202eevil\\u202c" in text and "\\x1b[2J" in text
     assert "script" not in dom.tags and "img" not in dom.tags
-    assert dom.tags.count("section") == 4 and dom.tags.count("details") == 2
+    # The user's, the assistant's with its result folded under the call, the hostile one.
+    assert dom.tags.count("section") == 3 and dom.tags.count("details") == 1
     assert dom.title == "Bug hunt"  # the stored script did not run
 
 

@@ -77,11 +77,12 @@ def test_html_shows_every_record_the_boundary_the_tokens_and_the_links(store: Se
     """The page has each record, the compaction summary, token totals and a link to the child."""
     page = parse(to_html(store, "main"))
     text = "".join(page.text)
-    for shown in ("#1 user", "Please read the README.", "tool call read_file (c1)", "# jsonl_store",
-                  "Compaction (snapshot 1)", "Read the README.", "1,240 (1,200 in · 40 out · 1,000 cache read)"):  # fmt: skip
+    for shown in ("user#1 · ", "Please read the README.", '→ read_file(path="README.md")', "# jsonl_store",
+                  "result (#3)", "Compaction (snapshot 1)", "Read the README.",
+                  "1,240 (1,200 in · 40 out · 1,000 cache read)"):  # fmt: skip
         assert shown in text
     assert page_name("main-sub") in page.links and "index.html" not in page.links  # a page on its own
-    assert page.tags.count("details") == 2  # the call and its result fold away
+    assert page.tags.count("details") == 1  # the call folds away, its result under it
 
 
 def test_hostile_text_is_escaped_in_html_and_adds_no_tag(store: SessionStore) -> None:
@@ -89,7 +90,8 @@ def test_hostile_text_is_escaped_in_html_and_adds_no_tag(store: SessionStore) ->
     html_page = to_html(store, "main")
     page = parse(html_page)
     assert "script" not in page.tags
-    assert page.tags.count("details") == 2 and page.tags.count("section") == 4
+    # The user's, the assistant's (its result folded under its call) and the hostile user's.
+    assert page.tags.count("details") == 1 and page.tags.count("section") == 3
     assert "&lt;script&gt;alert(1)&lt;/script&gt;&lt;/details&gt;" in html_page
     assert "\\x1b[2J\\x07" in html_page and "\\u202eevil\\u202c" in html_page
     assert re.search("[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e]", html_page) is None
@@ -112,7 +114,7 @@ def test_markdown_fences_hostile_text_so_it_cannot_close_anything(store: Session
     assert fence is not None  # the text holds ``` so its fence has four backticks
     body_end = markdown.index(f"\n{fence.group(1)}\n", fence.end())
     assert "[click](javascript:alert(2))" in markdown[fence.end() : body_end]
-    assert markdown.count("<details>") == markdown.count("</details>") - 1  # one is the stored text's
+    assert markdown.count("<details>") == markdown.count("</details>") - 1 == 1  # one is the stored text's
     assert "[` main-sub: Sub `](session-main-sub.md)" in markdown
     assert "**Compaction (snapshot 1):** records #1 to #3" in markdown
     assert "`` Read <b>it</b> ``" not in markdown and "# ` Read <b>it</b> `" in markdown
@@ -164,11 +166,11 @@ def test_hostile_names_ids_and_titles_cannot_close_a_summary_or_a_code_span(tmp_
         store.append("s", ToolMessage(tool_call_id=evil, name=evil, content=evil, is_error=True))
         markdown, page = to_markdown(store, "s"), to_html(store, "s")
     summaries = re.findall(r"^<summary>(.*)</summary>$", markdown, re.MULTILINE)
-    assert len(summaries) == 2 and all("<" not in s and "&lt;/summary&gt;" in s for s in summaries)
-    assert markdown.count("\n<details>\n") == 2 and markdown.count("\n</details>\n") == 2
+    assert len(summaries) == 1 and all("<" not in s and "&lt;/summary&gt;" in s for s in summaries)
+    assert markdown.count("\n<details>\n") == 1 and markdown.count("\n</details>\n") == 1
     assert markdown.startswith("# `` `</summary></details><script>x()</script>[l](javascript:y) ``\n")
     tags = parse(page).tags
-    assert "script" not in tags and tags.count("summary") == 2 and tags.count("details") == 2
+    assert "script" not in tags and tags.count("summary") == 1 and tags.count("details") == 1
 
 
 def test_markdown_rendered_by_a_commonmark_parser_has_no_active_markup(store: SessionStore) -> None:
@@ -178,7 +180,7 @@ def test_markdown_rendered_by_a_commonmark_parser_has_no_active_markup(store: Se
     page = parse(rendered)
     assert "script" not in page.tags
     assert page.links == ["session-main-sub.md"]  # the sub-agent's page; no stored link became one
-    assert page.tags.count("details") == 2 and page.tags.count("summary") == 2
+    assert page.tags.count("details") == 1 and page.tags.count("summary") == 1
     assert "<script>alert(1)</script></details></pre>```" in "".join(page.text)
 
 
