@@ -8,7 +8,7 @@ already is a patch (https://github.com/openai/codex/blob/main/codex-rs/apply-pat
 ``*** Begin Patch`` … ``*** End Patch``), passed as a custom tool's input or inside a
 shell command; it is shown as it is. The call's arguments are always shown too: a diff
 is a reading aid, never the only copy. Likewise a shell result stored as JSON is shown as
-its output text with its metadata beside it (`command_output`).
+its output text with its metadata beside it (`result_metadata`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,7 @@ import difflib
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
-
-from .._parts import ToolCallPart
+from .._parts import OtherPart, Part, ToolCallPart
 
 _BEGIN = "*** Begin Patch"
 _END = "*** End Patch"
@@ -91,22 +89,14 @@ def _strings(value: object, depth: int) -> Iterator[str]:
             yield from _strings(item, depth + 1)
 
 
-def command_output(text: str) -> tuple[str, dict[str, Any]] | None:
-    """A shell tool's result stored as JSON, ``{"output": ..., "metadata": {...}}`` (Codex's
-    ``shell`` tool), as its output text and its metadata (exit code, duration); None for any
-    other result. Both are shown: the output as the text it is, the metadata beside it."""
-    if not text.startswith('{"output"'):
-        return None
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(value, dict) or set(value) != {"output", "metadata"}:
-        return None
-    output, metadata = value["output"], value["metadata"]
-    if not isinstance(output, str) or not isinstance(metadata, dict):
-        return None
-    return output, metadata
+def result_metadata(part: Part) -> dict[str, Any] | None:
+    """The metadata of a shell result (Codex's exit code and duration), which the message
+    model gives as an `OtherPart` ``{"metadata": {...}}`` after the output's text (spec
+    §5.2); None for any other part. Shown as one line of facts beside the output."""
+    if isinstance(part, OtherPart) and isinstance(part.raw, dict) and set(part.raw) == {"metadata"}:
+        metadata = part.raw["metadata"]
+        return metadata if isinstance(metadata, dict) else None
+    return None
 
 
 def line_kind(line: str) -> str:
@@ -122,4 +112,4 @@ def line_kind(line: str) -> str:
     return ""
 
 
-__all__ = ["command_output", "edit_diff", "line_kind"]
+__all__ = ["edit_diff", "line_kind", "result_metadata"]

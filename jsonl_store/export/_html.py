@@ -31,7 +31,7 @@ from .._folding import Answer
 from .._parts import ImagePart, OtherPart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from .._view import SessionSummary
 from ..store import SessionStore
-from ._edits import command_output, edit_diff, line_kind
+from ._edits import edit_diff, line_kind, result_metadata
 from ._markup import code_block, code_css, esc, markdown
 from ._transcript import (
     INLINE_IMAGE_CAP,
@@ -216,15 +216,14 @@ def _other(part: OtherPart) -> list[str]:
 
 def _result_body(content: str | list[Part], images: Images) -> list[str]:
     if isinstance(content, str):
-        command = command_output(content)
-        if command is not None:
-            output, metadata = command
-            facts = " · ".join(f"{key} {json_text(value)}" for key, value in metadata.items())
-            return [f'<p class="meta">{esc_line(facts)}</p>', f'<pre class="out">{esc(output)}</pre>']
         return [f'<pre class="out">{esc(content)}</pre>'] if content else ['<p class="empty">(empty)</p>']
     out: list[str] = []
     for part in content:
-        if isinstance(part, TextPart):
+        metadata = result_metadata(part)
+        if metadata is not None:
+            facts = " · ".join(f"{key} {json_text(value)}" for key, value in metadata.items())
+            out.insert(0, f'<p class="meta">{esc_line(facts)}</p>')
+        elif isinstance(part, TextPart):
             out.append(f'<pre class="out">{esc(part.text)}</pre>')
         else:
             out += _part(part, {}, 0, images)

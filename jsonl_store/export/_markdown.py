@@ -20,7 +20,7 @@ from .._folding import Answer
 from .._parts import ImagePart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, base64_of
 from .._view import SessionSummary
 from ..store import SessionStore
-from ._edits import command_output, edit_diff
+from ._edits import edit_diff, result_metadata
 from ._transcript import (
     INLINE_IMAGE_CAP,
     Entry,
@@ -98,14 +98,16 @@ def _result_lines(result: ToolResultPart, label: str) -> list[str]:
     heading = f"**{label}**" + (" · **error**" if result.is_error else "") + ":"
     lines = [heading, ""]
     if isinstance(result.content, str):
-        command = command_output(result.content)
-        if command is not None:
-            output, metadata = command
-            facts = " · ".join(f"{key} {json_text(value)}" for key, value in metadata.items())
-            return [*lines, code(facts), "", fenced(output), ""]
         return [*lines, fenced(result.content), ""]
     for part in result.content:
-        lines += [fenced(part.text), ""] if isinstance(part, TextPart) else _part_lines(part, {}, 0)
+        metadata = result_metadata(part)
+        if metadata is not None:
+            facts = " · ".join(f"{key} {json_text(value)}" for key, value in metadata.items())
+            lines += [code(facts), ""]
+        elif isinstance(part, TextPart):
+            lines += [fenced(part.text), ""]
+        else:
+            lines += _part_lines(part, {}, 0)
     return lines
 
 
