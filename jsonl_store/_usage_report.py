@@ -70,15 +70,13 @@ class _Sum:
     unpriced: int = 0
     unpriced_models: set[str] = dataclasses.field(default_factory=set)
 
-    def add(self, call: dict[str, Any], cost: Decimal | None) -> None:
+    def add(self, call: dict[str, Any], priced: bool) -> None:
         self.calls += 1
         for name in _FIELDS:
             self.counts[name] += call[name]
-        if cost is None:
+        if not priced:
             self.unpriced += 1
             self.unpriced_models.add(call["model"] or UNKNOWN)
-        else:
-            self.cost += cost
 
     def row(self, key: str, prices_version: str | None) -> UsageRow:
         counts = self.counts
@@ -179,6 +177,7 @@ def usage_report(
         sessions = [summary]
     root = os.fspath(store.root)
     sums: dict[str, _Sum] = {}
+    pricer = _prices.Pricer()
     for summary in sessions:
         provider = _provider(summary)
         for call in store.model_calls(summary.session_id, inherited=False):
@@ -186,7 +185,9 @@ def usage_report(
             if (since is not None or until is not None) and not _within(when, since, until):
                 continue
             key = _key(by, summary, call, when, root)
-            sums.setdefault(key, _Sum()).add(call, _cost(call, provider, when))
+            sums.setdefault(key, _Sum()).add(call, pricer.add(key, call, call["model"], provider, when))
+    for key, cost in pricer.totals().items():
+        sums[key].cost = cost
     version = _prices.version()
     return [sums[key].row(key, version) for key in sorted(sums, key=_order)]
 
@@ -196,12 +197,6 @@ def _within(when: datetime | None, since: date | None, until: date | None) -> bo
         return False
     day = when.date()
     return (since is None or day >= since) and (until is None or day <= until)
-
-
-def _cost(call: dict[str, Any], provider: str | None, when: datetime | None) -> Decimal | None:
-    if not any(call[name] for name in _FIELDS):
-        return Decimal(0)  # no tokens cost nothing, whatever the model (Claude Code's `<synthetic>`)
-    return _prices.price(call, call["model"], provider, when)
 
 
 def total(rows: Iterable[UsageRow]) -> UsageRow:
