@@ -15,6 +15,7 @@ from jsonl_store import (
     SessionStore,
     UsageRow,
     UserMessage,
+    _codec,
     _prices,
     usage_report,
 )
@@ -185,3 +186,16 @@ def test_without_the_price_table_every_cost_is_unknown(
         (2, None, 2, None),
         (1, None, 1, None),
     ]
+
+
+def test_a_report_decodes_no_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """usage_report reads the records' token fields only: with message decoding broken it still reports."""
+    store = three_calls(tmp_path)
+    expected = usage_report(store, by="day")
+
+    def refuse(*args: object) -> object:
+        raise AssertionError("a usage report decoded a message")
+
+    monkeypatch.setattr(_codec, "decode_record", refuse)
+    monkeypatch.setattr(_codec, "decode_message", refuse)
+    assert usage_report(SessionStore(store.root), by="day") == expected
