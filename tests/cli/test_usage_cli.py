@@ -61,9 +61,9 @@ def test_usage_by_day_table_has_a_cost_column_a_total_and_the_price_table(root: 
 
 
 def test_usage_of_one_session_by_month_and_a_date_range(root: Path) -> None:
-    """usage ID --by month --since/--until reports that session's calls in that UTC range only."""
+    """usage ID --by month --since/--until (ISO or ccusage's YYYYMMDD) reports that session's calls in that UTC range only."""
     sid = "codex-019a93b9-f380-7600-98ff-940e6b99603c"
-    done = cli("--root", str(root), "usage", sid, "--by", "month", "--since", "2025-11-01", "--until", "2025-11-30",
+    done = cli("--root", str(root), "usage", sid, "--by", "month", "--since", "2025-11-01", "--until", "20251130",
                "--json", cwd=root)  # fmt: skip
     [row] = json.loads(done.stdout)
     assert (row["key"], row["calls"]) == ("2025-11", 39)
