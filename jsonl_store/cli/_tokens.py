@@ -144,7 +144,7 @@ def _report_row(row: UsageRow) -> tuple[str, ...]:
             _format.count(row.total_tokens), _cost(row))  # fmt: skip
 
 
-def _notes(rows: list[UsageRow], whole: UsageRow) -> list[Block]:
+def _notes(whole: UsageRow) -> list[Block]:
     """What the table cannot say: which prices, and which calls have none."""
     if whole.prices_version is None:
         return ["cost unavailable: install the cost extra (pip install 'jsonl-store[cost]', genai-prices)"]
@@ -153,7 +153,7 @@ def _notes(rows: list[UsageRow], whole: UsageRow) -> list[Block]:
         models = ", ".join(whole.unpriced_models)
         notes.append(
             f"not priced: {_format.plural(whole.unpriced_calls, 'call')} of {models}"
-            " (not in the price table): their rows have no cost"
+            " (not in the price table, or no model recorded): their rows have no cost"
         )
     return notes
 
@@ -169,7 +169,7 @@ def _report(store: SessionStore, args: argparse.Namespace) -> int:
     whole = total(rows)
     header = (_KEY_HEADER[by], "CALLS", *_HEADER[:-1], "TOTAL", "COST (USD)")
     table = _format.table(header, [*map(_report_row, rows), _report_row(whole)], right=range(1, 9))
-    emit([table, "", *_notes(rows, whole)])
+    emit([table, "", *_notes(whole)])
     return 0
 
 
