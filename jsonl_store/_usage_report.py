@@ -129,7 +129,8 @@ def _key(by: By, summary: SessionSummary, call: dict[str, Any], when: datetime |
         return project(summary, root)
     if when is None:
         return UNKNOWN
-    return when.strftime("%Y-%m-%d" if by == "day" else "%Y-%m")
+    day = when.date().isoformat()  # YYYY-MM-DD (a year after 9999 is no datetime)
+    return day if by == "day" else day[:7]
 
 
 def _check(by: object, since: object, until: object) -> None:
