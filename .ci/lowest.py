@@ -6,6 +6,7 @@ time, so a dependency added (or removed) there is covered without editing CI.
 
     python3 .ci/lowest.py            # one ``name==floor`` line per runtime dependency
     python3 .ci/lowest.py --verify   # exit 1 unless the running environment has exactly those
+    python3 .ci/lowest.py --extra cost   # the same lines for an optional extra's dependencies
 
 A dependency without a floor (``>=``, ``~=`` or ``==``) is an error: CI could not test
 the lowest version it allows.
@@ -23,11 +24,18 @@ PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 _NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)")
 
 
-def floors() -> list[tuple[str, str, str]]:
-    """``(name, floor, marker)`` for each runtime dependency, in the order pyproject lists them."""
+def floors(extra: str | None = None) -> list[tuple[str, str, str]]:
+    """``(name, floor, marker)`` for each runtime dependency (or each of ``extra``'s), in the
+    order pyproject lists them."""
     project = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]
+    if extra is None:
+        requirements = project.get("dependencies", [])
+    else:
+        requirements = project.get("optional-dependencies", {}).get(extra)
+        if requirements is None:
+            sys.exit(f"{PYPROJECT}: no extra named {extra!r}")
     out = []
-    for requirement in project.get("dependencies", []):
+    for requirement in requirements:
         spec, _, marker = requirement.partition(";")  # a marker does not change the floor
         match = _NAME.fullmatch(spec)
         if match is None:
@@ -81,7 +89,9 @@ def main(argv: list[str]) -> int:
             return 1
         print("installed: " + (" ".join(here) or "nothing to pin"))
         return 0
-    if argv:
+    if len(argv) == 2 and argv[0] == "--extra":
+        pins = floors(argv[1])
+    elif argv:
         print(__doc__, file=sys.stderr)
         return 2
     for name, floor, _ in pins:

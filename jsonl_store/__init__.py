@@ -66,6 +66,7 @@ from ._tool_batches import (
     provider_violation,
     repair_context,
 )
+from ._usage_report import UsageRow, usage_report
 from ._view import SessionSummary, SessionView
 from .store import SessionStore
 
@@ -148,6 +149,7 @@ __all__ = [
     "UnsupportedFormat",
     "UnsupportedRegex",
     "UnsupportedValue",
+    "UsageRow",
     "UserMessage",
     "close_interrupted",
     "decode_session_id",
@@ -167,6 +169,7 @@ __all__ = [
     "to_anthropic",
     "to_openai_chat",
     "to_openai_responses",
+    "usage_report",
 ]
 
 

@@ -627,6 +627,37 @@ def record_summary(body: bytes) -> tuple[int, datetime | None]:
     return head.sequence, head.created_at
 
 
+class _CallMeta(msgspec.Struct):
+    model: Any = None
+    provider: Any = None
+
+
+class CallFields(msgspec.Struct):
+    """What a record tells about the model call it holds, its message skipped: the fields
+    `jsonl_store._usage.record_calls` reads (a usage report need not decode messages)."""
+
+    sequence: int = 0
+    created_at: datetime | None = None
+    request_id: Any = None
+    metadata: _CallMeta | None = None
+    input_tokens: Any = None
+    output_tokens: Any = None
+    cache_read_tokens: Any = None
+    cache_write_tokens: Any = None
+    reasoning_tokens: Any = None
+
+
+_call_decoder = msgspec.json.Decoder(CallFields)
+
+
+def call_fields(body: bytes) -> CallFields:
+    """A record's sequence, time, request id, model and token counts, its message skipped."""
+    try:
+        return _call_decoder.decode(body)
+    except RecursionError:  # skipping a deep message recurses too
+        return _in_deep_stack(_call_decoder.decode, body)
+
+
 def record_position(body: bytes) -> tuple[int, int, str]:
     """A record's sequence, batch end and id, without decoding its message into objects."""
     head = _head(body)

@@ -16,6 +16,7 @@ from ._handles import now
 from ._log import FLAGS_READ, Line, scan
 from ._paths import USAGE_NAME
 from ._problems import SKIPPED, Problem, Reporter
+from ._reader import LogReader
 from ._records import ModelUsage, RawMessageRecord, UsageRecord
 from ._redact import Redactor
 
@@ -133,6 +134,56 @@ def calls(records: Iterable[RawMessageRecord], logged: Iterable[dict[str, Any]])
             "request_id": record.request_id,
             **msgspec.structs.asdict(usage),
         })  # fmt: skip
+    return found
+
+
+#: Bytes every record holding token counts has (spec §4): a line without them holds no call.
+_TOKENS = b'_tokens"'
+
+
+def record_calls(
+    fs: FileSystem, session_id: str, directory: str, reporter: Reporter
+) -> Iterator[dict[str, Any]]:
+    """The model calls recorded with the session's own raw-log records (a fork's inherited
+    history is its source's), as `calls` gives them, without decoding any message.
+
+    A line without token counts is stepped over by a byte search; the others are decoded
+    into their sequence, time, request id, model and counts only (`_codec.call_fields`), so
+    a usage report costs a pass over the log's bytes, not a decoding of every message.
+    Records out of order are left out as `LogReader.records` leaves them out (§8.6).
+    """
+    with LogReader(fs, session_id, directory, reporter) as log:
+        if log.fd is None:
+            return
+        end, _ = log.last_good()
+        previous = 0
+        for line in scan(fs, log.fd, log.path, 0, end, reporter, first_line=1):
+            if _TOKENS not in line.body:
+                continue
+            try:
+                fields = _codec.call_fields(line.body)
+            except _codec.DECODE_ERRORS:
+                continue  # a record reader reports it; a report only leaves it out
+            if fields.sequence <= previous or (fields.input_tokens is None and fields.output_tokens is None):
+                continue
+            previous = fields.sequence
+            meta = fields.metadata
+            model = meta.model if meta is not None else None
+            yield {
+                "source": f"record {fields.sequence}",
+                "recorded_at": fields.created_at,
+                "model": model if isinstance(model, str) else None,
+                "request_id": fields.request_id if isinstance(fields.request_id, str) else None,
+                **_counts(msgspec.structs.asdict(fields)),
+            }
+
+
+def own_calls(records: Iterable[dict[str, Any]], logged: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`calls` over `record_calls`: the usage log's lines, then the records' calls whose
+    request id the usage log does not name."""
+    found = calls((), logged)
+    requests = {item["request_id"] for item in found if item["request_id"] is not None}
+    found.extend(item for item in records if item["request_id"] is None or item["request_id"] not in requests)
     return found
 
 

@@ -1040,15 +1040,25 @@ class SessionStore:
         return _usage.total(self.model_calls(session_id))
 
     @_storage_errors
-    def model_calls(self, session_id: str) -> list[dict[str, Any]]:
+    def model_calls(self, session_id: str, *, inherited: bool = True) -> list[dict[str, Any]]:
         """Every model call of the session once, with its tokens and where it was recorded.
 
         The usage log's lines come first, then the usage given with assistant records,
         except a record whose ``request_id`` the usage log also names (one call recorded
         twice). Each is a dict of `ModelUsage`'s counts plus ``source`` (``"usage log"``
         or ``"record <sequence>"``), ``recorded_at``, ``model`` and ``request_id``.
+        With ``inherited=False``, a fork's history read from its source is left out (those
+        calls are the source's) and no message is decoded: what `usage_report` counts.
         """
-        return _usage.calls(self.records(session_id), self.usage(session_id))
+        if inherited:
+            return _usage.calls(self.records(session_id), self.usage(session_id))
+        directory = self._readable(session_id)
+        found = Reporter()
+        try:
+            records = list(_usage.record_calls(self._fs, session_id, directory, found))
+        finally:
+            self._report(p for p in found.problems if p.kind != "bad-snapshot")
+        return _usage.own_calls(records, self.usage(session_id))
 
     # -- whole-state saves ----------------------------------------------------------------
 

@@ -189,11 +189,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command(
         "usage",
         _tokens.usage,
-        "print token totals per session, per model and overall; with ID, that session's model calls",
-        "jsonl-store usage\njsonl-store usage chat-1 --json",
+        "print token totals per session, per model and overall; with ID, that session's model calls;"
+        " with --by, tokens and cost per session, day, month, model or project",
+        "jsonl-store usage\njsonl-store usage chat-1 --json\njsonl-store usage --by day --since 2026-01-01"
+        "\njsonl-store usage --by model --json",
     )
     sub.add_argument("session_id", metavar="ID", nargs="?")
     sub.add_argument("--json", action="store_true", help="print one JSON document")
+    _tokens.add_report_arguments(sub)
 
     sub = command(
         "pin", _sessions.pin, "pin a session (ls --pinned shows it first)", "jsonl-store pin chat-1"

@@ -4,15 +4,20 @@ One session: each call once (`model_calls`) and their sum. The whole store: one 
 session, one per model, and the overall totals, with each row's cache hit rate -- cached
 input over input, as `RawMessageRecord.cache_hit_rate` defines it (the store's input
 counts include the cached part).
+
+With ``--by`` (or ``--since``/``--until``): `jsonl_store.usage_report`'s rows, priced, as a
+table with a total, or with ``--json`` as a list of row objects.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable, Mapping
+from datetime import date
 from typing import Any
 
-from .. import ModelUsage, SessionStore
+from .. import ModelUsage, SessionStore, UsageRow, usage_report
+from .._usage_report import BY, By, total
 from . import _format
 from ._blocks import Block
 from ._commands import emit, emit_json, existing, heading, open_store, over_sessions
@@ -111,11 +116,72 @@ def _store(store: SessionStore, as_json: bool) -> int:
     return 0
 
 
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--by``, ``--since`` and ``--until``: what turns ``usage`` into a report."""
+    parser.add_argument(
+        "--by", choices=BY, help="one row per session, UTC day, UTC month, model or project, priced"
+    )
+    parser.add_argument("--since", metavar="DATE", type=_day, help="calls from this UTC date on (YYYY-MM-DD)")
+    parser.add_argument("--until", metavar="DATE", type=_day, help="calls up to this UTC date (YYYY-MM-DD)")
+
+
+def _day(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
+
+
+#: The first column's name for each ``--by``.
+_KEY_HEADER = {"session": "SESSION", "day": "DAY (UTC)", "month": "MONTH (UTC)", "model": "MODEL",
+               "project": "PROJECT"}  # fmt: skip
+
+
+def _cost(row: UsageRow) -> str:
+    return "-" if row.cost_usd is None else f"${row.cost_usd:,.2f}"
+
+
+def _report_row(row: UsageRow) -> tuple[str, ...]:
+    return (row.key, _format.count(row.calls), *(_format.count(getattr(row, f)) for f in _FIELDS),
+            _format.count(row.total_tokens), _cost(row))  # fmt: skip
+
+
+def _notes(whole: UsageRow) -> list[Block]:
+    """What the table cannot say: which prices, and which calls have none."""
+    if whole.prices_version is None:
+        return ["cost unavailable: install the cost extra (pip install 'jsonl-store[cost]', genai-prices)"]
+    notes: list[Block] = [f"prices: {whole.prices_version}; days and months are UTC"]
+    if whole.unpriced_calls:
+        models = ", ".join(whole.unpriced_models)
+        notes.append(
+            f"not priced: {_format.plural(whole.unpriced_calls, 'call')} of {models}"
+            " (not in the price table, or no model recorded): their rows have no cost"
+        )
+    return notes
+
+
+def _report(store: SessionStore, args: argparse.Namespace) -> int:
+    by: By = args.by if args.by is not None else "session"
+    if args.session_id is not None:
+        existing(store, args.session_id)
+    rows = usage_report(store, by=by, session_id=args.session_id, since=args.since, until=args.until)
+    if args.json:
+        emit_json([row.as_dict() for row in rows])
+        return 0
+    whole = total(rows)
+    header = (_KEY_HEADER[by], "CALLS", *_HEADER[:-1], "TOTAL", "COST (USD)")
+    table = _format.table(header, [*map(_report_row, rows), _report_row(whole)], right=range(1, 9))
+    emit([table, "", *_notes(whole)])
+    return 0
+
+
 def usage(args: argparse.Namespace) -> int:
     store = open_store(args)
+    if args.by is not None or args.since is not None or args.until is not None:
+        return _report(store, args)
     if args.session_id is not None:
         return _one(store, args.session_id, args.json)
     return _store(store, args.json)
 
 
-__all__ = ["UNKNOWN_MODEL", "usage"]
+__all__ = ["UNKNOWN_MODEL", "add_report_arguments", "usage"]

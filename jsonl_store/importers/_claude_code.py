@@ -192,8 +192,9 @@ class ClaudeCode:
         )
         if agent is None and name.startswith("agent-"):
             agent = name.removesuffix(".jsonl").removeprefix("agent-")
+        cwd = next((d["cwd"] for d in head if isinstance(d.get("cwd"), str)), None)
         if agent is None:
-            return Target(session_id_for(PREFIX, session))
+            return Target(session_id_for(PREFIX, session), cwd=cwd)
         side = _source.read_side_file(path.removesuffix(".jsonl") + ".meta.json") or {}
         description, agent_type = side.get("description"), side.get("agentType")
         return Target(
@@ -201,6 +202,7 @@ class ClaudeCode:
             parent=session_id_for(PREFIX, session),
             title=description if isinstance(description, str) else None,
             agent_name=agent_type if isinstance(agent_type, str) else "sub-agent",
+            cwd=cwd,
         )
 
     def parse(self, path: str, lines: Iterator[Parsed], out: Collector) -> None:
@@ -476,7 +478,7 @@ class _Parse:
         if session_id is None:
             root = uuid if isinstance(uuid, str) else f"line-{len(self.chains)}"
             session_id = main + "-sidechain-" + encode_session_id(root)
-        self.out.target(Target(session_id, parent=main, agent_name="sidechain"))
+        self.out.target(Target(session_id, parent=main, agent_name="sidechain", cwd=self.out.main.cwd))
         if isinstance(uuid, str):
             _remember(self.chains, uuid, session_id)
         self.out.state["last_chain"] = session_id

@@ -146,11 +146,12 @@ class Codex:
                 and isinstance(payload, dict)
                 and isinstance(payload.get("id"), str)
             ):
-                parent = payload.get("parent_thread_id")
+                parent, cwd = payload.get("parent_thread_id"), payload.get("cwd")
                 return Target(
                     session_id_for(PREFIX, payload["id"]),
                     parent=session_id_for(PREFIX, parent) if isinstance(parent, str) else None,
                     agent_name="codex",
+                    cwd=cwd if isinstance(cwd, str) else None,
                 )
         if not any(d.get("type") in ("response_item", "event_msg", "turn_context") for d in head):
             return None

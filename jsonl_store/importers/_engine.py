@@ -80,6 +80,9 @@ class Target:
     parent: str | None = None
     title: str | None = None
     agent_name: str | None = None
+    #: The working directory the source names for the session: the project a usage
+    #: report groups it under (spec §19).
+    cwd: str | None = None
 
 
 @dataclass
@@ -505,6 +508,7 @@ def _create(
         parent_session_id=target.parent,
         created_at=began,
         metadata={
+            **({"cwd": _redacted(tally, target.cwd)} if target.cwd else {}),
             "dialect": fmt.dialect,
             "imported_from": {
                 "tool": fmt.tool,

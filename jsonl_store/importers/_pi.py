@@ -109,7 +109,12 @@ class Pi:
     def identify(self, path: str, head: list[dict[str, Any]]) -> Target | None:
         for d in head:
             if d.get("type") == "session" and isinstance(d.get("id"), str):
-                return Target(session_id_for(PREFIX, d["id"]), agent_name="pi")
+                cwd = d.get("cwd")
+                return Target(
+                    session_id_for(PREFIX, d["id"]),
+                    agent_name="pi",
+                    cwd=cwd if isinstance(cwd, str) else None,
+                )
         return None
 
     def parse(self, path: str, lines: Iterator[Parsed], out: Collector) -> None:
