@@ -151,11 +151,13 @@ def test_show_json_has_every_fact_of_the_summary(root: Path, capsys: pytest.Capt
 
 
 def test_search_json_holds_every_field_of_a_hit_line(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Each search line's session, sequence, role, field and snippet are its JSON hit's."""
+    """Each search line's session, sequence, role, part kind, field and snippet are its JSON hit's."""
     lines, hits = text_and_json(capsys, "--root", str(root), "search", "hel")
     assert len(lines) == len(hits) >= 2
     for line, hit in zip(lines, hits, strict=True):
-        assert line.startswith(f"{hit['session_id']} #{hit['sequence']} {hit['role']} ({hit['field']}): ")
+        # The field is named only when it is not the part's own text (cli/_search.py).
+        what = hit["kind"] if hit["field"] in ("content", hit["kind"]) else f"{hit['kind']} {hit['field']}"
+        assert line.startswith(f"{hit['session_id']} #{hit['sequence']} {hit['role']} ({what}): ")
         assert line.endswith(hit["snippet"])
 
 
