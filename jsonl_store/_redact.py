@@ -566,21 +566,69 @@ def _large_may_hold(data: bytes) -> bool:
 
     Code holds name-based candidates on every page, nearly none of them certain, and
     decoding a megabyte and searching all of its text cost more than appending it (issue
-    20 bounds what redaction adds to an append of 1 MB of code output). So: the formats'
-    gates (`_LARGE_GATES`), then each place where a name-based value, a password, a Slack
-    webhook or a token with a '-' can be (`_line_checked`) is searched on its line alone.
+    20 bounds what redaction adds to an append of 1 MB of code output). So: the gates of
+    the formats with a rare byte (`_RARE_GATES`), then the places the common separators
+    ('=', ':', '_', '-') may matter, found in the folded bytes (`_folded_candidates`), each
+    judged by the same gate as before; a name-based value, a password, a Slack webhook or
+    a token with a '-' is then searched on its line alone (`_line_checked`).
     """
-    for byte, before, pattern in _LARGE_GATES:
-        at = data.find(byte)
-        if at >= 0 and _holds(data, at, byte, before, pattern):
-            return True
-    return _line_checked(data)
+    byte, before, pattern = _K_GATE
+    at = data.find(byte)
+    if at >= 0 and _holds(data, at, byte, before, pattern):
+        return True
+    found = _folded_candidates(data)
+    if found is None:
+        return True
+    equals, colons, dashes = found
+    return _line_checked(data, ((_EQUALS_GATE, equals), (_LARGE_COLON, colons), (_LARGE_DASH, dashes)))
 
 
-def _line_checked(data: bytes) -> bool:
+def _folded_candidates(data: bytes) -> tuple[list[int], list[int], list[int]] | None:
+    """The '=', ':' and '-' of ``data`` that `_EQUALS_GATE`, `_LARGE_COLON` (its names) and
+    `_LARGE_DASH` may match at, in order; None when a format's gate matched (`_UNDERSCORE_GATE`,
+    an AWS key id).
+
+    What those gates look for is before the separator (a secret word, a token's prefix),
+    and CPython's engine tests a look-behind at every separator, which in code is most of
+    their cost. The bytes folded (`_FOLD`) and reversed put it after the separator, where
+    the engine tests a literal byte or two and moves on; each place found is mapped back
+    and tried by the gate itself, so what is found does not change.
+    """
+    folded = data.translate(_FOLD)[::-1]
+    last = len(data) - 1
+    for match in _FOLDED_UNDERSCORE.finditer(folded):
+        if _UNDERSCORE_GATE.match(data, last - match.start()) is not None:
+            return None
+    dashes: list[int] = []
+    colons: list[int] = []
+    for match in _FOLDED_DASH.finditer(folded):
+        at = last - match.start()
+        byte = data[at]
+        if byte == 0x2D:
+            dashes.append(at)
+            if at > 0 and data[at - 1] == 0x2D:  # --user: `_LARGE_DASH` matches at the first '-'
+                dashes.append(at - 1)
+        elif byte == 0x2F:  # the second '/' of a "://"
+            if at >= 2 and data.startswith(b"://", at - 2):
+                colons.append(at - 2)
+        elif byte == 0x49:  # 'I'
+            if data.startswith((b"AKIA", b"ASIA"), at - 2):
+                return None
+        elif _RARE_GATES[byte].match(data, at) is not None:
+            return None
+    equals: list[int] = []
+    for match in _FOLDED_NAMES.finditer(folded):
+        at = last - match.start()
+        (equals if data[at] == 0x3D else colons).append(at)
+    # Found from the end: in text order for `_line_checked`, each once.
+    return equals[::-1], sorted(set(colons)), sorted(set(dashes))
+
+
+def _line_checked(data: bytes, candidates: Iterable[tuple[re.Pattern[bytes], list[int]]]) -> bool:
     """Whether a line of a string of ``data`` that the separators' gates let through holds
     a certain secret, searched as `Redactor.find` searches text.
 
+    ``candidates``: each gate and the places, in order, it may match at (`_folded_candidates`).
     A name-based value or password is judged on its line only: a name, its gap and its
     value never span a newline (`_NAME_REVERSED`, `_value_after`, `_URL_USERINFO`,
     `_CURL_USER`), nor does a match of `BUILTIN` (such as a Slack webhook, or an Azure key,
@@ -590,10 +638,10 @@ def _line_checked(data: bytes) -> bool:
     """
     checked: set[int] = set()
     budget = len(data) // _LINE_SHARE
-    for pattern in (_EQUALS_GATE, _LARGE_COLON, _LARGE_DASH):
-        match = pattern.search(data)
-        while match is not None:
-            at = match.start()
+    for pattern, places in candidates:
+        for at in places:
+            if pattern.match(data, at) is None:
+                continue
             if pattern is _LARGE_DASH and data.startswith(b"----BEGIN", at + 1):
                 return True
             if pattern is _LARGE_DASH or data.startswith(b"//", at + 1) or _named_before(data, at):
@@ -607,7 +655,6 @@ def _line_checked(data: bytes) -> bool:
                     checked.add(start)
                     if any(found.certain for found in _builtin_find(text)):
                         return True
-            match = pattern.search(data, at + 1)
     return False
 
 
@@ -687,9 +734,42 @@ _JUMPS: Final = 8
 _SPARSE: Final = 512
 #: Up to this size one search from a byte's first occurrence costs less than the jumps.
 _SHORT: Final = 2048
-#: `_GATES` for a large value (`_large_may_hold`): a Slack webhook is looked for from its
-#: "://" instead (`_LARGE_COLON`), a token with a '-' from `_LARGE_DASH`, on their lines.
-_LARGE_GATES: Final = tuple(gate for gate in _GATES if gate[0] not in (b"/", b"-"))
+#: The gates of `_GATES` whose byte is rare in code, for a large value, by that byte
+#: (`_folded_candidates` finds the places to try them): an AWS key id's "AIza" is found
+#: from its 'z', a private key's "-----BEGIN" from its 'G'.
+_RARE_GATES: Final[dict[int, re.Pattern[bytes]]] = {
+    ord("J"): re.compile(rb"J(?<=eyJ)"),
+    ord("z"): re.compile(rb"z(?:(?<=uthoriz)ation|(?<=AIz)a)"),
+    ord("Z"): re.compile(rb"Z(?<=UTHORIZ)ATION"),
+    ord("G"): re.compile(rb"G(?:(?<=SG)\.[A-Za-z0-9_\-]{22}\.|(?<=-----BEG)IN)"),
+}
+#: The 'K' gate of `_GATES` (Twilio's SK, "SecretAccessKey"): 'K' stays a letter of the
+#: folded bytes, where names hold it ("API_KEY", "TOKEN").
+_K_GATE: Final = next(gate for gate in _GATES if gate[0] == b"K")
+#: The '_' gate of `_GATES`, tried where `_FOLDED_UNDERSCORE` finds a place.
+_UNDERSCORE_GATE: Final = next(p for b, _, p in _GATES if b == b"_")
+#: What `_folded_candidates` reads: letters in lower case, but for the upper-case 'I' (the
+#: one of "AKIA" and "ASIA" that no secret word holds), 'J', 'G', 'Z' and the lower-case
+#: 'z' (of `_RARE_GATES`), and '/' (of a URL's "://"), which become '-', so that the '-'
+#: pass finds them too; ':' becomes '=', so that one pass finds both separators of a
+#: name-based value.
+_FOLD: Final = bytes.maketrans(b"ABCDEFHKLMNOPQRSTUVWXYIJGZz/:", b"abcdefhklmnopqrstuvwxy------=")
+#: In the folded, reversed bytes: a '=' or ':' after a gap and the last three letters of a
+#: secret word of `_NAME_REVERSED_BYTES` (or "Key", `_named_before`), read backwards; the
+#: 'i' of "credential" may be an 'I' folded to '-'.
+_FOLDED_NAMES: Final = re.compile(rb"""=[ \t"'\\t]{0,8}(?:d(?:ro|w[sp])|s(?:sa|la)|ter|nek|la[i-]|yek)""")
+#: In the folded, reversed bytes: a '_' after what `_UNDERSCORE_GATE` looks behind for
+#: (gh?_, github_, sk_ and rk_, aws_ and AWS_, npm_, :_), read backwards.
+_FOLDED_UNDERSCORE: Final = re.compile(rb"_(?:[pousr]hg|buhtig|k[sr]|swa|mpn|=)")
+#: In the folded, reversed bytes: a '-' after a token's prefix of `_LARGE_DASH` (sk-,
+#: glpat-, xox?-, xapp-, pypi-) read backwards, or before curl's "u" of -u / --user; or an
+#: 'I' after "AS" or "AK" (AKIA, ASIA).
+_FOLDED_DASH: Final = re.compile(
+    rb"-(?:ks|taplg|[abeoprs]xox|ppax|ipyp|(?<=u-)"  # '-': tokens, curl's -u (and --user's second '-')
+    rb"|sa|ka"  # 'I': ASIA, AKIA
+    rb"|-="  # '/': the second of "://"
+    rb"|ye|irohtu|-rohtu|-a(?<=a--a)|s(?<=\.-s)|eb-)"  # 'J': eyJ; 'z', 'Z': uthorization; 'z': AIza; 'G': SG., BEGIN
+)
 #: `_COLON_GATE` for a large value, with a Slack webhook and user info of any length (the
 #: run stops at the next '/', so each byte is read once): the line is then searched.
 _LARGE_COLON: Final = _separator_gate(b":", rb'//(?:[^/\s"@]*@|hooks\.slack\.com/)|')

@@ -173,3 +173,41 @@ def test_a_large_value_is_redacted_as_its_strings_are(insertions: list[tuple[int
     assert len(data) > _redact._BIG
     expected = {"content": redact_text(content), "parts": [redact_text(p) for p in value["parts"]]}
     assert msgspec.json.decode(Redactor().redact_json(data)) == expected
+
+
+#: What the large-value pre-filter reads in folded bytes (`_redact._FOLD`): names in upper
+#: case with an 'I' (folded to '-'), the other bytes folded to '-' ('/', 'J', 'G', 'Z',
+#: 'z') beside the formats' prefixes, separators and the escapes JSON writes before them.
+_FOLDED_PIECES = st.sampled_from(
+    [
+        "API_KEY", "CREDENTIALS", "CREDENTIAL", "PRIVATE_KEY", "SECRET", "TOKEN", "PASSWORD", "AccountKey",
+        "AKIA", "ASIA", "AIza", "eyJ", "Authorization", "AUTHORIZATION", "SG.", "SK", "-----BEGIN", "BEGIN",
+        "sk-", "glpat-", "xoxb-", "xapp-1-", "pypi-AgE", "ghp_", "github_pat_", "sk_live_", "npm_", ":_authToken",
+        "aws_secret_access_key", "AWS_SECRET_ACCESS_KEY", "://", "-u ", "--user ", "-u=", "@", ":", "=", "_", "-",
+        "I", "J", "G", "Z", "z", "/", "\t", "\n", '"', "'", "\\", " ", "aB3dE5gH7jK9mN1pQ2rS4t", "0123456789abcdef" * 2,
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=examples(60))
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, len(_LARGE_FILLER)),
+            st.lists(st.one_of(_FOLDED_PIECES, st.sampled_from([t for _, t, _ in SECRETS])), max_size=8),
+        ),
+        max_size=4,
+    )
+)
+def test_a_large_value_is_redacted_as_its_strings_are_whatever_the_folded_bytes(
+    insertions: list[tuple[int, list[str]]],
+) -> None:
+    """Pieces the folded pre-filter reads ('I', 'z', '/', upper-case names) spliced into a value over 64 KB redact as per-string `redact_text`."""
+    content = _LARGE_FILLER
+    for at, pieces in sorted(insertions, reverse=True):
+        content = content[:at] + "".join(pieces) + content[at:]
+    value = {"content": content, "parts": [piece for _, pieces in insertions for piece in pieces]}
+    data = msgspec.json.encode(value)
+    assert len(data) > _redact._BIG
+    expected = {"content": redact_text(content), "parts": [redact_text(p) for p in value["parts"]]}
+    assert msgspec.json.decode(Redactor().redact_json(data)) == expected
