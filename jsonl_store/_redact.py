@@ -761,14 +761,15 @@ _FOLDED_NAMES: Final = re.compile(rb"""=[ \t"'\\t]{0,8}(?:d(?:ro|w[sp])|s(?:sa|l
 #: In the folded, reversed bytes: a '_' after what `_UNDERSCORE_GATE` looks behind for
 #: (gh?_, github_, sk_ and rk_, aws_ and AWS_, npm_, :_), read backwards.
 _FOLDED_UNDERSCORE: Final = re.compile(rb"_(?:[pousr]hg|buhtig|k[sr]|swa|mpn|=)")
-#: In the folded, reversed bytes: a '-' after a token's prefix of `_LARGE_DASH` (sk-,
-#: glpat-, xox?-, xapp-, pypi-) read backwards, or before curl's "u" of -u / --user; or an
-#: 'I' after "AS" or "AK" (AKIA, ASIA).
+#: In the folded, reversed bytes, a '-' after what its byte's gate needs before it, read
+#: backwards (its first letters shared, as the engine tries each alternative in turn):
+#: for a '-', a token's prefix of `_LARGE_DASH` (ks: sk-, taplg, ?xox, ppax, ipyp), or
+#: curl's "u" (-u, and the second '-' of --user) before it; for an 'I', "AS" or "AK" (sa,
+#: ka: ASIA, AKIA); for a '/', ":/" ("://"); for a 'J', "ey"; for a 'z' or 'Z',
+#: "uthori" (irohtu, -rohtu) or "AI" (AIza); for a 'G', "S" (SG., with the '.' after it)
+#: or "-----BE".
 _FOLDED_DASH: Final = re.compile(
-    rb"-(?:ks|taplg|[abeoprs]xox|ppax|ipyp|(?<=u-)"  # '-': tokens, curl's -u (and --user's second '-')
-    rb"|sa|ka"  # 'I': ASIA, AKIA
-    rb"|-="  # '/': the second of "://"
-    rb"|ye|irohtu|-rohtu|-a(?<=a--a)|s(?<=\.-s)|eb-)"  # 'J': eyJ; 'z', 'Z': uthorization; 'z': AIza; 'G': SG., BEGIN
+    rb"-(?:k[sa]|taplg|[abeoprs]xox|ppax|i(?:pyp|rohtu)|sa|-(?:=|rohtu|a(?<=a--a))|ye|s(?<=\.-s)|eb-|(?<=u-))"
 )
 #: `_COLON_GATE` for a large value, with a Slack webhook and user info of any length (the
 #: run stops at the next '/', so each byte is read once): the line is then searched.
