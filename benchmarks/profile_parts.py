@@ -19,7 +19,7 @@ replacement (`jsonl_bench.floor.replace_file`) timed in turn with them.
 
 The third splits redaction of the benchmark's 1 MB code output (`workload.code_output`,
 issue 20's hardest case) into its passes over the encoded value (folded and reversed
-once, `_redact._folded_candidates`), beside the one-byte ``bytes.find`` (memchr) and the
+once, `_redact._large_may_hold`), beside the one-byte ``bytes.find`` (memchr) and the
 regular-expression scan for one byte that no pass can go below, and the decoding a pass
 over the text would need first.
 """
@@ -121,31 +121,25 @@ def measure_code(repeat: int) -> list[tuple[str, float, float]]:
     data = _codec.encode_message(workload.code_output(0))[0]
     literal = re.compile(b"\x01")
     folded = data.translate(_redact._FOLD)[::-1]
-    equals, colons, dashes = _redact._folded_candidates(data) or ([], [], [])
-    k_byte, k_before, k_pattern = _redact._K_GATE
 
-    def scan(pattern: re.Pattern[bytes]) -> Callable[[], object]:
-        return lambda: list(pattern.finditer(folded))
+    def gate(byte: bytes, before: frozenset[int] | None, pattern: re.Pattern[bytes]) -> Callable[[], object]:
+        at = data.find(byte)
+        return lambda: at >= 0 and _redact._holds(data, at, byte, before, pattern)
 
-    candidates = (
-        (_redact._EQUALS_GATE, equals),
-        (_redact._LARGE_COLON, colons),
-        (_redact._LARGE_DASH, dashes),
-    )
+    def scan(pattern: re.Pattern[bytes], text: bytes) -> Callable[[], object]:
+        return lambda: list(pattern.finditer(text))
+
     parts: list[tuple[str, Callable[[], object]]] = [
         ("floor: bytes.find of an absent byte (memchr)", lambda: data.find(b"\x01")),
         ("floor: regex scan for an absent byte", lambda: literal.search(data)),
         ("decoding the value (what a text search needs)", lambda: _redact._decode(data)),
-        (
-            "gate 'K' (memchr, then its pattern)",
-            lambda: _redact._holds(data, data.find(k_byte), k_byte, k_before, k_pattern),
-        ),
+        ("gate 'K' (memchr, then its pattern)", gate(*_redact._K_GATE)),
         ("folding: bytes.translate", lambda: data.translate(_redact._FOLD)),
         ("folding: reversing", lambda: data[::-1]),
-        ("folded '_' (github, stripe, npm, aws_ names)", scan(_redact._FOLDED_UNDERSCORE)),
-        ("folded '-' (tokens, curl, AKIA, J z Z G, ://)", scan(_redact._FOLDED_DASH)),
-        ("folded '=' and ':' (secret words before them)", scan(_redact._FOLDED_NAMES)),
-        ("the candidates, their gates and lines", lambda: _redact._line_checked(data, candidates)),
+        ("folded '_' (github, stripe, npm, aws_ names)", scan(_redact._FOLDED_UNDERSCORE, folded)),
+        ("folded '-' (tokens, curl, AKIA, J z Z G)", scan(_redact._FOLDED_DASH, folded)),
+        ("'://' (user info, Slack webhooks)", scan(_redact._URL_START, data)),
+        ("folded '=' and ':' (secret words before them)", scan(_redact._FOLDED_NAMES, folded)),
         ("Redactor.redact_json, whole", lambda: DEFAULT.redact_json(data)),
     ]
     return [(name, us / 1000, spread) for name, call in parts for us, spread in [_median(call, 5, repeat)]]

@@ -244,10 +244,10 @@ def _counted(value: object, wrap: Callable[[re.Pattern[bytes]], object]) -> obje
     return value
 
 
-def test_a_megabyte_of_code_takes_at_most_three_passes_of_the_regex_engine(
+def test_a_megabyte_of_code_takes_at_most_four_passes_of_the_regex_engine(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The regular-expression engine reads 1 MB of clean code output at most three times over (a pass costs ~0.3 ms/MB)."""
+    """The regular-expression engine reads 1 MB of clean code output at most four times over, not six (a pass costs ~0.3 ms/MB)."""
     import msgspec
 
     from jsonl_store import _redact
@@ -265,4 +265,4 @@ def test_a_megabyte_of_code_takes_at_most_three_passes_of_the_regex_engine(
         if counted != value:
             monkeypatch.setattr(_redact, name, counted)
     assert Redactor().redact_json(data) is data
-    assert 0 < sum(read) <= 3 * len(data)
+    assert 0 < sum(read) <= 4 * len(data)
