@@ -18,10 +18,9 @@ that does it, as medians of ``--updates`` calls, beside the floor's durable file
 replacement (`jsonl_bench.floor.replace_file`) timed in turn with them.
 
 The third splits redaction of the benchmark's 1 MB code output (`workload.code_output`,
-issue 20's hardest case) into its passes over the encoded value (folded and reversed
-once, `_redact._large_may_hold`), beside the one-byte ``bytes.find`` (memchr) and the
-regular-expression scan for one byte that no pass can go below, and the decoding a pass
-over the text would need first.
+issue 20's hardest case) into its passes over the encoded value, beside the one-byte
+``bytes.find`` (memchr) and the regular-expression scan for one byte that no pass can
+go below, and the decoding a pass over the text would need first.
 """
 
 from __future__ import annotations
@@ -120,26 +119,26 @@ def measure_code(repeat: int) -> list[tuple[str, float, float]]:
     """(pass, median ms, spread) for redaction of the 1 MB code output, pass by pass, then whole."""
     data = _codec.encode_message(workload.code_output(0))[0]
     literal = re.compile(b"\x01")
-    folded = data.translate(_redact._FOLD)[::-1]
 
     def gate(byte: bytes, before: frozenset[int] | None, pattern: re.Pattern[bytes]) -> Callable[[], object]:
         at = data.find(byte)
         return lambda: at >= 0 and _redact._holds(data, at, byte, before, pattern)
 
-    def scan(pattern: re.Pattern[bytes], text: bytes) -> Callable[[], object]:
-        return lambda: list(pattern.finditer(text))
+    def scan(pattern: re.Pattern[bytes]) -> Callable[[], object]:
+        return lambda: list(pattern.finditer(data))
 
     parts: list[tuple[str, Callable[[], object]]] = [
         ("floor: bytes.find of an absent byte (memchr)", lambda: data.find(b"\x01")),
         ("floor: regex scan for an absent byte", lambda: literal.search(data)),
         ("decoding the value (what a text search needs)", lambda: _redact._decode(data)),
-        ("gate 'K' (memchr, then its pattern)", gate(*_redact._K_GATE)),
-        ("folding: bytes.translate", lambda: data.translate(_redact._FOLD)),
-        ("folding: reversing", lambda: data[::-1]),
-        ("folded '_' (github, stripe, npm, aws_ names)", scan(_redact._FOLDED_UNDERSCORE, folded)),
-        ("folded '-' (tokens, curl, AKIA, J z Z G)", scan(_redact._FOLDED_DASH, folded)),
-        ("'://' (user info, Slack webhooks)", scan(_redact._URL_START, data)),
-        ("folded '=' and ':' (secret words before them)", scan(_redact._FOLDED_NAMES, folded)),
+        *(
+            (f"gate {byte.decode()!r}", gate(byte, before, pattern))
+            for byte, before, pattern in _redact._LARGE_GATES
+        ),
+        ("separators '=' (whole scan)", scan(_redact._EQUALS_GATE)),
+        ("separators ':' and '://' (whole scan)", scan(_redact._LARGE_COLON)),
+        ("'-': tokens and curl -u (whole scan)", scan(_redact._LARGE_DASH)),
+        ("the separators' lines, judged (_line_checked)", lambda: _redact._line_checked(data)),
         ("Redactor.redact_json, whole", lambda: DEFAULT.redact_json(data)),
     ]
     return [(name, us / 1000, spread) for name, call in parts for us, spread in [_median(call, 5, repeat)]]

@@ -566,57 +566,20 @@ def _large_may_hold(data: bytes) -> bool:
 
     Code holds name-based candidates on every page, nearly none of them certain, and
     decoding a megabyte and searching all of its text cost more than appending it (issue
-    20 bounds what redaction adds to an append of 1 MB of code output). So: the gates of
-    the format whose byte stays rare in the folded bytes ('K': `_K_GATE`), then the
-    places where the common separators ('=', ':', '_', '-') and the other gates' bytes may
-    matter, found in the folded bytes (see `_FOLD`), each tried by the same gate as before;
-    a name-based value, a password, a Slack webhook or a token with a '-' is then
-    searched on its line alone (`_LineCheck`). Each place is judged as it is found, in any
-    order: a gate that matches, a line that holds a certain secret, or too many lines
-    answer True whichever comes first, and False needs every place judged.
+    20 bounds what redaction adds to an append of 1 MB of code output). So: the formats'
+    gates (`_LARGE_GATES`), then each place where a name-based value, a password, a Slack
+    webhook or a token with a '-' can be (`_line_checked`) is searched on its line alone.
     """
-    at = data.find(_K_GATE[0])
-    if at >= 0 and _holds(data, at, *_K_GATE):
-        return True
-    # Reversed, what each gate looks for before its separator (a secret word, a token's
-    # prefix) comes after it, where CPython's engine tests a literal byte or two and moves
-    # on: in the bytes as they are, it tries a look-behind at every separator, which in
-    # code is most of the cost. Each place found is mapped back and tried by its gate.
-    folded = data.translate(_FOLD)[::-1]
-    last = len(data) - 1
-    line_holds = _LineCheck(data)
-    # The formats' gates first, the rare letters' among them (where other texts most often
-    # hold a format's piece: "authorization" in web code, "eyJ" in base64), then the names
-    # (where an .env or a config answers early, on its lines).
-    if any(_dash_holds(data, last - match.start(), line_holds) for match in _FOLDED_DASH.finditer(folded)):
-        return True
-    if any(
-        _UNDERSCORE_GATE.match(data, last - match.start()) for match in _FOLDED_UNDERSCORE.finditer(folded)
-    ):
-        return True
-    names = (last - match.start() for match in _FOLDED_NAMES.finditer(folded))
-    if any(line_holds(_EQUALS_GATE if data[at] == 0x3D else _LARGE_COLON, at) for at in names):
-        return True
-    return any(line_holds(_LARGE_COLON, match.start()) for match in _URL_START.finditer(data))
+    for byte, before, pattern in _LARGE_GATES:
+        at = data.find(byte)
+        if at >= 0 and _holds(data, at, byte, before, pattern):
+            return True
+    return _line_checked(data)
 
 
-def _dash_holds(data: bytes, at: int, line_holds: _LineCheck) -> bool:
-    """Whether the byte at a place `_FOLDED_DASH` found (a '-', or an 'I', 'J', 'G', 'Z'
-    or 'z' folded to '-') starts what its gate looks for, or a line that may hold a secret."""
-    byte = data[at]
-    if byte == 0x2D:
-        # --user: `_LARGE_DASH` matches at the first '-', the pass stops at the second.
-        return line_holds(_LARGE_DASH, at) or (
-            at > 0 and data[at - 1] == 0x2D and line_holds(_LARGE_DASH, at - 1)
-        )
-    if byte == 0x49:  # 'I'
-        return data.startswith((b"AKIA", b"ASIA"), at - 2)
-    return _FOLDED_GATES[byte].match(data, at) is not None
-
-
-class _LineCheck:
-    """Whether a line of a string of ``data`` that a separator's gate lets through holds a
-    certain secret, searched as `Redactor.find` searches text (True also when unsure).
+def _line_checked(data: bytes) -> bool:
+    """Whether a line of a string of ``data`` that the separators' gates let through holds
+    a certain secret, searched as `Redactor.find` searches text.
 
     A name-based value or password is judged on its line only: a name, its gap and its
     value never span a newline (`_NAME_REVERSED`, `_value_after`, `_URL_USERINFO`,
@@ -625,31 +588,27 @@ class _LineCheck:
     so its header answers True. So do too many lines, or a line too long to find the ends
     of: the caller then searches all of the text.
     """
-
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-        self._checked: set[int] = set()
-        self._budget = len(data) // _LINE_SHARE
-
-    def __call__(self, pattern: re.Pattern[bytes], at: int) -> bool:
-        """Whether ``pattern`` matches at ``data[at]`` and the line there may hold a secret."""
-        data = self._data
-        if pattern.match(data, at) is None:
-            return False
-        if pattern is _LARGE_DASH and data.startswith(b"----BEGIN", at + 1):
-            return True
-        if not (pattern is _LARGE_DASH or data.startswith(b"//", at + 1) or _named_before(data, at)):
-            return False
-        line = _line_at(data, at)
-        if line is None:
-            return True
-        start, text = line
-        if start in self._checked:
-            return False
-        if len(self._checked) >= self._budget:
-            return True
-        self._checked.add(start)
-        return any(found.certain for found in _builtin_find(text))
+    checked: set[int] = set()
+    budget = len(data) // _LINE_SHARE
+    for pattern in (_EQUALS_GATE, _LARGE_COLON, _LARGE_DASH):
+        match = pattern.search(data)
+        while match is not None:
+            at = match.start()
+            if pattern is _LARGE_DASH and data.startswith(b"----BEGIN", at + 1):
+                return True
+            if pattern is _LARGE_DASH or data.startswith(b"//", at + 1) or _named_before(data, at):
+                line = _line_at(data, at)
+                if line is None:
+                    return True
+                start, text = line
+                if start not in checked:
+                    if len(checked) >= budget:
+                        return True
+                    checked.add(start)
+                    if any(found.certain for found in _builtin_find(text)):
+                        return True
+            match = pattern.search(data, at + 1)
+    return False
 
 
 def _named_before(data: bytes, at: int) -> bool:
@@ -663,7 +622,7 @@ def _named_before(data: bytes, at: int) -> bool:
 #: How many bytes before a separator its name's word and gap can take: the longest word
 #: ("credentials", "private_key") and the widest gap as JSON writes it (\\\"\t).
 _NAME_BYTES: Final = 24
-#: At most one line checked per this many bytes of a value (`_LineCheck`); past that,
+#: At most one line checked per this many bytes of a value (`_line_checked`); past that,
 #: one search of all its text costs less.
 _LINE_SHARE: Final = 4096
 #: How far from a separator its line's ends are looked for.
@@ -728,54 +687,15 @@ _JUMPS: Final = 8
 _SPARSE: Final = 512
 #: Up to this size one search from a byte's first occurrence costs less than the jumps.
 _SHORT: Final = 2048
-#: The 'K' gate of `_GATES` (Twilio's SK, "SecretAccessKey"), tried first for a large
-#: value (`_large_may_hold`), from one 'K' to the next (memchr, `_holds`): 'K' stays a
-#: letter of the folded bytes, where names hold it ("API_KEY", "TOKEN").
-_K_GATE: Final = next(gate for gate in _GATES if gate[0] == b"K")
-#: The gates of the other bytes rare in code, which `_FOLD` turns into '-', by that byte
-#: (`_large_may_hold` tries them where `_FOLDED_DASH` finds a place): an AWS key id's
-#: "AIza" is found from its 'z', a private key's "-----BEGIN" from its 'G'.
-_FOLDED_GATES: Final[dict[int, re.Pattern[bytes]]] = {
-    ord("J"): re.compile(rb"J(?<=eyJ)"),
-    ord("z"): re.compile(rb"z(?:(?<=uthoriz)ation|(?<=AIz)a)"),
-    ord("Z"): re.compile(rb"Z(?<=UTHORIZ)ATION"),
-    ord("G"): re.compile(rb"G(?:(?<=SG)\.[A-Za-z0-9_\-]{22}\.|(?<=-----BEG)IN)"),
-}
-#: The '_' gate of `_GATES`, tried where `_FOLDED_UNDERSCORE` finds a place.
-_UNDERSCORE_GATE: Final = next(p for b, _, p in _GATES if b == b"_")
-#: What `_large_may_hold` reads: letters in lower case, but for the upper-case 'I' (the
-#: one of "AKIA" and "ASIA" that no secret word holds), 'J', 'G', 'Z' and the lower-case
-#: 'z' (`_FOLDED_GATES`), which become '-', so that the '-' pass finds them too; ':'
-#: becomes '=', so that one pass finds both separators of a name-based value.
-_FOLD: Final = bytes.maketrans(b"ABCDEFHKLMNOPQRSTUVWXYIJGZz:", b"abcdefhklmnopqrstuvwxy-----=")
-#: In the folded, reversed bytes: a '=' or ':' after a gap and the last three letters of a
-#: secret word of `_NAME_REVERSED_BYTES` (or "Key", `_named_before`), read backwards; the
-#: 'i' of "credential" may be an 'I' folded to '-'.
-_FOLDED_NAMES: Final = re.compile(rb"""=[ \t"'\\t]{0,8}(?:d(?:ro|w[sp])|s(?:sa|la)|ter|nek|la[i-]|yek)""")
-#: In the folded, reversed bytes: a '_' after what `_UNDERSCORE_GATE` looks behind for
-#: (gh?_, github_, sk_ and rk_, aws_ and AWS_, npm_, :_), read backwards.
-_FOLDED_UNDERSCORE: Final = re.compile(rb"_(?:[pousr]hg|buhtig|k[sr]|swa|mpn|=)")
-#: A URL's "://" (its user info, a Slack webhook): a literal, which the engine looks for
-#: as fast as for one byte, in any text (as an anchor of a folded pass, each '/' of a path
-#: would cost a try).
-_URL_START: Final = re.compile(rb"://")
-#: In the folded, reversed bytes, a '-' after what its byte's gate needs before it, read
-#: backwards (its first letters shared, as the engine tries each alternative in turn):
-#: for a '-', a token's prefix of `_LARGE_DASH` (ks: sk-, taplg, ?xox, ppax, ipyp), or
-#: curl's "u " or "user " (-u, and the second '-' of --user; a space, '=' or an escaped
-#: tab after it) before it, looked at once a 'u' is; for an 'I', "AS" or "AK" (sa,
-#: ka: ASIA, AKIA); for a 'J', "ey"; for a 'z' or 'Z', "uthori" (irohtu, -rohtu) or
-#: "AI" (AIza); for a 'G', "S" (SG., with the '.' after it) or "-----BE".
-_FOLDED_DASH: Final = re.compile(
-    rb"-(?:k[sa]|taplg|[abeoprs]xox|ppax|i(?:pyp|rohtu)|sa|-(?:rohtu|a(?<=a--a))|ye|s(?<=\.-s)|eb-"
-    rb"|(?<=u-)(?:(?<=[ =]u-)|(?<=t\\u-)|(?<=[ =]resu-)|(?<=t\\resu-)))"
-)
+#: `_GATES` for a large value (`_large_may_hold`): a Slack webhook is looked for from its
+#: "://" instead (`_LARGE_COLON`), a token with a '-' from `_LARGE_DASH`, on their lines.
+_LARGE_GATES: Final = tuple(gate for gate in _GATES if gate[0] not in (b"/", b"-"))
 #: `_COLON_GATE` for a large value, with a Slack webhook and user info of any length (the
 #: run stops at the next '/', so each byte is read once): the line is then searched.
 _LARGE_COLON: Final = _separator_gate(b":", rb'//(?:[^/\s"@]*@|hooks\.slack\.com/)|')
 #: The '-' gate of `_GATES` and curl's ``-u`` (`_DASH_GATE`) in one pass, for a large value:
 #: a private key's header has its whole text searched (its block spans lines), anything
-#: else its line (`_LineCheck`).
+#: else its line (`_line_checked`).
 _LARGE_DASH: Final = re.compile(
     b"-(?:" + _DASH_GATE.pattern[1:] + b"|" + next(p for b, _, p in _GATES if b == b"-").pattern[1:] + b")"
 )

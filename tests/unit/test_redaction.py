@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import functools
 import re
-import sys
-from collections.abc import Callable, Iterator
 
 import pytest
 from fake_secrets import NEAR_MISSES, SECRETS
@@ -206,63 +204,3 @@ def test_a_url_password_after_a_long_user_in_a_large_value_is_redacted() -> None
     content = f"{_stdlib_code(96 * 1024)}\n{url}\n"
     data = msgspec.json.encode({"role": "tool", "content": content})
     assert msgspec.json.decode(Redactor().redact_json(data))["content"] == redact_text(content) != content
-
-
-class _CountedPattern:
-    """A compiled bytes pattern of `_redact` that adds up the bytes its searches read."""
-
-    def __init__(self, pattern: re.Pattern[bytes], read: list[int]) -> None:
-        self._pattern, self._read = pattern, read
-
-    def search(self, data: bytes, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[bytes] | None:
-        match = self._pattern.search(data, pos, endpos)
-        self._read.append((match.end() if match else min(endpos, len(data))) - pos)
-        return match
-
-    def finditer(self, data: bytes, pos: int = 0, endpos: int = sys.maxsize) -> Iterator[re.Match[bytes]]:
-        end = pos
-        try:
-            for match in self._pattern.finditer(data, pos, endpos):
-                end = match.end()
-                yield match
-            end = min(endpos, len(data))
-        finally:
-            self._read.append(end - pos)
-
-    def __getattr__(self, name: str) -> object:  # match (reads from one place), pattern, groupindex
-        return getattr(self._pattern, name)
-
-
-def _counted(value: object, wrap: Callable[[re.Pattern[bytes]], object]) -> object:
-    """``value`` with every compiled bytes pattern in it (in tuples and dicts too) wrapped."""
-    if isinstance(value, re.Pattern) and isinstance(value.pattern, bytes):
-        return wrap(value)
-    if isinstance(value, tuple):
-        return tuple(_counted(item, wrap) for item in value)
-    if isinstance(value, dict):
-        return {key: _counted(item, wrap) for key, item in value.items()}
-    return value
-
-
-def test_a_megabyte_of_code_takes_at_most_four_passes_of_the_regex_engine(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The regular-expression engine reads 1 MB of clean code output at most four times over, not six (a pass costs ~0.3 ms/MB)."""
-    import msgspec
-
-    from jsonl_store import _redact
-
-    data = msgspec.json.encode({"role": "tool", "content": _stdlib_code(1 << 20)})
-    read: list[int] = []
-    wrapped: dict[int, object] = {}
-
-    def wrap(pattern: re.Pattern[bytes]) -> object:
-        # One wrapper per pattern, so that the module's identity checks (`is _LARGE_DASH`) hold.
-        return wrapped.setdefault(id(pattern), _CountedPattern(pattern, read))
-
-    for name, value in list(vars(_redact).items()):
-        counted = _counted(value, wrap)
-        if counted != value:
-            monkeypatch.setattr(_redact, name, counted)
-    assert Redactor().redact_json(data) is data
-    assert 0 < sum(read) <= 4 * len(data)
