@@ -10,9 +10,19 @@ and 0.21.0, the extra's floor.
 
 What is on disk
 ---------------
-The session is the directory ``encode_session_id(session_id)`` below ``root`` (the SDK's
-ids are free-form: ``decode_session_id`` gives the SDK's id back). Its raw log holds three
-kinds of records, and is never rewritten:
+Any Python string the SDK takes is a session id (``SQLiteSession`` takes any). The session
+is the directory ``encode_session_id(session_id)`` below ``root`` when that encoding
+exists (``decode_session_id`` gives the SDK's id back); an id it refuses (longer than 128
+characters once encoded, empty, or holding a NUL) gets ``_sha256-`` and the SHA-256 of its
+UTF-8 instead, a name no encoding starts with, so two ids never share a directory. A
+session whose directory name is not its id keeps the id in its ``meta.json``: the
+session metadata key ``openai_agents`` holds ``{"session_id": id}``, and the title is
+the id (its ``repr``, shortened to 200 characters, when it is longer or holds a NUL), so
+``jsonl-store ls`` shows it. A directory whose metadata names another id is refused
+(`InvalidSessionId`) before anything is read or written. Only a lone surrogate, which no
+file (and no SQLite text) can hold, raises `InvalidSessionId` when the session is made.
+
+Its raw log holds three kinds of records, and is never rewritten:
 
 - **An item**: one record per item ``add_items`` got, all of one call in one
   ``append_many`` (all or nothing, as SQLite's transaction). The record's message is the
@@ -67,6 +77,7 @@ messages, which here wrap the items).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -75,6 +86,8 @@ from jsonl_store import (
     INTERRUPTED_NOTICE,
     CompactedMessage,
     InvalidArgument,
+    InvalidSessionId,
+    JsonlStoreError,
     RawMessageRecord,
     SequenceConflict,
     SessionStore,
@@ -94,10 +107,45 @@ except ImportError as exc:  # pragma: no cover - exercised in an environment wit
 if TYPE_CHECKING:
     from agents.memory.session import Session
 
-__all__ = ["JsonlSession"]
+__all__ = ["JsonlSession", "SessionClosed"]
 
-#: The key of the record metadata that marks a pop or a clear.
+#: The key of the record metadata that marks a pop or a clear, and of the session
+#: metadata that keeps the SDK's id of a session whose directory is not named by it.
 MARKER = "openai_agents"
+#: What a directory named by a digest starts with: `encode_session_id` starts a name with
+#: ``_`` only before ``.`` or ``-``, so no encoded id begins so.
+DIGEST_PREFIX = "_sha256-"
+#: A title holds 1 to 200 characters (spec §7).
+_TITLE_LENGTH = 200
+
+
+class SessionClosed(JsonlStoreError, RuntimeError):
+    """A `JsonlSession` was used after ``close()``, which the SDK's own sessions refuse too."""
+
+
+def directory_name(session_id: str) -> str:
+    """The session directory's name for an SDK session id (see the module's docstring)."""
+    if not isinstance(session_id, str):
+        raise InvalidSessionId(f"an SDK session id must be a str, not {type(session_id).__name__}")
+    try:
+        return encode_session_id(session_id)
+    except InvalidSessionId:
+        try:
+            data = session_id.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidSessionId(
+                f"session id {session_id!r} holds a lone surrogate, which no file can hold"
+            ) from None
+        return DIGEST_PREFIX + hashlib.sha256(data).hexdigest()
+
+
+def _title(session_id: str) -> str:
+    """The id as a title (1 to 200 characters, no NUL): itself, or its repr shortened."""
+    if session_id and len(session_id) <= _TITLE_LENGTH and "\x00" not in session_id:
+        return session_id
+    text = repr(session_id)
+    return text if len(text) <= _TITLE_LENGTH else text[: _TITLE_LENGTH - 1] + "\u2026"
+
 
 T = TypeVar("T")
 
@@ -208,10 +256,11 @@ async def _run_to_completion(call: Callable[[], T]) -> T:
 class JsonlSession:
     """An OpenAI Agents SDK ``Session`` kept in a jsonl_store session below ``root``.
 
-    ``session_id`` is the SDK's id (any non-empty string without NUL whose encoding fits
-    128 characters, else `InvalidSessionId`); ``session_settings`` is a ``SessionSettings``
-    or its dict; ``store_options`` are ``SessionStore``'s keywords (``durability``,
-    ``lock_timeout``, ``on_problem``, ``fs``).
+    ``session_id`` is the SDK's id, any string (`directory_name` says where it goes);
+    ``session_settings`` is a ``SessionSettings`` or its dict; ``store_options`` are
+    ``SessionStore``'s keywords (``durability``, ``lock_timeout``, ``on_problem``, ``fs``).
+    After ``close()`` every call raises `SessionClosed`, a ``RuntimeError``, as the SDK's
+    ``SQLiteSession`` does after its ``close()``.
     """
 
     session_settings: SessionSettings | None
@@ -224,30 +273,46 @@ class JsonlSession:
         **store_options: Any,
     ) -> None:
         self.session_id = session_id
-        self.store_session_id = encode_session_id(session_id)
+        self.store_session_id = directory_name(session_id)
         # As SQLiteSession: a dict is checked and made a SessionSettings, None the defaults.
         self.session_settings = (
             coerce_session_settings(session_settings) if session_settings is not None else SessionSettings()
         )
         self.store = SessionStore(root, **store_options)
+        # A directory named by the id itself needs no check; another is checked (and named
+        # in its metadata) once, by the first call that reaches it.
+        self._claimed = self.store_session_id == session_id
+        self._closed = False
 
     def __repr__(self) -> str:
         return f"JsonlSession({self.session_id!r}, {self.store.root!r})"
 
     def close(self) -> None:
-        """Release the store's open descriptors (it reopens them if used again)."""
+        """Release the store's open descriptors; every later call raises `SessionClosed`.
+
+        Closing again does nothing. The SDK's sessions behave so (``SQLiteSession.close``
+        in ``agents/memory/sqlite_session.py``): code written against them that relies on
+        a closed session refusing work finds the same here.
+        """
+        self._closed = True
         self.store.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosed(f"JsonlSession {self.session_id!r} is closed")
 
     # -- the Session protocol ------------------------------------------------------------
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The history, oldest first; the last ``limit`` items (``session_settings.limit``
         when None; 0 gives none and a negative limit all, as SQLiteSession does)."""
+        self._check_open()
         resolved = resolve_session_limit(limit, self.session_settings)
         return await asyncio.to_thread(self._get_items, resolved)
 
     async def add_items(self, items: list[Any]) -> None:
         """Append ``items`` to the history, all or nothing."""
+        self._check_open()  # before the empty-list return, as SQLiteSession checks
         if not items:
             return
         await _run_to_completion(lambda: self._add_items(list(items)))
@@ -257,10 +322,12 @@ class JsonlSession:
 
         Atomic across threads and processes: no item is returned by two pops.
         """
+        self._check_open()
         return await _run_to_completion(self._pop_item)
 
     async def clear_session(self) -> None:
         """Empty the history (the log keeps the records; see the module's docstring)."""
+        self._check_open()
         await _run_to_completion(self._clear_session)
 
     # -- beyond the protocol -------------------------------------------------------------
@@ -274,15 +341,41 @@ class JsonlSession:
         "call_id": ..., "output": notice}``, appended once (a conditional append: with
         concurrent callers, one writes). Returns the outputs added ([] when none was missing).
         """
+        self._check_open()
         if not isinstance(notice, str) or not notice:
             raise InvalidArgument(f"notice must be a non-empty str, got {notice!r}")
         return await _run_to_completion(lambda: self._close_interrupted(notice))
 
     # -- the work, in a worker thread ----------------------------------------------------
 
+    def _claim(self) -> None:
+        """Refuse a directory whose metadata names another SDK id, once per instance."""
+        if self._claimed:
+            return
+        summary = self.store.get_session(self.store_session_id)
+        if summary is None:
+            return  # nothing there yet: the first append makes it this id's
+        marker = summary.metadata.get(MARKER)
+        stored = marker.get("session_id") if isinstance(marker, dict) else None
+        if stored is not None and stored != self.session_id:
+            raise InvalidSessionId(
+                f"the directory {self.store_session_id!r} holds the session {stored!r}, not {self.session_id!r}",
+                session_id=self.store_session_id,
+            )
+        self._claimed = stored is not None
+
+    def _name(self) -> None:
+        """Keep the SDK's id in the metadata of a session its directory name does not name."""
+        if not self._claimed:
+            self.store.update_session(
+                self.store_session_id, metadata={MARKER: {"session_id": self.session_id}}, origin="runtime"
+            )
+            self._claimed = True
+
     def _live(self, limit: int | None) -> tuple[list[RawMessageRecord], int]:
         """The last ``limit`` live item records (all when None), oldest first, and the
         log's last sequence as read."""
+        self._claim()
         sid = self.store_session_id
         if limit is None:
             view = self.store.load(sid)
@@ -305,13 +398,17 @@ class JsonlSession:
         return [_item(record) for record in live]
 
     def _add_items(self, items: list[Any]) -> None:
+        self._claim()
+        # The title only counts when this append makes the session (spec §9.8, rule 8).
+        title = None if self._claimed else _title(self.session_id)
         try:
             messages = [{"role": _role(item), "content": item} for item in items]
-            self.store.append_many(self.store_session_id, messages)
+            self.store.append_many(self.store_session_id, messages, title=title)
         except UnsupportedValue:
             items = _json_normalized(items)  # raises TypeError for what JSON cannot carry
             messages = [{"role": _role(item), "content": item} for item in items]
-            self.store.append_many(self.store_session_id, messages)
+            self.store.append_many(self.store_session_id, messages, title=title)
+        self._name()
 
     def _pop_item(self) -> Any | None:
         while True:
@@ -332,6 +429,7 @@ class JsonlSession:
             return _item(top)
 
     def _clear_session(self) -> None:
+        self._claim()
         sid = self.store_session_id
         last = self.store.tail(sid, 1)
         if not last or _op(last[0]) == "clear":

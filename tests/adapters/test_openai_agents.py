@@ -15,19 +15,23 @@ import concurrent.futures
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("agents", reason='needs the extra: pip install -e ".[openai-agents]"')
 
 import agents_child as child
 from agents import Agent, RunConfig, Runner, Session, SessionSettings, SQLiteSession, set_tracing_disabled
 from agents_fake_model import FakeModel, call, text
+from helpers import cli
 
-from jsonl_store import INTERRUPTED_NOTICE, OsFileSystem, SessionStore, decode_session_id
-from jsonl_store.adapters.openai_agents import JsonlSession
+from jsonl_store import INTERRUPTED_NOTICE, InvalidSessionId, OsFileSystem, SessionStore, decode_session_id
+from jsonl_store.adapters.openai_agents import MARKER, JsonlSession, SessionClosed, directory_name
 
 set_tracing_disabled(True)
 
@@ -286,6 +290,108 @@ def test_free_form_session_ids_map_to_directories_and_back(tmp_path: Path) -> No
     [summary] = SessionStore(tmp_path).list_sessions()
     assert decode_session_id(summary.session_id) == "user:42/chat 1" == session.session_id
     assert run(JsonlSession("user:42/chat 2", str(tmp_path)).get_items()) == []
+
+
+# Ids the SDK's users write (scoped paths of UUIDs), ids past what a directory name holds,
+# and any text at all: empty, NUL, controls, any script.
+_UUID = "0193e4c2-7d1a-7b3e-9f2a-3c4d5e6f7a8b"
+SESSION_IDS = st.one_of(
+    st.text(max_size=40),
+    st.text(min_size=100, max_size=400),
+    st.just(f"user:{_UUID}/thread:{_UUID}/run:{_UUID}"),
+    st.sampled_from(["", "\x00", "_x", ".", "..", "-rf", "a" * 129, "\u00e9" * 50]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(SESSION_IDS, min_size=2, max_size=4, unique=True))
+def test_any_string_is_a_session_id_with_a_directory_of_its_own(ids: list[str]) -> None:
+    """Distinct ids of any length or characters keep apart, each under its own directory."""
+    with tempfile.TemporaryDirectory() as root:
+        for index, session_id in enumerate(ids):
+            run(
+                JsonlSession(session_id, root, durability="none").add_items(
+                    [{"role": "user", "content": str(index)}]
+                )
+            )
+        store = SessionStore(root)
+        assert len({directory_name(session_id) for session_id in ids}) == len(ids)
+        for index, session_id in enumerate(ids):
+            session = JsonlSession(session_id, root)
+            assert session.session_id is session_id
+            assert run(session.get_items()) == [{"role": "user", "content": str(index)}]
+            summary = store.get_session(session.store_session_id)
+            assert summary is not None
+            if session.store_session_id == session_id:
+                assert MARKER not in summary.metadata
+            else:
+                assert summary.metadata[MARKER] == {"session_id": session_id}
+                assert summary.title is not None
+
+
+def test_a_scoped_id_too_long_to_encode_is_shown_by_ls(tmp_path: Path) -> None:
+    """``user:<uuid>/thread:<uuid>/run:<uuid>`` is stored, and ``jsonl-store ls`` names it."""
+    session_id = f"user:{_UUID}/thread:{_UUID}/run:{_UUID}"
+    run(JsonlSession(session_id, str(tmp_path)).add_items([{"role": "user", "content": "hi"}]))
+    listed = cli("--root", str(tmp_path), "ls", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    [row] = json.loads(listed.stdout)
+    assert row["title"] == session_id
+    table = cli("--root", str(tmp_path), "ls", cwd=tmp_path)
+    assert f"user:{_UUID}" in table.stdout
+
+
+def test_a_directory_that_holds_another_ids_session_is_refused_before_any_write(tmp_path: Path) -> None:
+    """Were two ids to share a digest, the second would be refused, its items never mixed in."""
+    first = JsonlSession("x" * 200, str(tmp_path))
+    run(first.add_items([{"role": "user", "content": "first"}]))
+    store = SessionStore(tmp_path)
+    store.update_session(
+        first.store_session_id, metadata={MARKER: {"session_id": "y" * 200}}, origin="runtime"
+    )
+    before = (tmp_path / first.store_session_id / "messages.jsonl").read_bytes()
+    second = JsonlSession("x" * 200, str(tmp_path))
+    with pytest.raises(InvalidSessionId, match="holds the session"):
+        run(second.add_items([{"role": "user", "content": "second"}]))
+    with pytest.raises(InvalidSessionId):
+        run(second.get_items())
+    assert (tmp_path / first.store_session_id / "messages.jsonl").read_bytes() == before
+
+
+def test_a_lone_surrogate_id_is_refused_as_sqlite_cannot_store_it_either(tmp_path: Path) -> None:
+    """No file holds a lone surrogate: the id is refused with a ValueError, nothing made."""
+    with pytest.raises(InvalidSessionId) as raised:
+        JsonlSession("chat-\ud800", str(tmp_path))
+    assert isinstance(raised.value, ValueError)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_after_close_every_call_raises_runtime_error_as_sqlite_sessions_do(tmp_path: Path) -> None:
+    """A closed session refuses every call, an empty add included, as a closed SQLiteSession does."""
+
+    async def refusals(session: Any) -> list[str]:
+        await session.add_items([{"role": "user", "content": "hi"}])
+        session.close()
+        session.close()  # closing twice is harmless for both
+        calls = [
+            session.add_items([]),
+            session.add_items([{"role": "user", "content": "again"}]),
+            session.get_items(),
+            session.get_items(limit=0),
+            session.pop_item(),
+            session.clear_session(),
+        ]
+        names = []
+        for coroutine in calls:
+            with pytest.raises(RuntimeError) as raised:
+                await coroutine
+            names.append(type(raised.value).__name__)
+        return names
+
+    assert set(run(refusals(SQLiteSession("s", str(tmp_path / "db.sqlite"))))) == {"RuntimeError"}
+    assert set(run(refusals(JsonlSession("s", str(tmp_path / "store"))))) == {"SessionClosed"}
+    assert run(JsonlSession("s", str(tmp_path / "store")).get_items()) == [{"role": "user", "content": "hi"}]
+    assert issubclass(SessionClosed, RuntimeError)
 
 
 def test_items_with_values_the_store_keeps_only_as_json_come_back_as_sqlite_gives_them(
