@@ -88,6 +88,7 @@ from jsonl_store import (
     InvalidArgument,
     InvalidSessionId,
     JsonlStoreError,
+    LockTimeout,
     RawMessageRecord,
     SequenceConflict,
     SessionStore,
@@ -117,6 +118,11 @@ MARKER = "openai_agents"
 DIGEST_PREFIX = "_sha256-"
 #: A title holds 1 to 200 characters (spec §7).
 _TITLE_LENGTH = 200
+#: How long an append made on the event loop waits for the append lock (spec §13) before
+#: it goes to a worker thread instead (see `JsonlSession.add_items`).
+INLINE_LOCK_WAIT = 0.001
+#: The largest ``limit`` a ``get_items`` reads on the event loop (see `JsonlSession.get_items`).
+INLINE_READ_LIMIT = 100
 
 
 class SessionClosed(JsonlStoreError, RuntimeError):
@@ -229,6 +235,16 @@ def _json_normalized(items: list[Any]) -> list[Any]:
     return [json.loads(json.dumps(item)) for item in items]
 
 
+def _append(store: SessionStore, session_id: str, items: list[Any], title: str | None) -> None:
+    """The items as one all-or-nothing append; one item through ``append``, the store's
+    flat path for a single message (an ``append_many`` of one costs more)."""
+    if len(items) == 1:
+        item = items[0]
+        store.append(session_id, {"role": _role(item), "content": item}, title=title)
+    else:
+        store.append_many(session_id, [{"role": _role(item), "content": item} for item in items], title=title)
+
+
 async def _run_to_completion(call: Callable[[], T]) -> T:
     """Run a write in a thread and wait for its outcome even if the caller is cancelled.
 
@@ -279,6 +295,15 @@ class JsonlSession:
             coerce_session_settings(session_settings) if session_settings is not None else SessionSettings()
         )
         self.store = SessionStore(root, **store_options)
+        # Under durability="none" an append is a buffered write that costs less than handing
+        # it to a worker thread, which made add_items several times an append
+        # (benchmarks/adapter_overhead.py). Such appends run on the event loop, through a
+        # store whose lock wait is short, so the loop never waits on another writer.
+        self._inline = (
+            SessionStore(root, **{**store_options, "lock_timeout": INLINE_LOCK_WAIT})
+            if self.store.durability == "none"
+            else None
+        )
         # A directory named by the id itself needs no check; another is checked (and named
         # in its metadata) once, by the first call that reaches it.
         self._claimed = self.store_session_id == session_id
@@ -296,6 +321,8 @@ class JsonlSession:
         """
         self._closed = True
         self.store.close()
+        if self._inline is not None:
+            self._inline.close()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -305,17 +332,38 @@ class JsonlSession:
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The history, oldest first; the last ``limit`` items (``session_settings.limit``
-        when None; 0 gives none and a negative limit all, as SQLiteSession does)."""
+        when None; 0 gives none and a negative limit all, as SQLiteSession does).
+
+        A read of at most `INLINE_READ_LIMIT` items runs on the event loop; a longer or
+        unlimited one in a worker thread.
+        """
         self._check_open()
         resolved = resolve_session_limit(limit, self.session_settings)
+        if resolved is not None and 0 <= resolved <= INLINE_READ_LIMIT:
+            # A read takes no lock, so it never waits on another writer, and the last few
+            # items cost less to read than the hand-off to a worker thread does (which made
+            # get_items(limit=20) twice a tail(20): benchmarks/adapter_overhead.py).
+            return self._get_items(resolved)
         return await asyncio.to_thread(self._get_items, resolved)
 
     async def add_items(self, items: list[Any]) -> None:
-        """Append ``items`` to the history, all or nothing."""
+        """Append ``items`` to the history, all or nothing.
+
+        With ``durability="none"`` the append runs on the event loop when the append lock
+        (spec §13) is free within `INLINE_LOCK_WAIT` (a buffered write takes microseconds); otherwise,
+        and always under ``"fsync"``, in a worker thread.
+        """
         self._check_open()  # before the empty-list return, as SQLiteSession checks
         if not items:
             return
-        await _run_to_completion(lambda: self._add_items(list(items)))
+        items = list(items)
+        if self._inline is not None and self._claimed:
+            try:
+                self._add_items(items, self._inline)
+                return
+            except LockTimeout:
+                pass  # another writer holds the lock: wait for it in a thread
+        await _run_to_completion(lambda: self._add_items(items, self.store))
 
     async def pop_item(self) -> Any | None:
         """Take the newest item off the history and return it; None when it is empty.
@@ -397,17 +445,15 @@ class JsonlSession:
         live, _ = self._live(limit)
         return [_item(record) for record in live]
 
-    def _add_items(self, items: list[Any]) -> None:
+    def _add_items(self, items: list[Any], store: SessionStore) -> None:
         self._claim()
         # The title only counts when this append makes the session (spec §9.8, rule 8).
         title = None if self._claimed else _title(self.session_id)
         try:
-            messages = [{"role": _role(item), "content": item} for item in items]
-            self.store.append_many(self.store_session_id, messages, title=title)
+            _append(store, self.store_session_id, items, title)
         except UnsupportedValue:
-            items = _json_normalized(items)  # raises TypeError for what JSON cannot carry
-            messages = [{"role": _role(item), "content": item} for item in items]
-            self.store.append_many(self.store_session_id, messages, title=title)
+            # raises TypeError for what JSON cannot carry
+            _append(store, self.store_session_id, _json_normalized(items), title)
         self._name()
 
     def _pop_item(self) -> Any | None:

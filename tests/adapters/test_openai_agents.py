@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import fcntl
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -392,6 +394,32 @@ def test_after_close_every_call_raises_runtime_error_as_sqlite_sessions_do(tmp_p
     assert set(run(refusals(JsonlSession("s", str(tmp_path / "store"))))) == {"SessionClosed"}
     assert run(JsonlSession("s", str(tmp_path / "store")).get_items()) == [{"role": "user", "content": "hi"}]
     assert issubclass(SessionClosed, RuntimeError)
+
+
+def test_a_buffered_add_waits_for_a_held_lock_in_a_thread_and_the_event_loop_runs_on(tmp_path: Path) -> None:
+    """With durability="none" an add runs on the event loop, but never waits there for another writer's lock."""
+    session = JsonlSession("held", str(tmp_path), durability="none")
+    run(session.add_items([{"role": "user", "content": "first"}]))
+    # The append lock (spec §13): flock on the log, held as another process's writer holds it.
+    lock_fd = os.open(tmp_path / "held" / "messages.jsonl", os.O_WRONLY | os.O_APPEND)
+    fcntl.flock(lock_fd, fcntl.LOCK_EX)
+
+    async def main() -> int:
+        ticks = 0
+        adding = asyncio.ensure_future(session.add_items([{"role": "user", "content": "second"}]))
+        while ticks < 5:  # the loop keeps running while the add waits
+            await asyncio.sleep(0.01)
+            ticks += 1
+        assert not adding.done()
+        fcntl.flock(lock_fd, fcntl.LOCK_UN)
+        await adding
+        return ticks
+
+    try:
+        assert run(main()) == 5
+    finally:
+        os.close(lock_fd)
+    assert [item["content"] for item in run(session.get_items())] == ["first", "second"]
 
 
 def test_items_with_values_the_store_keeps_only_as_json_come_back_as_sqlite_gives_them(
