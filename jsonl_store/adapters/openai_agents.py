@@ -326,7 +326,8 @@ class JsonlSession:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise SessionClosed(f"JsonlSession {self.session_id!r} is closed")
+            # Worded as the SDK's "SQLiteSession is closed", so code matching it matches.
+            raise SessionClosed(f"{type(self).__name__} is closed (session {self.session_id!r})")
 
     # -- the Session protocol ------------------------------------------------------------
 
