@@ -36,6 +36,13 @@ Its raw log holds three kinds of records, and is never rewritten:
   append (``expected_last_sequence`` = the last sequence it read): of two concurrent pops
   that read the same log, one writes and the other reads again and takes the next item,
   so no item is ever popped twice, across threads and processes.
+- **A compaction**: the SDK's ``OpenAIResponsesCompactionSession`` replaces the newest
+  items by its summary through ``_get_compaction_snapshot`` (see there): one conditional
+  ``append_many`` of a marker, ``{"role": "system", "content": "pop_item: #S, ...",
+  "include_in_messages": false, "openai_agents": {"op": "pop", "items": [S, ...],
+  "drop": [D, ...]}}`` (in the message, since a batch's records share one metadata),
+  which takes the items ``S`` as that many pops would and, with ``drop``, the oldest
+  items ``D`` an ``EncryptedSession`` pruned, followed by the new items.
 - **A clear**: ``clear_session`` appends ``{"role": "system", "content":
   "clear_session", "include_in_messages": false}`` with metadata ``{"openai_agents":
   {"op": "clear"}}``, then makes a snapshot through it whose compacted message is not in
@@ -78,6 +85,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib
+import itertools
 import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -104,6 +113,11 @@ except ImportError as exc:  # pragma: no cover - exercised in an environment wit
     raise ImportError(
         'jsonl_store.adapters.openai_agents needs the OpenAI Agents SDK: pip install "jsonl_store[openai-agents]"'
     ) from exc
+
+# openai-agents 0.24's private hook for compaction without a full read (see
+# `JsonlSession._get_compaction_snapshot`); older SDKs have none and compact through the
+# public calls.
+_Snapshot: Any = getattr(importlib.import_module("agents.memory.session"), "_CompactionSnapshot", None)
 
 if TYPE_CHECKING:
     from agents.memory.session import Session
@@ -176,9 +190,34 @@ def _op(record: RawMessageRecord) -> str | None:
         op = marker.get("op")
         return op if op in ("pop", "clear") else None
     message = record.message
-    if isinstance(message, dict) and isinstance(message.get("content"), dict):
-        return "item"
+    if isinstance(message, dict):
+        if _suffix_pops(message):
+            return "pop"
+        if isinstance(message.get("content"), dict):
+            return "item"
     return None
+
+
+def _suffix_pops(message: dict[str, Any]) -> int:
+    """How many items a suffix replacement's marker message takes (0: it is none)."""
+    marker = message.get(MARKER)
+    if isinstance(marker, dict) and marker.get("op") == "pop" and isinstance(marker.get("items"), list):
+        return len(marker["items"])
+    return 0
+
+
+def _popped(record: RawMessageRecord) -> int:
+    """How many items a pop record takes: one, or a suffix replacement's count."""
+    message = record.message
+    return (_suffix_pops(message) if isinstance(message, dict) else 0) or 1
+
+
+def _dropped(record: RawMessageRecord) -> list[int]:
+    """The sequences of the oldest items a suffix replacement pruned (``"drop"``), if any."""
+    message = record.message
+    marker = message.get(MARKER) if isinstance(message, dict) else None
+    drop = marker.get("drop") if isinstance(marker, dict) else None
+    return [n for n in drop if type(n) is int] if isinstance(drop, list) else []
 
 
 def _item(record: RawMessageRecord) -> Any:
@@ -195,14 +234,18 @@ def _scan_back(records: list[RawMessageRecord], limit: int) -> tuple[list[RawMes
     records before these cannot add to it.
     """
     pending = 0  # pops seen whose item is further back
+    # Items a suffix replacement pruned from the front, by sequence: never the item a pop
+    # took (a pop takes the newest live item, a pruning lists live ones only).
+    dropped: set[int] = set()
     live: list[RawMessageRecord] = []
     for record in reversed(records):
         op = _op(record)
         if op == "clear":
             return live, True
         if op == "pop":
-            pending += 1
-        elif op == "item":
+            pending += _popped(record)
+            dropped.update(_dropped(record))
+        elif op == "item" and record.sequence not in dropped:
             if pending:
                 pending -= 1
             else:
@@ -221,8 +264,10 @@ def _fold(records: list[RawMessageRecord]) -> list[RawMessageRecord]:
             live.append(record)
         elif op == "clear":
             live.clear()
-        elif op == "pop" and live:
-            live.pop()
+        elif op == "pop":
+            dropped = set(_dropped(record))
+            live = [item for item in live if item.sequence not in dropped] if dropped else live
+            del live[max(0, len(live) - _popped(record)) :]
     return live
 
 
@@ -379,6 +424,38 @@ class JsonlSession:
         self._check_open()
         await _run_to_completion(self._clear_session)
 
+    async def _get_compaction_snapshot(
+        self, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
+    ) -> Any:
+        """The SDK's compaction hook, as its own sessions have it (private in openai-agents 0.24).
+
+        ``OpenAIResponsesCompactionSession`` asks the session for its last ``limit`` items,
+        whether they are all of them, and an atomic "replace the items from ``start`` on
+        with these" (``agents/memory/session.py``, ``_CompactionSnapshot``); without it, it
+        skips automatic compaction under a read limit. Here the replacement is one
+        conditional append: a record that pops those items (and, with ``prune_prefix``,
+        as an ``EncryptedSession`` asks, drops the oldest items it accepts, by sequence,
+        as SQLiteSession deletes them), then the new ones; it fails (False) when anything
+        was appended since the read. Nothing is rewritten.
+        """
+        self._check_open()
+        if _Snapshot is None:
+            return None
+        live, last = await asyncio.to_thread(self._live, limit + 1)
+        complete = len(live) <= limit
+        live = live[max(0, len(live) - limit) :]
+
+        async def replace_suffix(start: int, output: list[Any]) -> bool:
+            self._check_open()
+            expected = live[start:]
+            if not expected:
+                return False
+            return await _run_to_completion(
+                lambda: self._replace_suffix(expected, list(output), last, prune_prefix)
+            )
+
+        return _Snapshot([_item(record) for record in live], complete, replace_suffix)
+
     # -- beyond the protocol -------------------------------------------------------------
 
     async def close_interrupted_calls(self, notice: str = INTERRUPTED_NOTICE) -> list[Any]:
@@ -474,6 +551,38 @@ class JsonlSession:
             except SequenceConflict:
                 continue  # the log moved (maybe another pop took this item): read again
             return _item(top)
+
+    def _replace_suffix(
+        self,
+        expected: list[RawMessageRecord],
+        output: list[Any],
+        last: int,
+        prune_prefix: Callable[[Any], bool] | None,
+    ) -> bool:
+        sequences = [record.sequence for record in reversed(expected)]
+        operation: dict[str, Any] = {"op": "pop", "items": sequences}
+        if prune_prefix is not None:
+            live, now = self._live(None)  # the front is the oldest items: all are read
+            if now != last:
+                return False
+            front = live[: len(live) - len(expected)]
+            drop = [
+                record.sequence for record in itertools.takewhile(lambda r: prune_prefix(_item(r)), front)
+            ]
+            if drop:
+                operation["drop"] = drop
+        marker = {
+            "role": "system",
+            "content": "pop_item: " + ", ".join(f"#{sequence}" for sequence in sequences),
+            "include_in_messages": False,
+            MARKER: operation,
+        }
+        messages = [marker, *({"role": _role(item), "content": item} for item in output)]
+        try:
+            self.store.append_many(self.store_session_id, messages, expected_last_sequence=last)
+        except SequenceConflict:
+            return False  # the log moved since the read: the SDK keeps the history as it is
+        return True
 
     def _clear_session(self) -> None:
         self._claim()

@@ -33,6 +33,7 @@ from agents_fake_model import FakeModel, call, text
 from helpers import cli
 
 from jsonl_store import INTERRUPTED_NOTICE, InvalidSessionId, OsFileSystem, SessionStore, decode_session_id
+from jsonl_store.adapters import openai_agents as openai_agents_adapter
 from jsonl_store.adapters.openai_agents import MARKER, JsonlSession, SessionClosed, directory_name
 
 set_tracing_disabled(True)
@@ -420,6 +421,96 @@ def test_a_buffered_add_waits_for_a_held_lock_in_a_thread_and_the_event_loop_run
     finally:
         os.close(lock_fd)
     assert [item["content"] for item in run(session.get_items())] == ["first", "second"]
+
+
+needs_compaction_hook = pytest.mark.skipif(
+    openai_agents_adapter._Snapshot is None, reason="openai-agents before 0.24 has no compaction hook"
+)
+# One step on a session and on a list that models it: ("add", n), ("pop", 0), or
+# ("replace", k): compaction replaces the last k items (of a window of k + 1) with one
+# summary, pruning the oldest items whose text starts with "old" when k is odd.
+STEPS = st.lists(
+    st.tuples(st.sampled_from(["add", "pop", "replace"]), st.integers(0, 4)), min_size=1, max_size=12
+)
+
+
+@needs_compaction_hook
+@settings(max_examples=60, deadline=None)
+@given(STEPS)
+def test_adds_pops_and_compaction_replacements_read_back_as_a_list_does(steps: list[tuple[str, int]]) -> None:
+    """Any mix of adds, pops and the SDK hook's suffix replacements (pruning too) reads as the model list, whole and by limit."""
+
+    async def main(root: str) -> None:
+        session, model = JsonlSession("s", root, durability="none"), []
+        for counter, (step, n) in enumerate(steps):
+            if step == "add":
+                items = [
+                    {"role": "user", "content": f"{'old' if i % 2 else 'new'} {counter}.{i}"}
+                    for i in range(n)
+                ]
+                await session.add_items(items)
+                model += items
+            elif step == "pop":
+                assert await session.pop_item() == (model.pop() if model else None)
+            else:
+                snapshot = await session._get_compaction_snapshot(
+                    n + 1, prune_prefix=(lambda item: item["content"].startswith("old")) if n % 2 else None
+                )
+                assert snapshot.items == model[-(n + 1) :] and snapshot.complete == (len(model) <= n + 1)
+                summary = {"type": "compaction", "id": f"cmp_{counter}", "encrypted_content": "x"}
+                replaced = await snapshot.replace_suffix(1, [summary])
+                assert replaced == (len(snapshot.items) > 1)
+                if replaced:
+                    model = [*_kept(model, len(snapshot.items) - 1, n % 2 == 1), summary]
+            assert await session.get_items() == model
+            for limit in (1, 2, 5):
+                assert await session.get_items(limit=limit) == model[-limit:]
+
+    with tempfile.TemporaryDirectory() as root:
+        run(main(root))
+
+
+def _kept(model: list[Any], replaced: int, prune: bool) -> list[Any]:
+    """What SQLiteSession keeps of ``model`` when its last ``replaced`` items are replaced:
+    the items before them, less the leading ones ``prune_prefix`` accepts when pruning."""
+    kept = model[: len(model) - replaced]
+    while prune and kept and kept[0]["content"].startswith("old"):
+        kept = kept[1:]
+    return kept
+
+
+@needs_compaction_hook
+def test_automatic_compaction_under_a_read_limit_replaces_the_history_in_one_append(tmp_path: Path) -> None:
+    """The SDK's compaction session compacts a JsonlSession read through a limit, as it does a SQLiteSession."""
+    from types import SimpleNamespace
+    from unittest.mock import AsyncMock, MagicMock
+
+    from agents.memory import OpenAIResponsesCompactionSession
+    from agents.testing import ScriptedModel
+
+    summary = {"type": "compaction", "id": "cmp_1", "encrypted_content": "summary"}
+
+    async def main() -> list[Any]:
+        client = MagicMock()
+        client.responses.compact = AsyncMock(return_value=SimpleNamespace(output=[summary]))
+        backend = JsonlSession("limited", str(tmp_path), session_settings={"limit": 1})
+        session = OpenAIResponsesCompactionSession(
+            "limited",
+            backend,
+            client=client,
+            compaction_mode="input",
+            should_trigger_compaction=lambda _: True,
+        )
+        await session.add_items([{"role": "user", "content": "older"}])
+        agent = Agent(name="worker", model=ScriptedModel(steps=[[text("ok")]]))
+        await Runner.run(agent, "now", session=session, run_config=RunConfig(session_settings={"limit": 100}))
+        client.responses.compact.assert_awaited_once()
+        return await backend.get_items(limit=100)
+
+    before = len(list(SessionStore(tmp_path).records("limited"))) if (tmp_path / "limited").exists() else 0
+    assert run(main()) == [summary]
+    records = list(SessionStore(tmp_path).records("limited"))
+    assert before == 0 and len(records) > 1  # the log only grew: nothing was rewritten
 
 
 def test_items_with_values_the_store_keeps_only_as_json_come_back_as_sqlite_gives_them(
