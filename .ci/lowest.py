@@ -6,7 +6,12 @@ time, so a dependency added (or removed) there is covered without editing CI.
 
     python3 .ci/lowest.py            # one ``name==floor`` line per runtime dependency
     python3 .ci/lowest.py --verify   # exit 1 unless the running environment has exactly those
-    python3 .ci/lowest.py --extra cost   # the same lines for an optional extra's dependencies
+    python3 .ci/lowest.py --extra openai-agents --extra zett [--verify]
+                                     # the same, with those extras' requirements too (also --extra cost)
+
+An adapter's extra names the framework it needs (``openai-agents>=0.21``): with
+``--extra``, its floor is pinned and verified like a runtime dependency's, so CI runs the
+adapter's tests against the oldest framework release the extra allows.
 
 A dependency without a floor (``>=``, ``~=`` or ``==``) is an error: CI could not test
 the lowest version it allows.
@@ -24,16 +29,16 @@ PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 _NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)")
 
 
-def floors(extra: str | None = None) -> list[tuple[str, str, str]]:
-    """``(name, floor, marker)`` for each runtime dependency (or each of ``extra``'s), in the
-    order pyproject lists them."""
+def floors(extras: list[str] | None = None) -> list[tuple[str, str, str]]:
+    """``(name, floor, marker)`` for each runtime dependency and each requirement of
+    ``extras``, in the order pyproject lists them."""
     project = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]
-    if extra is None:
-        requirements = project.get("dependencies", [])
-    else:
-        requirements = project.get("optional-dependencies", {}).get(extra)
-        if requirements is None:
+    requirements = list(project.get("dependencies", []))
+    optional = project.get("optional-dependencies", {})
+    for extra in extras or []:
+        if extra not in optional:
             sys.exit(f"{PYPROJECT}: no extra named {extra!r}")
+        requirements += optional[extra]
     out = []
     for requirement in requirements:
         spec, _, marker = requirement.partition(";")  # a marker does not change the floor
@@ -71,7 +76,15 @@ def _release(version: str) -> tuple[int | str, ...]:
 
 
 def main(argv: list[str]) -> int:
-    pins = floors()
+    extras, rest = [], []
+    args = iter(argv)
+    for arg in args:
+        if arg == "--extra":
+            extras.append(next(args, ""))
+        else:
+            rest.append(arg)
+    argv = rest
+    pins = floors(extras)
     if argv == ["--verify"]:
         wrong, here = [], []
         for name, floor, marker in pins:
@@ -89,9 +102,7 @@ def main(argv: list[str]) -> int:
             return 1
         print("installed: " + (" ".join(here) or "nothing to pin"))
         return 0
-    if len(argv) == 2 and argv[0] == "--extra":
-        pins = floors(argv[1])
-    elif argv:
+    if argv:
         print(__doc__, file=sys.stderr)
         return 2
     for name, floor, _ in pins:

@@ -9,12 +9,16 @@ mode (bytes as base64), so the record is the message pydantic-ai would serialise
 ``R`` (``user`` for a ``ModelRequest``, ``assistant`` for a ``ModelResponse``) only says
 who made it, for people and ``jsonl-store show``.
 
-pydantic-ai's JSON does not say which Python class a binary value had: it reads an image
-back as a ``BinaryImage`` even when it was written from a plain ``BinaryContent``, and the
-two never compare equal. So where a message holds a plain ``BinaryContent`` that reading
-would turn into a ``BinaryImage``, the record lists its place under ``"plain_binary"``
-(paths of field names and list indexes), and decoding puts a ``BinaryContent`` back
-there: a message comes back equal to the one saved.
+pydantic-ai's JSON does not say which Python class a binary value had: it reads every
+binary back as a ``BinaryImage`` when its media type is an image and as a plain
+``BinaryContent`` otherwise, so a plain ``BinaryContent`` holding an image or a
+``BinaryAudio`` would come back as another class, which never compares equal. So the
+record names each binary whose class that reading would not restore: under
+``"plain_binary"`` the places (paths of field names and list indexes) of plain
+``BinaryContent`` values, under ``"binary_class"`` ``[path, class name]`` pairs for
+pydantic-ai's other ``BinaryContent`` subclasses; decoding puts that class back there, so
+a message comes back equal to the one saved. A subclass pydantic-ai does not define is
+refused (`UnsupportedValue`): no reader could make it again.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ try:
     from pydantic_ai import messages as _messages
     from pydantic_ai.messages import (
         BinaryContent,
+        BinaryImage,
         ModelMessage,
         ModelMessagesTypeAdapter,
         ModelRequest,
@@ -44,7 +49,7 @@ except ImportError as exc:  # pragma: no cover - exercised in an environment wit
     ) from exc
 
 import jsonl_store as _js
-from jsonl_store import INTERRUPTED_NOTICE, InvalidArgument, ModelUsage, message_parts
+from jsonl_store import INTERRUPTED_NOTICE, InvalidArgument, ModelUsage, UnsupportedValue, message_parts
 
 #: The ``format`` of a stored pydantic-ai message.
 MESSAGE_FORMAT = "pydantic-ai"
@@ -62,43 +67,78 @@ _RETURN_FIELDS = {field.name for field in dataclasses.fields(ToolReturnPart)}
 Path = tuple[str | int, ...]
 
 
-def _plain_binaries(value: Any, path: Path) -> Iterator[Path]:
-    """Where ``value`` holds a plain ``BinaryContent`` that pydantic-ai reads back as a subclass."""
-    if type(value) is BinaryContent:
-        if BinaryContent.narrow_type(value) is not value:
-            yield path
+#: pydantic-ai's own binary classes, by name: the only ones a record may name.
+BINARY_CLASSES: dict[str, type[BinaryContent]] = {
+    cls.__name__: cls
+    for cls in vars(_messages).values()
+    if isinstance(cls, type) and issubclass(cls, BinaryContent)
+}
+#: The key of a record's plain ``BinaryContent`` places, and of its other classes' places.
+PLAIN_KEY, CLASS_KEY = "plain_binary", "binary_class"
+
+
+def _read_back_class(value: BinaryContent) -> type[BinaryContent]:
+    """The class pydantic-ai's JSON reading gives a binary (``BinaryContent.narrow_type``'s rule)."""
+    return BinaryImage if value.is_image else BinaryContent
+
+
+def _binary_classes(value: Any, path: Path) -> Iterator[tuple[Path, type[BinaryContent]]]:
+    """Where ``value`` holds a binary whose class pydantic-ai reads back as another, and its class."""
+    if isinstance(value, BinaryContent):
+        if type(value) is not _read_back_class(value):
+            if BINARY_CLASSES.get(type(value).__name__) is not type(value):
+                raise UnsupportedValue(
+                    f"{type(value).__name__} is a BinaryContent subclass pydantic-ai does not define: "
+                    "it would not come back as itself"
+                )
+            yield path, type(value)
         return
     if isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
-            yield from _plain_binaries(item, (*path, index))
+            yield from _binary_classes(item, (*path, index))
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for field in dataclasses.fields(value):
-            yield from _plain_binaries(getattr(value, field.name), (*path, field.name))
+            yield from _binary_classes(getattr(value, field.name), (*path, field.name))
     elif isinstance(value, dict):
         for key, item in value.items():
             if isinstance(key, str):
-                yield from _plain_binaries(item, (*path, key))
+                yield from _binary_classes(item, (*path, key))
 
 
-def _replaced(value: Any, path: Path) -> Any:
-    """``value`` with the binary at ``path`` back as a plain ``BinaryContent`` (copies on the way)."""
+def _replaced(value: Any, path: Path, cls: type[BinaryContent]) -> Any:
+    """``value`` with the binary at ``path`` back as a ``cls`` (copies on the way)."""
     if not path:
         if not isinstance(value, BinaryContent):
-            raise InvalidArgument("a stored plain_binary path does not lead to binary content")
-        plain = BinaryContent(
-            data=value.data, media_type=value.media_type, vendor_metadata=value.vendor_metadata
-        )
+            raise InvalidArgument("a stored binary path does not lead to binary content")
+        binary = cls(data=value.data, media_type=value.media_type, vendor_metadata=value.vendor_metadata)
         # The identifier pydantic-ai computed and wrote is the one it reads back; keep it.
-        object.__setattr__(plain, "_identifier", value._identifier)
-        return plain
+        object.__setattr__(binary, "_identifier", value._identifier)
+        return binary
     head, rest = path[0], path[1:]
     if isinstance(head, int) and isinstance(value, list):
-        return [*value[:head], _replaced(value[head], rest), *value[head + 1 :]]
+        return [*value[:head], _replaced(value[head], rest, cls), *value[head + 1 :]]
     if isinstance(head, str) and isinstance(value, dict):
-        return {**value, head: _replaced(value[head], rest)}
+        return {**value, head: _replaced(value[head], rest, cls)}
     if isinstance(head, str) and dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.replace(value, **{head: _replaced(getattr(value, head), rest)})
-    raise InvalidArgument("a stored plain_binary path does not match the message it belongs to")
+        return dataclasses.replace(value, **{head: _replaced(getattr(value, head), rest, cls)})
+    raise InvalidArgument("a stored binary path does not match the message it belongs to")
+
+
+def _stored_classes(item: dict[str, Any]) -> Iterator[tuple[Path, type[BinaryContent]]]:
+    """The places and classes a stored message names (both keys; see the module's docstring)."""
+    for path in item.get(PLAIN_KEY) or ():
+        if not isinstance(path, list):
+            raise InvalidArgument(f"a stored {PLAIN_KEY} entry is not a path")
+        yield tuple(path), BinaryContent
+    for entry in item.get(CLASS_KEY) or ():
+        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], list)):
+            raise InvalidArgument(f"a stored {CLASS_KEY} entry is not [path, class name]")
+        cls = BINARY_CLASSES.get(entry[1]) if isinstance(entry[1], str) else None
+        if cls is None:
+            raise InvalidArgument(
+                f"a stored {CLASS_KEY} entry names no pydantic-ai binary class: {entry[1]!r}"
+            )
+        yield tuple(entry[0]), cls
 
 
 def role(message: ModelMessage) -> str:
@@ -117,9 +157,13 @@ def encode(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
     out = []
     for message, content in zip(messages, dumped, strict=True):
         stored: dict[str, Any] = {"role": role(message), "format": MESSAGE_FORMAT, "content": content}
-        plain = [list(path) for path in _plain_binaries(message, ())]
+        found = list(_binary_classes(message, ()))
+        plain = [list(path) for path, cls in found if cls is BinaryContent]
+        others = [[list(path), cls.__name__] for path, cls in found if cls is not BinaryContent]
         if plain:
-            stored["plain_binary"] = plain
+            stored[PLAIN_KEY] = plain
+        if others:
+            stored[CLASS_KEY] = others
         out.append(stored)
     return out
 
@@ -144,10 +188,8 @@ def decode(stored: Sequence[dict[str, Any]]) -> list[ModelMessage]:
     # JSON mode reads back as bytes.
     messages = ModelMessagesTypeAdapter.validate_json(orjson.dumps([item["content"] for item in stored]))
     for index, item in enumerate(stored):
-        for path in item.get("plain_binary") or ():
-            if not isinstance(path, list):
-                raise InvalidArgument("a stored plain_binary entry is not a path")
-            messages[index] = _replaced(messages[index], tuple(path))
+        for path, cls in _stored_classes(item):
+            messages[index] = _replaced(messages[index], path, cls)
     return messages
 
 

@@ -7,7 +7,8 @@ append-only. So a save writes only the difference from what the log holds:
 - the items after the longest common prefix of each list (the stored list and the new
   one), encoded once each;
 - before them, when the new state is not an extension of the stored one (a list got
-  shorter or changed in the middle, or the model changed), one *state record*:
+  shorter or changed in the middle, or the model changed), or when it is the first save
+  of a session and holds nothing, one *state record*:
   ``{"role": "system", "format": "pydantic-ai-state", "content": {"messages": K,
   "updates": U, "model": M}, "include_in_messages": false}``, meaning "keep the first
   ``K`` messages and ``U`` updates, the model is ``M``".
@@ -20,7 +21,9 @@ difference from what is there now. So after ``save(S)`` returns, the log reads b
 ``S`` -- the last writer wins, as with the harness's in-memory store -- and nothing
 another writer stored is ever rewritten.
 
-Reading a state back replays the records: items are added, a state record cuts the lists
+A session exists once a save of it committed: a log without a complete record (what a
+crash inside the first save leaves: a directory, ``meta.json``, an empty or torn log)
+reads as no session. Reading a state back replays the records: items are added, a state record cuts the lists
 back; only the items left in the end are decoded. A save costs what is new: the adapter
 remembers the lists it last saved or loaded, and finds the common prefix by identity
 first (the frameworks hand over the same objects again, so this is a pointer comparison
@@ -179,6 +182,10 @@ class StateLog:
         if store.get_session(session_id) is None:
             return Stored(messages=[], updates=[], model=None, last_sequence=0, exists=False)
         view = store.load(session_id, strict=True)
+        if view.last_sequence == 0:
+            # No record committed: what a crash inside the first save leaves (a directory,
+            # meta.json, an empty or torn log) is no saved state; every save writes one.
+            return Stored(messages=[], updates=[], model=None, last_sequence=0, exists=False)
         records = view.raw_tail if view.snapshot is None else list(store.records(session_id))
         raw = replay(records, self._is_message, self._is_update)
         return Stored(
@@ -253,15 +260,17 @@ class StateLog:
         usages.extend(self._usage(message) for message in new_messages)
         records.extend(self._encode_updates(updates[u:]))
         usages.extend(None for _ in range(len(updates) - u))
-        if not records:
+        if not records and known.exists:
             # Nothing new here; the save still has to win over a writer that got in since.
             if self._last_sequence(session_id) != known.last_sequence:
                 return False
-            if not known.exists:
-                self.store.create_session(session_id)
-                known.exists = True
             self._known[session_id] = known
             return True
+        if not records:
+            # A first save of an empty state is a record too, so that a session exists
+            # exactly when a save of it committed (`_read`).
+            records.append(state_record(0, 0, model))
+            usages.append(None)
         try:
             sequences = self.store.append_many(
                 session_id, records, usage=usages, expected_last_sequence=known.last_sequence

@@ -10,9 +10,19 @@ and 0.21.0, the extra's floor.
 
 What is on disk
 ---------------
-The session is the directory ``encode_session_id(session_id)`` below ``root`` (the SDK's
-ids are free-form: ``decode_session_id`` gives the SDK's id back). Its raw log holds three
-kinds of records, and is never rewritten:
+Any Python string the SDK takes is a session id (``SQLiteSession`` takes any). The session
+is the directory ``encode_session_id(session_id)`` below ``root`` when that encoding
+exists (``decode_session_id`` gives the SDK's id back); an id it refuses (longer than 128
+characters once encoded, empty, or holding a NUL) gets ``_sha256-`` and the SHA-256 of its
+UTF-8 instead, a name no encoding starts with, so two ids never share a directory. A
+session whose directory name is not its id keeps the id in its ``meta.json``: the
+session metadata key ``openai_agents`` holds ``{"session_id": id}``, and the title is
+the id (its ``repr``, shortened to 200 characters, when it is longer or holds a NUL), so
+``jsonl-store ls`` shows it. A directory whose metadata names another id is refused
+(`InvalidSessionId`) before anything is read or written. Only a lone surrogate, which no
+file (and no SQLite text) can hold, raises `InvalidSessionId` when the session is made.
+
+Its raw log holds three kinds of records, and is never rewritten:
 
 - **An item**: one record per item ``add_items`` got, all of one call in one
   ``append_many`` (all or nothing, as SQLite's transaction). The record's message is the
@@ -26,6 +36,13 @@ kinds of records, and is never rewritten:
   append (``expected_last_sequence`` = the last sequence it read): of two concurrent pops
   that read the same log, one writes and the other reads again and takes the next item,
   so no item is ever popped twice, across threads and processes.
+- **A compaction**: the SDK's ``OpenAIResponsesCompactionSession`` replaces the newest
+  items by its summary through ``_get_compaction_snapshot`` (see there): one conditional
+  ``append_many`` of a marker, ``{"role": "system", "content": "pop_item: #S, ...",
+  "include_in_messages": false, "openai_agents": {"op": "pop", "items": [S, ...],
+  "drop": [D, ...]}}`` (in the message, since a batch's records share one metadata),
+  which takes the items ``S`` as that many pops would and, with ``drop``, the oldest
+  items ``D`` an ``EncryptedSession`` pruned, followed by the new items.
 - **A clear**: ``clear_session`` appends ``{"role": "system", "content":
   "clear_session", "include_in_messages": false}`` with metadata ``{"openai_agents":
   {"op": "clear"}}``, then makes a snapshot through it whose compacted message is not in
@@ -67,6 +84,9 @@ messages, which here wrap the items).
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import importlib
+import itertools
 import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -75,6 +95,9 @@ from jsonl_store import (
     INTERRUPTED_NOTICE,
     CompactedMessage,
     InvalidArgument,
+    InvalidSessionId,
+    JsonlStoreError,
+    LockTimeout,
     RawMessageRecord,
     SequenceConflict,
     SessionStore,
@@ -91,13 +114,58 @@ except ImportError as exc:  # pragma: no cover - exercised in an environment wit
         'jsonl_store.adapters.openai_agents needs the OpenAI Agents SDK: pip install "jsonl_store[openai-agents]"'
     ) from exc
 
+# openai-agents 0.24's private hook for compaction without a full read (see
+# `JsonlSession._get_compaction_snapshot`); older SDKs have none and compact through the
+# public calls.
+_Snapshot: Any = getattr(importlib.import_module("agents.memory.session"), "_CompactionSnapshot", None)
+
 if TYPE_CHECKING:
     from agents.memory.session import Session
 
-__all__ = ["JsonlSession"]
+__all__ = ["JsonlSession", "SessionClosed"]
 
-#: The key of the record metadata that marks a pop or a clear.
+#: The key of the record metadata that marks a pop or a clear, and of the session
+#: metadata that keeps the SDK's id of a session whose directory is not named by it.
 MARKER = "openai_agents"
+#: What a directory named by a digest starts with: `encode_session_id` starts a name with
+#: ``_`` only before ``.`` or ``-``, so no encoded id begins so.
+DIGEST_PREFIX = "_sha256-"
+#: A title holds 1 to 200 characters (spec §7).
+_TITLE_LENGTH = 200
+#: How long an append made on the event loop waits for the append lock (spec §13) before
+#: it goes to a worker thread instead (see `JsonlSession.add_items`).
+INLINE_LOCK_WAIT = 0.001
+#: The largest ``limit`` a ``get_items`` reads on the event loop (see `JsonlSession.get_items`).
+INLINE_READ_LIMIT = 100
+
+
+class SessionClosed(JsonlStoreError, RuntimeError):
+    """A `JsonlSession` was used after ``close()``, which the SDK's own sessions refuse too."""
+
+
+def directory_name(session_id: str) -> str:
+    """The session directory's name for an SDK session id (see the module's docstring)."""
+    if not isinstance(session_id, str):
+        raise InvalidSessionId(f"an SDK session id must be a str, not {type(session_id).__name__}")
+    try:
+        return encode_session_id(session_id)
+    except InvalidSessionId:
+        try:
+            data = session_id.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidSessionId(
+                f"session id {session_id!r} holds a lone surrogate, which no file can hold"
+            ) from None
+        return DIGEST_PREFIX + hashlib.sha256(data).hexdigest()
+
+
+def _title(session_id: str) -> str:
+    """The id as a title (1 to 200 characters, no NUL): itself, or its repr shortened."""
+    if session_id and len(session_id) <= _TITLE_LENGTH and "\x00" not in session_id:
+        return session_id
+    text = repr(session_id)
+    return text if len(text) <= _TITLE_LENGTH else text[: _TITLE_LENGTH - 1] + "\u2026"
+
 
 T = TypeVar("T")
 
@@ -122,9 +190,34 @@ def _op(record: RawMessageRecord) -> str | None:
         op = marker.get("op")
         return op if op in ("pop", "clear") else None
     message = record.message
-    if isinstance(message, dict) and isinstance(message.get("content"), dict):
-        return "item"
+    if isinstance(message, dict):
+        if _suffix_pops(message):
+            return "pop"
+        if isinstance(message.get("content"), dict):
+            return "item"
     return None
+
+
+def _suffix_pops(message: dict[str, Any]) -> int:
+    """How many items a suffix replacement's marker message takes (0: it is none)."""
+    marker = message.get(MARKER)
+    if isinstance(marker, dict) and marker.get("op") == "pop" and isinstance(marker.get("items"), list):
+        return len(marker["items"])
+    return 0
+
+
+def _popped(record: RawMessageRecord) -> int:
+    """How many items a pop record takes: one, or a suffix replacement's count."""
+    message = record.message
+    return (_suffix_pops(message) if isinstance(message, dict) else 0) or 1
+
+
+def _dropped(record: RawMessageRecord) -> list[int]:
+    """The sequences of the oldest items a suffix replacement pruned (``"drop"``), if any."""
+    message = record.message
+    marker = message.get(MARKER) if isinstance(message, dict) else None
+    drop = marker.get("drop") if isinstance(marker, dict) else None
+    return [n for n in drop if type(n) is int] if isinstance(drop, list) else []
 
 
 def _item(record: RawMessageRecord) -> Any:
@@ -141,14 +234,18 @@ def _scan_back(records: list[RawMessageRecord], limit: int) -> tuple[list[RawMes
     records before these cannot add to it.
     """
     pending = 0  # pops seen whose item is further back
+    # Items a suffix replacement pruned from the front, by sequence: never the item a pop
+    # took (a pop takes the newest live item, a pruning lists live ones only).
+    dropped: set[int] = set()
     live: list[RawMessageRecord] = []
     for record in reversed(records):
         op = _op(record)
         if op == "clear":
             return live, True
         if op == "pop":
-            pending += 1
-        elif op == "item":
+            pending += _popped(record)
+            dropped.update(_dropped(record))
+        elif op == "item" and record.sequence not in dropped:
             if pending:
                 pending -= 1
             else:
@@ -167,8 +264,10 @@ def _fold(records: list[RawMessageRecord]) -> list[RawMessageRecord]:
             live.append(record)
         elif op == "clear":
             live.clear()
-        elif op == "pop" and live:
-            live.pop()
+        elif op == "pop":
+            dropped = set(_dropped(record))
+            live = [item for item in live if item.sequence not in dropped] if dropped else live
+            del live[max(0, len(live) - _popped(record)) :]
     return live
 
 
@@ -179,6 +278,16 @@ def _json_normalized(items: list[Any]) -> list[Any]:
     a value JSON cannot carry raises ``TypeError`` here, as SQLiteSession's ``add_items`` does.
     """
     return [json.loads(json.dumps(item)) for item in items]
+
+
+def _append(store: SessionStore, session_id: str, items: list[Any], title: str | None) -> None:
+    """The items as one all-or-nothing append; one item through ``append``, the store's
+    flat path for a single message (an ``append_many`` of one costs more)."""
+    if len(items) == 1:
+        item = items[0]
+        store.append(session_id, {"role": _role(item), "content": item}, title=title)
+    else:
+        store.append_many(session_id, [{"role": _role(item), "content": item} for item in items], title=title)
 
 
 async def _run_to_completion(call: Callable[[], T]) -> T:
@@ -208,10 +317,11 @@ async def _run_to_completion(call: Callable[[], T]) -> T:
 class JsonlSession:
     """An OpenAI Agents SDK ``Session`` kept in a jsonl_store session below ``root``.
 
-    ``session_id`` is the SDK's id (any non-empty string without NUL whose encoding fits
-    128 characters, else `InvalidSessionId`); ``session_settings`` is a ``SessionSettings``
-    or its dict; ``store_options`` are ``SessionStore``'s keywords (``durability``,
-    ``lock_timeout``, ``on_problem``, ``fs``).
+    ``session_id`` is the SDK's id, any string (`directory_name` says where it goes);
+    ``session_settings`` is a ``SessionSettings`` or its dict; ``store_options`` are
+    ``SessionStore``'s keywords (``durability``, ``lock_timeout``, ``on_problem``, ``fs``).
+    After ``close()`` every call raises `SessionClosed`, a ``RuntimeError``, as the SDK's
+    ``SQLiteSession`` does after its ``close()``.
     """
 
     session_settings: SessionSettings | None
@@ -224,44 +334,127 @@ class JsonlSession:
         **store_options: Any,
     ) -> None:
         self.session_id = session_id
-        self.store_session_id = encode_session_id(session_id)
+        self.store_session_id = directory_name(session_id)
         # As SQLiteSession: a dict is checked and made a SessionSettings, None the defaults.
         self.session_settings = (
             coerce_session_settings(session_settings) if session_settings is not None else SessionSettings()
         )
         self.store = SessionStore(root, **store_options)
+        # Under durability="none" an append is a buffered write that costs less than handing
+        # it to a worker thread, which made add_items several times an append
+        # (benchmarks/adapter_overhead.py). Such appends run on the event loop, through a
+        # store whose lock wait is short, so the loop never waits on another writer.
+        self._inline = (
+            SessionStore(root, **{**store_options, "lock_timeout": INLINE_LOCK_WAIT})
+            if self.store.durability == "none"
+            else None
+        )
+        # A directory named by the id itself needs no check; another is checked (and named
+        # in its metadata) once, by the first call that reaches it.
+        self._claimed = self.store_session_id == session_id
+        self._closed = False
 
     def __repr__(self) -> str:
         return f"JsonlSession({self.session_id!r}, {self.store.root!r})"
 
     def close(self) -> None:
-        """Release the store's open descriptors (it reopens them if used again)."""
+        """Release the store's open descriptors; every later call raises `SessionClosed`.
+
+        Closing again does nothing. The SDK's sessions behave so (``SQLiteSession.close``
+        in ``agents/memory/sqlite_session.py``): code written against them that relies on
+        a closed session refusing work finds the same here.
+        """
+        self._closed = True
         self.store.close()
+        if self._inline is not None:
+            self._inline.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            # Worded as the SDK's "SQLiteSession is closed", so code matching it matches.
+            raise SessionClosed(f"{type(self).__name__} is closed (session {self.session_id!r})")
 
     # -- the Session protocol ------------------------------------------------------------
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The history, oldest first; the last ``limit`` items (``session_settings.limit``
-        when None; 0 gives none and a negative limit all, as SQLiteSession does)."""
+        when None; 0 gives none and a negative limit all, as SQLiteSession does).
+
+        A read of at most `INLINE_READ_LIMIT` items runs on the event loop; a longer or
+        unlimited one in a worker thread.
+        """
+        self._check_open()
         resolved = resolve_session_limit(limit, self.session_settings)
+        if resolved is not None and 0 <= resolved <= INLINE_READ_LIMIT:
+            # A read takes no lock, so it never waits on another writer, and the last few
+            # items cost less to read than the hand-off to a worker thread does (which made
+            # get_items(limit=20) twice a tail(20): benchmarks/adapter_overhead.py).
+            return self._get_items(resolved)
         return await asyncio.to_thread(self._get_items, resolved)
 
     async def add_items(self, items: list[Any]) -> None:
-        """Append ``items`` to the history, all or nothing."""
+        """Append ``items`` to the history, all or nothing.
+
+        With ``durability="none"`` the append runs on the event loop when the append lock
+        (spec §13) is free within `INLINE_LOCK_WAIT` (a buffered write takes microseconds); otherwise,
+        and always under ``"fsync"``, in a worker thread.
+        """
+        self._check_open()  # before the empty-list return, as SQLiteSession checks
         if not items:
             return
-        await _run_to_completion(lambda: self._add_items(list(items)))
+        items = list(items)
+        if self._inline is not None and self._claimed:
+            try:
+                self._add_items(items, self._inline)
+                return
+            except LockTimeout:
+                pass  # another writer holds the lock: wait for it in a thread
+        await _run_to_completion(lambda: self._add_items(items, self.store))
 
     async def pop_item(self) -> Any | None:
         """Take the newest item off the history and return it; None when it is empty.
 
         Atomic across threads and processes: no item is returned by two pops.
         """
+        self._check_open()
         return await _run_to_completion(self._pop_item)
 
     async def clear_session(self) -> None:
         """Empty the history (the log keeps the records; see the module's docstring)."""
+        self._check_open()
         await _run_to_completion(self._clear_session)
+
+    async def _get_compaction_snapshot(
+        self, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
+    ) -> Any:
+        """The SDK's compaction hook, as its own sessions have it (private in openai-agents 0.24).
+
+        ``OpenAIResponsesCompactionSession`` asks the session for its last ``limit`` items,
+        whether they are all of them, and an atomic "replace the items from ``start`` on
+        with these" (``agents/memory/session.py``, ``_CompactionSnapshot``); without it, it
+        skips automatic compaction under a read limit. Here the replacement is one
+        conditional append: a record that pops those items (and, with ``prune_prefix``,
+        as an ``EncryptedSession`` asks, drops the oldest items it accepts, by sequence,
+        as SQLiteSession deletes them), then the new ones; it fails (False) when anything
+        was appended since the read. Nothing is rewritten.
+        """
+        self._check_open()
+        if _Snapshot is None:
+            return None
+        live, last = await asyncio.to_thread(self._live, limit + 1)
+        complete = len(live) <= limit
+        live = live[max(0, len(live) - limit) :]
+
+        async def replace_suffix(start: int, output: list[Any]) -> bool:
+            self._check_open()
+            expected = live[start:]
+            if not expected:
+                return False
+            return await _run_to_completion(
+                lambda: self._replace_suffix(expected, list(output), last, prune_prefix)
+            )
+
+        return _Snapshot([_item(record) for record in live], complete, replace_suffix)
 
     # -- beyond the protocol -------------------------------------------------------------
 
@@ -274,15 +467,41 @@ class JsonlSession:
         "call_id": ..., "output": notice}``, appended once (a conditional append: with
         concurrent callers, one writes). Returns the outputs added ([] when none was missing).
         """
+        self._check_open()
         if not isinstance(notice, str) or not notice:
             raise InvalidArgument(f"notice must be a non-empty str, got {notice!r}")
         return await _run_to_completion(lambda: self._close_interrupted(notice))
 
     # -- the work, in a worker thread ----------------------------------------------------
 
+    def _claim(self) -> None:
+        """Refuse a directory whose metadata names another SDK id, once per instance."""
+        if self._claimed:
+            return
+        summary = self.store.get_session(self.store_session_id)
+        if summary is None:
+            return  # nothing there yet: the first append makes it this id's
+        marker = summary.metadata.get(MARKER)
+        stored = marker.get("session_id") if isinstance(marker, dict) else None
+        if stored is not None and stored != self.session_id:
+            raise InvalidSessionId(
+                f"the directory {self.store_session_id!r} holds the session {stored!r}, not {self.session_id!r}",
+                session_id=self.store_session_id,
+            )
+        self._claimed = stored is not None
+
+    def _name(self) -> None:
+        """Keep the SDK's id in the metadata of a session its directory name does not name."""
+        if not self._claimed:
+            self.store.update_session(
+                self.store_session_id, metadata={MARKER: {"session_id": self.session_id}}, origin="runtime"
+            )
+            self._claimed = True
+
     def _live(self, limit: int | None) -> tuple[list[RawMessageRecord], int]:
         """The last ``limit`` live item records (all when None), oldest first, and the
         log's last sequence as read."""
+        self._claim()
         sid = self.store_session_id
         if limit is None:
             view = self.store.load(sid)
@@ -304,14 +523,16 @@ class JsonlSession:
         live, _ = self._live(limit)
         return [_item(record) for record in live]
 
-    def _add_items(self, items: list[Any]) -> None:
+    def _add_items(self, items: list[Any], store: SessionStore) -> None:
+        self._claim()
+        # The title only counts when this append makes the session (spec §9.8, rule 8).
+        title = None if self._claimed else _title(self.session_id)
         try:
-            messages = [{"role": _role(item), "content": item} for item in items]
-            self.store.append_many(self.store_session_id, messages)
+            _append(store, self.store_session_id, items, title)
         except UnsupportedValue:
-            items = _json_normalized(items)  # raises TypeError for what JSON cannot carry
-            messages = [{"role": _role(item), "content": item} for item in items]
-            self.store.append_many(self.store_session_id, messages)
+            # raises TypeError for what JSON cannot carry
+            _append(store, self.store_session_id, _json_normalized(items), title)
+        self._name()
 
     def _pop_item(self) -> Any | None:
         while True:
@@ -331,7 +552,40 @@ class JsonlSession:
                 continue  # the log moved (maybe another pop took this item): read again
             return _item(top)
 
+    def _replace_suffix(
+        self,
+        expected: list[RawMessageRecord],
+        output: list[Any],
+        last: int,
+        prune_prefix: Callable[[Any], bool] | None,
+    ) -> bool:
+        sequences = [record.sequence for record in reversed(expected)]
+        operation: dict[str, Any] = {"op": "pop", "items": sequences}
+        if prune_prefix is not None:
+            live, now = self._live(None)  # the front is the oldest items: all are read
+            if now != last:
+                return False
+            front = live[: len(live) - len(expected)]
+            drop = [
+                record.sequence for record in itertools.takewhile(lambda r: prune_prefix(_item(r)), front)
+            ]
+            if drop:
+                operation["drop"] = drop
+        marker = {
+            "role": "system",
+            "content": "pop_item: " + ", ".join(f"#{sequence}" for sequence in sequences),
+            "include_in_messages": False,
+            MARKER: operation,
+        }
+        messages = [marker, *({"role": _role(item), "content": item} for item in output)]
+        try:
+            self.store.append_many(self.store_session_id, messages, expected_last_sequence=last)
+        except SequenceConflict:
+            return False  # the log moved since the read: the SDK keeps the history as it is
+        return True
+
     def _clear_session(self) -> None:
+        self._claim()
         sid = self.store_session_id
         last = self.store.tail(sid, 1)
         if not last or _op(last[0]) == "clear":

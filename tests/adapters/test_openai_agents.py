@@ -12,22 +12,29 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import fcntl
 import json
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("agents", reason='needs the extra: pip install -e ".[openai-agents]"')
 
 import agents_child as child
 from agents import Agent, RunConfig, Runner, Session, SessionSettings, SQLiteSession, set_tracing_disabled
 from agents_fake_model import FakeModel, call, text
+from helpers import cli
 
-from jsonl_store import INTERRUPTED_NOTICE, OsFileSystem, SessionStore, decode_session_id
-from jsonl_store.adapters.openai_agents import JsonlSession
+from jsonl_store import INTERRUPTED_NOTICE, InvalidSessionId, OsFileSystem, SessionStore, decode_session_id
+from jsonl_store.adapters import openai_agents as openai_agents_adapter
+from jsonl_store.adapters.openai_agents import MARKER, JsonlSession, SessionClosed, directory_name
 
 set_tracing_disabled(True)
 
@@ -286,6 +293,224 @@ def test_free_form_session_ids_map_to_directories_and_back(tmp_path: Path) -> No
     [summary] = SessionStore(tmp_path).list_sessions()
     assert decode_session_id(summary.session_id) == "user:42/chat 1" == session.session_id
     assert run(JsonlSession("user:42/chat 2", str(tmp_path)).get_items()) == []
+
+
+# Ids the SDK's users write (scoped paths of UUIDs), ids past what a directory name holds,
+# and any text at all: empty, NUL, controls, any script.
+_UUID = "0193e4c2-7d1a-7b3e-9f2a-3c4d5e6f7a8b"
+SESSION_IDS = st.one_of(
+    st.text(max_size=40),
+    st.text(min_size=100, max_size=400),
+    st.just(f"user:{_UUID}/thread:{_UUID}/run:{_UUID}"),
+    st.sampled_from(["", "\x00", "_x", ".", "..", "-rf", "a" * 129, "\u00e9" * 50]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(SESSION_IDS, min_size=2, max_size=4, unique=True))
+def test_any_string_is_a_session_id_with_a_directory_of_its_own(ids: list[str]) -> None:
+    """Distinct ids of any length or characters keep apart, each under its own directory."""
+    with tempfile.TemporaryDirectory() as root:
+        for index, session_id in enumerate(ids):
+            run(
+                JsonlSession(session_id, root, durability="none").add_items(
+                    [{"role": "user", "content": str(index)}]
+                )
+            )
+        store = SessionStore(root)
+        assert len({directory_name(session_id) for session_id in ids}) == len(ids)
+        for index, session_id in enumerate(ids):
+            session = JsonlSession(session_id, root)
+            assert session.session_id is session_id
+            assert run(session.get_items()) == [{"role": "user", "content": str(index)}]
+            summary = store.get_session(session.store_session_id)
+            assert summary is not None
+            if session.store_session_id == session_id:
+                assert MARKER not in summary.metadata
+            else:
+                assert summary.metadata[MARKER] == {"session_id": session_id}
+                assert summary.title is not None
+
+
+def test_a_scoped_id_too_long_to_encode_is_shown_by_ls(tmp_path: Path) -> None:
+    """``user:<uuid>/thread:<uuid>/run:<uuid>`` is stored, and ``jsonl-store ls`` names it."""
+    session_id = f"user:{_UUID}/thread:{_UUID}/run:{_UUID}"
+    run(JsonlSession(session_id, str(tmp_path)).add_items([{"role": "user", "content": "hi"}]))
+    listed = cli("--root", str(tmp_path), "ls", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    [row] = json.loads(listed.stdout)
+    assert row["title"] == session_id
+    table = cli("--root", str(tmp_path), "ls", cwd=tmp_path)
+    assert f"user:{_UUID}" in table.stdout
+
+
+def test_a_directory_that_holds_another_ids_session_is_refused_before_any_write(tmp_path: Path) -> None:
+    """Were two ids to share a digest, the second would be refused, its items never mixed in."""
+    first = JsonlSession("x" * 200, str(tmp_path))
+    run(first.add_items([{"role": "user", "content": "first"}]))
+    store = SessionStore(tmp_path)
+    store.update_session(
+        first.store_session_id, metadata={MARKER: {"session_id": "y" * 200}}, origin="runtime"
+    )
+    before = (tmp_path / first.store_session_id / "messages.jsonl").read_bytes()
+    second = JsonlSession("x" * 200, str(tmp_path))
+    with pytest.raises(InvalidSessionId, match="holds the session"):
+        run(second.add_items([{"role": "user", "content": "second"}]))
+    with pytest.raises(InvalidSessionId):
+        run(second.get_items())
+    assert (tmp_path / first.store_session_id / "messages.jsonl").read_bytes() == before
+
+
+def test_a_lone_surrogate_id_is_refused_as_sqlite_cannot_store_it_either(tmp_path: Path) -> None:
+    """No file holds a lone surrogate: the id is refused with a ValueError, nothing made."""
+    with pytest.raises(InvalidSessionId) as raised:
+        JsonlSession("chat-\ud800", str(tmp_path))
+    assert isinstance(raised.value, ValueError)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_after_close_every_call_raises_runtime_error_as_sqlite_sessions_do(tmp_path: Path) -> None:
+    """A closed session refuses every call, an empty add included, as a closed SQLiteSession does."""
+
+    async def refusals(session: Any) -> list[str]:
+        await session.add_items([{"role": "user", "content": "hi"}])
+        session.close()
+        session.close()  # closing twice is harmless for both
+        calls = [
+            session.add_items([]),
+            session.add_items([{"role": "user", "content": "again"}]),
+            session.get_items(),
+            session.get_items(limit=0),
+            session.pop_item(),
+            session.clear_session(),
+        ]
+        names = []
+        for coroutine in calls:
+            with pytest.raises(RuntimeError) as raised:
+                await coroutine
+            names.append(type(raised.value).__name__)
+        return names
+
+    assert set(run(refusals(SQLiteSession("s", str(tmp_path / "db.sqlite"))))) == {"RuntimeError"}
+    assert set(run(refusals(JsonlSession("s", str(tmp_path / "store"))))) == {"SessionClosed"}
+    assert run(JsonlSession("s", str(tmp_path / "store")).get_items()) == [{"role": "user", "content": "hi"}]
+    assert issubclass(SessionClosed, RuntimeError)
+
+
+def test_a_buffered_add_waits_for_a_held_lock_in_a_thread_and_the_event_loop_runs_on(tmp_path: Path) -> None:
+    """With durability="none" an add runs on the event loop, but never waits there for another writer's lock."""
+    session = JsonlSession("held", str(tmp_path), durability="none")
+    run(session.add_items([{"role": "user", "content": "first"}]))
+    # The append lock (spec §13): flock on the log, held as another process's writer holds it.
+    lock_fd = os.open(tmp_path / "held" / "messages.jsonl", os.O_WRONLY | os.O_APPEND)
+    fcntl.flock(lock_fd, fcntl.LOCK_EX)
+
+    async def main() -> int:
+        ticks = 0
+        adding = asyncio.ensure_future(session.add_items([{"role": "user", "content": "second"}]))
+        while ticks < 5:  # the loop keeps running while the add waits
+            await asyncio.sleep(0.01)
+            ticks += 1
+        assert not adding.done()
+        fcntl.flock(lock_fd, fcntl.LOCK_UN)
+        await adding
+        return ticks
+
+    try:
+        assert run(main()) == 5
+    finally:
+        os.close(lock_fd)
+    assert [item["content"] for item in run(session.get_items())] == ["first", "second"]
+
+
+needs_compaction_hook = pytest.mark.skipif(
+    openai_agents_adapter._Snapshot is None, reason="openai-agents before 0.24 has no compaction hook"
+)
+# One step on a session and on a list that models it: ("add", n), ("pop", 0), or
+# ("replace", k): compaction replaces the last k items (of a window of k + 1) with one
+# summary, pruning the oldest items whose text starts with "old" when k is odd.
+STEPS = st.lists(
+    st.tuples(st.sampled_from(["add", "pop", "replace"]), st.integers(0, 4)), min_size=1, max_size=12
+)
+
+
+@needs_compaction_hook
+@settings(max_examples=60, deadline=None)
+@given(STEPS)
+def test_adds_pops_and_compaction_replacements_read_back_as_a_list_does(steps: list[tuple[str, int]]) -> None:
+    """Any mix of adds, pops and the SDK hook's suffix replacements (pruning too) reads as the model list, whole and by limit."""
+
+    async def main(root: str) -> None:
+        session, model = JsonlSession("s", root, durability="none"), []
+        for counter, (step, n) in enumerate(steps):
+            if step == "add":
+                items = [
+                    {"role": "user", "content": f"{'old' if i % 2 else 'new'} {counter}.{i}"}
+                    for i in range(n)
+                ]
+                await session.add_items(items)
+                model += items
+            elif step == "pop":
+                assert await session.pop_item() == (model.pop() if model else None)
+            else:
+                snapshot = await session._get_compaction_snapshot(
+                    n + 1, prune_prefix=(lambda item: item["content"].startswith("old")) if n % 2 else None
+                )
+                assert snapshot.items == model[-(n + 1) :] and snapshot.complete == (len(model) <= n + 1)
+                summary = {"type": "compaction", "id": f"cmp_{counter}", "encrypted_content": "x"}
+                replaced = await snapshot.replace_suffix(1, [summary])
+                assert replaced == (len(snapshot.items) > 1)
+                if replaced:
+                    model = [*_kept(model, len(snapshot.items) - 1, n % 2 == 1), summary]
+            assert await session.get_items() == model
+            for limit in (1, 2, 5):
+                assert await session.get_items(limit=limit) == model[-limit:]
+
+    with tempfile.TemporaryDirectory() as root:
+        run(main(root))
+
+
+def _kept(model: list[Any], replaced: int, prune: bool) -> list[Any]:
+    """What SQLiteSession keeps of ``model`` when its last ``replaced`` items are replaced:
+    the items before them, less the leading ones ``prune_prefix`` accepts when pruning."""
+    kept = model[: len(model) - replaced]
+    while prune and kept and kept[0]["content"].startswith("old"):
+        kept = kept[1:]
+    return kept
+
+
+@needs_compaction_hook
+def test_automatic_compaction_under_a_read_limit_replaces_the_history_in_one_append(tmp_path: Path) -> None:
+    """The SDK's compaction session compacts a JsonlSession read through a limit, as it does a SQLiteSession."""
+    from types import SimpleNamespace
+    from unittest.mock import AsyncMock, MagicMock
+
+    from agents.memory import OpenAIResponsesCompactionSession
+    from agents.testing import ScriptedModel
+
+    summary = {"type": "compaction", "id": "cmp_1", "encrypted_content": "summary"}
+
+    async def main() -> list[Any]:
+        client = MagicMock()
+        client.responses.compact = AsyncMock(return_value=SimpleNamespace(output=[summary]))
+        backend = JsonlSession("limited", str(tmp_path), session_settings={"limit": 1})
+        session = OpenAIResponsesCompactionSession(
+            "limited",
+            backend,
+            client=client,
+            compaction_mode="input",
+            should_trigger_compaction=lambda _: True,
+        )
+        await session.add_items([{"role": "user", "content": "older"}])
+        agent = Agent(name="worker", model=ScriptedModel(steps=[[text("ok")]]))
+        await Runner.run(agent, "now", session=session, run_config=RunConfig(session_settings={"limit": 100}))
+        client.responses.compact.assert_awaited_once()
+        return await backend.get_items(limit=100)
+
+    before = len(list(SessionStore(tmp_path).records("limited"))) if (tmp_path / "limited").exists() else 0
+    assert run(main()) == [summary]
+    records = list(SessionStore(tmp_path).records("limited"))
+    assert before == 0 and len(records) > 1  # the log only grew: nothing was rewritten
 
 
 def test_items_with_values_the_store_keeps_only_as_json_come_back_as_sqlite_gives_them(

@@ -34,11 +34,16 @@ import pydantic_ai_child as child_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic_ai.messages import (
+    BinaryAudio,
+    BinaryContent,
+    BinaryImage,
+    FilePart,
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     TextPart,
+    ToolReturnPart,
     UserPromptPart,
 )
 
@@ -46,6 +51,7 @@ from jsonl_store import CorruptSession, SessionStore, is_provider_valid
 from jsonl_store.adapters.pydantic_ai import PYDANTIC_AI
 from jsonl_store.adapters.pydantic_ai_harness import JsonlSessionStore
 from jsonl_store.cli import main as cli_main
+from jsonl_store.testing import SimulatedFileSystem, crash_states
 
 CHILD = Path(__file__).parents[1] / "pydantic_ai_child.py"
 
@@ -209,7 +215,8 @@ def test_a_save_writes_and_encodes_only_the_turns_new_items(tmp_path: Path) -> N
         stored = await store.load(sid)
         assert stored is not None
         summary = store.store.get_session(sid)
-        assert summary is not None and summary.message_count == len(stored.messages) + len(stored.updates)
+        # + 1: new_session's empty save, the record that makes the session exist.
+        assert summary is not None and summary.message_count == len(stored.messages) + len(stored.updates) + 1
 
     run(turns())
 
@@ -359,3 +366,70 @@ def test_show_prints_the_updates_as_text(tmp_path: Path, capsys: pytest.CaptureF
     assert "agent_message_chunk" in out and "done after" in out
     assert "user_message_chunk" in out and "look" in out
     assert '"sessionUpdate"' not in out
+
+
+@pytest.mark.parametrize("turns", [0, 1], ids=["new-session", "first-turn"])
+def test_a_first_save_cut_short_by_any_crash_loads_as_none_or_as_saved(turns: int) -> None:
+    """Every state a crash in a session's first save leaves loads as None or as the save, never as an empty session."""
+    fs = SimulatedFileSystem()
+    state = state_of(turns, "c") if turns else StoredSession()
+    JsonlSessionStore("/store", fs=fs).save_sync("s", state)
+    loads, meta_without_record = [], 0
+    for crash in crash_states(fs):
+        disk = crash.filesystem()
+        loaded = JsonlSessionStore("/store", fs=disk, on_problem=lambda _: None).load_sync("s")
+        loads.append(loaded)
+        if disk.exists("/store/s/meta.json") and not disk.exists("/store/s/messages.jsonl"):
+            meta_without_record += 1
+            assert loaded is None
+    assert meta_without_record > 0  # the state the harness mistook for a saved session
+    assert None in loads and state in loads
+    assert all(loaded is None or loaded == state for loaded in loads)
+
+
+# Each binary class pydantic-ai defines, with media types its checks accept; pydantic-ai's
+# JSON reads them all back as BinaryImage or BinaryContent, by media type alone.
+BINARIES = st.one_of(
+    st.builds(
+        BinaryContent,
+        data=st.binary(max_size=8),
+        media_type=st.sampled_from(["image/png", "application/pdf", "audio/wav"]),
+    ),
+    st.builds(
+        BinaryImage, data=st.binary(max_size=8), media_type=st.sampled_from(["image/png", "image/webp"])
+    ),
+    st.builds(
+        BinaryAudio, data=st.binary(max_size=8), media_type=st.sampled_from(["audio/wav", "audio/mpeg"])
+    ),
+)
+
+
+def _placed(binary: BinaryContent, where: str) -> ModelMessage:
+    if where == "prompt":
+        return ModelRequest(parts=[UserPromptPart(content=["look", binary], timestamp=TIME)])
+    if where == "tool-return":
+        return ModelRequest(
+            parts=[
+                ToolReturnPart(tool_name="t", content={"file": [binary]}, tool_call_id="c", timestamp=TIME)
+            ]
+        )
+    return ModelResponse(parts=[FilePart(content=binary)], timestamp=TIME)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(st.tuples(BINARIES, st.sampled_from(["prompt", "tool-return", "file"])), min_size=1, max_size=4)
+)
+def test_every_binary_comes_back_as_its_own_class_with_pydantic_ais_json_values(
+    tmp_path_factory: pytest.TempPathFactory, placed: list[tuple[BinaryContent, str]]
+) -> None:
+    """BinaryImage, BinaryAudio and plain BinaryContent anywhere load as what was saved, values as pydantic-ai's JSON reads them."""
+    root = str(tmp_path_factory.mktemp("binaries"))
+    messages = [_placed(binary, where) for binary, where in placed]
+    JsonlSessionStore(root).save_sync("s", StoredSession(messages=messages))
+    loaded = JsonlSessionStore(root).load_sync("s")
+    assert loaded is not None and loaded.messages == messages
+    reference = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(messages))
+    assert ModelMessagesTypeAdapter.dump_json(loaded.messages) == ModelMessagesTypeAdapter.dump_json(
+        reference
+    )
