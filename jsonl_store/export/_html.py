@@ -408,8 +408,7 @@ def _header_facts(transcript: Transcript) -> list[tuple[str, str]]:
     facts_out.append(("last append", esc_line(when(summary.updated_at))))
     totals = transcript.totals
     facts_out.append(("tokens", esc_line(f"{totals.total_tokens:,} ({tokens_label(totals)})")))
-    # The store records no prices yet: the place is kept, and says so, rather than guessing.
-    facts_out.append(("cost", "not known (the store keeps token counts, not prices)"))
+    facts_out.append(("cost", esc_line(transcript.cost_label)))
     return facts_out
 
 

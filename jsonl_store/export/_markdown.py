@@ -193,7 +193,7 @@ def render_markdown(transcript: Transcript) -> str:
     lines.append(f"- created: {when(summary.created_at)} · last append: {when(summary.updated_at)}")
     totals = transcript.totals
     lines.append(f"- tokens: {totals.total_tokens:,} ({tokens_label(totals)})")
-    lines.append("- cost: not known (the store keeps token counts, not prices)")
+    lines.append(f"- cost: {transcript.cost_label}")
     lines.append("")
     for entry in entries(transcript):
         lines += _entry_lines(entry, transcript)

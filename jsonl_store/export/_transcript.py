@@ -25,6 +25,7 @@ from .._errors import SessionNotFound
 from .._folding import Answer, Folded, fold
 from .._parts import ImagePart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from .._records import ContextSnapshot, ModelUsage, RawMessageRecord
+from .._usage_report import UsageRow, usage_report
 from .._view import SessionSummary
 from ..store import SessionStore
 
@@ -92,6 +93,23 @@ class Transcript:
     #: Each sub-agent session's first prompt (stripped) → its session: how a call that
     #: started it (a Claude Code ``Task``/``Agent`` call passes it as an argument) links to it.
     prompts: dict[str, SessionSummary] = field(default_factory=dict)
+    #: The session's own model calls summed and priced (`jsonl_store.usage_report`); None
+    #: when it recorded none.
+    cost: UsageRow | None = None
+
+    @property
+    def cost_label(self) -> str:
+        """What the session's calls cost, or why that is not known (never a guessed $0)."""
+        row = self.cost
+        if row is None or not row.calls:
+            return "no model calls recorded"
+        if row.prices_version is None:
+            return "not known: prices need the cost extra (pip install 'jsonl_store[cost]')"
+        if row.cost_usd is None:
+            models = ", ".join(row.unpriced_models)
+            return f"not known: {row.unpriced_calls:,} of {row.calls:,} calls by models without a price ({models})"
+        calls = f"{row.calls:,} call{'' if row.calls == 1 else 's'}"
+        return f"${row.cost_usd:,.4f} for {calls} (prices: {row.prices_version})"
 
     def started(self, call: ToolCallPart) -> SessionSummary | None:
         """The sub-agent session ``call`` started: one whose first prompt is an argument of the call."""
@@ -130,6 +148,7 @@ def collect(
         children=children,
         totals=store.usage_totals(session_id),
         prompts={prompt: child for child in children if (prompt := _first_prompt(store, child))},
+        cost=next(iter(usage_report(store, by="session", session_id=session_id)), None),
     )
 
 

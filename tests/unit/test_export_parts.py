@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from jsonl_store import AssistantMessage, SessionStore, ToolCall, UserMessage
+from jsonl_store import AssistantMessage, SessionStore, ToolCall, UserMessage, usage_report
 from jsonl_store.export import INLINE_IMAGE_CAP, _markup, export_html, to_html, to_json, to_markdown
 from jsonl_store.importers import import_claude_code, import_codex
 
@@ -262,3 +262,24 @@ def test_a_claude_code_task_call_links_the_sub_agent_session_it_started(tmp_path
     assert {f"sub-agent session: [` {child} `](session-{child}.md)" in markdown for child in children} == {
         True
     }
+
+
+def test_a_page_header_gives_the_sessions_cost_from_its_calls(tmp_path: Path) -> None:
+    """The HTML and Markdown headers give the session's priced cost, or say why it is not known."""
+    store = SessionStore(tmp_path / "s", durability="none")
+    store.append("none", UserMessage(content="hi"))
+    assert "- cost: no model calls recorded" in to_markdown(store, "none")
+    counts = {"input_tokens": 1_000, "output_tokens": 100}
+    for session, model in (("priced", "claude-sonnet-4-20250514"), ("unpriced", "no-such-model-xyz")):
+        store.append(session, UserMessage(content="hi"))
+        store.append(session, AssistantMessage(content="yo"))
+        store.record_usage(session, {**counts, "model": model})
+    row = usage_report(store, by="session", session_id="priced")[0]
+    if row.prices_version is None:  # the cost extra is not installed
+        assert "prices need the cost extra" in to_markdown(store, "priced")
+        return
+    assert row.cost_usd is not None and row.cost_usd > 0
+    assert f"- cost: ${row.cost_usd:,.4f} for 1 call (prices: " in to_markdown(store, "priced")
+    assert f"${row.cost_usd:,.4f}" in to_html(store, "priced")
+    line = next(x for x in to_markdown(store, "unpriced").splitlines() if x.startswith("- cost:"))
+    assert "no-such-model-xyz" in line and "$" not in line
