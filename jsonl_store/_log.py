@@ -27,7 +27,7 @@ from . import _atomic, _codec, _find, _lines
 from ._errors import DurabilityError, LockTimeout, StorageError, UnrecognizedRecords, name_file, storage_error
 from ._fs import FILE_MODE, SAFE_FLAGS, FileSystem, StatResult, check_directory, open_regular
 from ._ids import new_uuid7
-from ._paths import TMP_SUFFIX, cut_name, tmp_name
+from ._paths import cut_name, is_tmp_name_of, numbered_name, tmp_name
 from ._problems import DISCARD, READ_AS_WRITTEN, RESTORE, SKIPPED_LINE, Problem, Reporter, cut_into
 
 CHUNK = 1 << 20  # forward reads: big enough to amortise syscalls, small enough for flat memory
@@ -448,7 +448,7 @@ def free_sidecar(fs: FileSystem, directory: str, name: str) -> str:
         except FileNotFoundError:
             return path
         attempt += 1
-        candidate = f"{name}.{attempt}"
+        candidate = numbered_name(name, attempt)
 
 
 class LogWriter:
@@ -715,7 +715,7 @@ class LogWriter:
         # Only a restore makes ``<log>.<token>.tmp``, always under this lock: any such file
         # now is what a restore that crashed left, a copy of the log as big as the log.
         for stale in self.fs.listdir(self.directory):
-            if stale.startswith(name + ".") and stale.endswith(TMP_SUFFIX):
+            if is_tmp_name_of(stale, name):
                 try:
                     self.fs.unlink(os.path.join(self.directory, stale))
                 except FileNotFoundError:
