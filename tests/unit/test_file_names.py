@@ -42,7 +42,8 @@ from jsonl_store._paths import (
 from jsonl_store.importers import import_claude_code
 
 PACKAGE = Path(_paths.__file__).parent
-TRANSCRIPTS = Path(__file__).resolve().parents[3] / "shared" / "transcripts" / "claude-code"
+#: Real Claude Code transcripts, committed with their attribution (tests/importers/data/README.md).
+TRANSCRIPTS = Path(__file__).resolve().parents[1] / "importers" / "data" / "claude-code"
 
 _WHOLE = (LOG_NAME, META_NAME, USAGE_NAME, FORK_NAME, LOCK_NAME, BLOBS_DIR, ALLOW_NAME, GITIGNORE_NAME,
           GITATTRIBUTES_NAME)  # fmt: skip
@@ -145,7 +146,9 @@ def test_every_root_entry_the_store_makes_is_classified_as_its_kind() -> None:
 def test_every_file_a_store_made_from_real_transcripts_has_a_kind(tmp_path: Path) -> None:
     """Real Claude Code transcripts imported, forked, snapshotted, damaged and repaired: no file the store made is OTHER."""
     store = SessionStore(tmp_path / "store", durability="none")
-    report = import_claude_code(store, sorted(TRANSCRIPTS.glob("cc-*.jsonl")))
+    transcripts = sorted(TRANSCRIPTS.glob("cc-*.jsonl"))
+    assert len(transcripts) >= 5, TRANSCRIPTS
+    report = import_claude_code(store, transcripts)
     sessions = [s.session_id for s in store.list_sessions()]
     assert len(sessions) >= 5, report
     first = sessions[0]
