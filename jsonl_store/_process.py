@@ -74,8 +74,14 @@ _registered: list[tuple[str, Callable[[], None]]] = []
 
 
 def register(name: str, reset_one: Callable[[], None]) -> None:
-    """Have `reset` (and so every forked child) call ``reset_one``; ``name`` says whose state it is."""
-    assert all(name != known for known, _ in _registered), name
+    """Have `reset` (and so every forked child) call ``reset_one``; ``name`` says whose state it is.
+
+    A name registered again (its module reloaded) replaces the earlier function in its place.
+    """
+    for index, (known, _) in enumerate(_registered):
+        if known == name:
+            _registered[index] = (name, reset_one)
+            return
     _registered.append((name, reset_one))
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from jsonl_store import SessionStore, UserMessage, _codec, _ids, _process
 from jsonl_store.testing import _simfs
 
@@ -79,3 +81,15 @@ def test_reset_empties_every_registered_cache_and_renews_its_locks(tmp_path: Pat
     assert _codec._DeepStack.mutex is not lock
     store.append("s", UserMessage(content="after"))
     assert len(list(store.records("s"))) == 2
+
+
+def test_a_module_registering_again_replaces_its_reset_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name registered twice (a reloaded module) keeps one entry, in its place, calling the newer function."""
+    monkeypatch.setattr(_process, "_registered", list(_process._registered))
+    calls: list[str] = []
+    _process.register("a test's cache", lambda: calls.append("old"))
+    _process.register("another test's cache", lambda: calls.append("other"))
+    _process.register("a test's cache", lambda: calls.append("new"))
+    assert _process.registered()[-2:] == ("a test's cache", "another test's cache")
+    _process.reset()
+    assert calls == ["new", "other"]
