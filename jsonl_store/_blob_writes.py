@@ -30,7 +30,7 @@ from ._blobs import (
 from ._codec import with_deep_stack
 from ._errors import InvalidArgument, InvalidMessage, RecordTooLarge, UnsafePath
 from ._fs import FileSystem, describe_mode
-from ._paths import BLOBS_DIR, DAMAGED_SUFFIX, blob_aside_name, is_blob_name
+from ._paths import BLOBS_DIR, blob_aside_name, damaged_name, is_blob_name
 from ._problems import DELETE, LEAVE_UNSAFE, MOVE_ASIDE, PUT_BLOB_BACK, Problem
 
 _encoder = msgspec.json.Encoder()
@@ -229,10 +229,9 @@ def check(
 def _move_aside(fs: FileSystem, directory: str, digest: str) -> None:
     base = blob_aside_name(digest)
     existing = set(fs.listdir(directory))
-    target, counter = base + DAMAGED_SUFFIX, 1
-    while target in existing:
+    counter = 1
+    while (target := damaged_name(base, counter)) in existing:
         counter += 1
-        target = f"{base}.{counter}{DAMAGED_SUFFIX}"
     fs.rename(os.path.join(directory, BLOBS_DIR, digest), os.path.join(directory, target))
     fs.fsync_dir(directory)
 

@@ -22,6 +22,7 @@ from typing import Any, Final, ParamSpec, TypeVar
 
 import msgspec
 
+from . import _process
 from ._errors import InvalidArgument, InvalidMessage, UnsupportedValue
 from ._records import (
     MESSAGE_TYPES,
@@ -468,7 +469,19 @@ def encode_record(record: RawMessageRecord) -> bytes:
     return seal(_encoder.encode(record))
 
 
-_deep_mutex = threading.Lock()
+class _DeepStack:
+    """The lock under which one deep-stack decode at a time raises the recursion limit."""
+
+    mutex = threading.Lock()
+
+    @classmethod
+    def renew(cls) -> None:
+        # In a forked child: a thread of the parent may have held it, and is gone.
+        cls.mutex = threading.Lock()
+
+
+_process.register("deep-stack decode lock", _DeepStack.renew)
+
 #: ``active`` is set in the thread `_in_deep_stack` runs: there is no deeper stack to go to.
 _deep_thread = threading.local()
 
@@ -493,7 +506,7 @@ def _in_deep_stack(decode: Callable[..., T], *args: Any) -> T:
         except BaseException as exc:  # noqa: BLE001 (handed to the calling thread)
             outcome.append((False, exc))
 
-    with _deep_mutex:
+    with _DeepStack.mutex:
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, DEEP_STACK + 100))
         try:

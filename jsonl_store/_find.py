@@ -12,6 +12,8 @@ import functools
 import mmap
 from typing import Final
 
+from . import _process
+
 #: Bytes of JSON-lines transcripts from most to least frequent, as counted over 3.7 MB of
 #: Claude Code, Codex and pi transcripts and a ``jsonl-store demo`` store (digits and hex
 #: are frequent: ids, checksums and timestamps are on every line); a byte later here, or
@@ -31,6 +33,11 @@ _SPACING: Final = 4096
 def rarest(needle: bytes) -> int:
     """The index in ``needle`` of its probably rarest byte."""
     return max(range(len(needle)), key=lambda i: _RANK.get(needle[i], len(_COMMON)))
+
+
+# A pure cache (a needle's rarest byte never changes): registered so `_process.reset`
+# leaves nothing cached.
+_process.register("rarest byte of recent needles", rarest.cache_clear)
 
 
 def find(data: bytes | mmap.mmap, needle: bytes, start: int = 0) -> int:

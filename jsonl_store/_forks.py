@@ -19,7 +19,7 @@ import msgspec
 from . import _atomic, _codec, _lines, _snapshots
 from ._errors import UnsafePath
 from ._fs import FileSystem, StatResult, check_directory
-from ._paths import FORK_NAME, is_session_id
+from ._paths import FORK_NAME, LOG_NAME, is_session_id
 from ._problems import LEFT_FOR_READERS, Problem, Reporter
 from ._reader import LogReader
 from ._records import ContextSnapshot, ForkPoint, RawMessageRecord
@@ -250,7 +250,7 @@ def link_records(
                 seen = record
             yield record
     if check is not None and (seen is None or seen.id != check.record_id) and after < check.sequence:
-        reporter.report(_mismatch(os.path.join(directory, "messages.jsonl"), check, seen))
+        reporter.report(_mismatch(os.path.join(directory, LOG_NAME), check, seen))
 
 
 def latest_snapshot_upto(log: LogReader, upto: int | None) -> ContextSnapshot | None:

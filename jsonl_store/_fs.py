@@ -15,7 +15,6 @@ import fcntl
 import os
 import stat
 import sys
-import weakref
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
@@ -23,6 +22,7 @@ from typing import Any, Protocol, TypeVar
 from ._errors import UnsafePath
 from ._lock import FileLock
 from ._paths import session_id_of
+from ._process import DESCRIPTOR_CACHES, DescriptorCache
 
 #: Everything the store creates is private (transcripts hold private data): files 0600,
 #: directories 0700, whatever the umask (a umask can only take permissions away).
@@ -187,20 +187,9 @@ def _full_fsync(fd: int) -> None:
         os.fsync(fd)
 
 
-class DescriptorCache(Protocol):
-    """Something that keeps descriptors open for reuse and can close the idle ones."""
-
-    def _release_descriptors(self) -> int:
-        """Close every cached descriptor not in use right now; return how many."""
-        ...
-
-
-_caches: weakref.WeakSet[DescriptorCache] = weakref.WeakSet()
-
-
 def register_descriptor_cache(cache: DescriptorCache) -> None:
     """Let ``cache`` give descriptors back when the process runs out of them."""
-    _caches.add(cache)
+    DESCRIPTOR_CACHES.add(cache)
 
 
 _T = TypeVar("_T")
@@ -218,7 +207,7 @@ def _retry_out_of_descriptors(call: Callable[..., _T], *args: Any) -> _T:
     except OSError as exc:
         if exc.errno not in (errno.EMFILE, errno.ENFILE):
             raise
-        if not sum(cache._release_descriptors() for cache in list(_caches)):
+        if not sum(cache._release_descriptors() for cache in DESCRIPTOR_CACHES):
             raise
     return call(*args)
 

@@ -394,7 +394,7 @@ class Handles:
         existing = _session.read_meta(self.fs, session.session_id, session.directory, Reporter())
         if existing is None:
             raise UnsupportedFormat(
-                f"session {session.session_id!r}: meta.json cannot be read", session_id=session.session_id
+                f"session {session.session_id!r}: {META_NAME} cannot be read", session_id=session.session_id
             )
         return existing
 

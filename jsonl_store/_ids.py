@@ -11,6 +11,8 @@ import os
 import threading
 import time
 
+from . import _process
+
 #: Random tails made per `os.urandom` call (8 bytes each).
 _BATCH = 256
 # rand_b's first octet carries the variant 0b10 in its two high bits (RFC 9562 §5.7).
@@ -57,7 +59,7 @@ def _forked() -> None:
     _tails.clear()
 
 
-os.register_at_fork(after_in_child=_forked)
+_process.register("uuid7 clock and random tails", _forked)
 
 
 def new_uuid7() -> str:

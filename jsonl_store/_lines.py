@@ -24,6 +24,7 @@ import zlib
 from collections.abc import Callable
 from typing import Final, NamedTuple
 
+from . import _process
 from ._codec import CRC_KEY, SUFFIX_LENGTH, is_sealed
 
 BOM: Final = b"\xef\xbb\xbf"
@@ -64,6 +65,11 @@ def _zeros_operators() -> list[list[int]]:
         ops.append(current)
         current = _square(current)
     return ops
+
+
+# Built from constants, the same in every process: registered so `_process.reset` leaves
+# nothing cached.
+_process.register("CRC-32 zero-byte operators", _zeros_operators.cache_clear)
 
 
 def _times(matrix: list[int], vector: int) -> int:

@@ -33,9 +33,10 @@ import fcntl
 import os
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from typing import Self
+
+from . import _process
 
 #: The longest pause between two attempts; a session lock is held for milliseconds.
 MAX_PAUSE = 0.005
@@ -54,7 +55,7 @@ class FileLock:
         self.timeout = timeout
         self._opener = opener
         self._start_fresh()
-        _live.add(self)
+        _process.FILE_LOCKS.add(self)
 
     def _start_fresh(self) -> None:
         self._mutex = threading.RLock()  # thread exclusion and re-entrancy in one
@@ -116,7 +117,7 @@ class FileLock:
                 os.close(fd)
         self._mutex.release()
 
-    def _forget_parent(self) -> None:
+    def _after_fork_in_child(self) -> None:
         """In a forked child: drop the parent's descriptor and state (never unlock it)."""
         if self._fd >= 0:
             try:
@@ -134,14 +135,3 @@ def _still_named(fd: int, path: str) -> bool:
         return False
     held = os.fstat(fd)
     return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
-
-
-_live: weakref.WeakSet[FileLock] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for lock in list(_live):
-        lock._forget_parent()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)

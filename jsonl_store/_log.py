@@ -18,7 +18,6 @@ import fcntl
 import os
 import threading
 import time
-import weakref
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -27,8 +26,9 @@ from . import _atomic, _codec, _find, _lines
 from ._errors import DurabilityError, LockTimeout, StorageError, UnrecognizedRecords, name_file, storage_error
 from ._fs import FILE_MODE, SAFE_FLAGS, FileSystem, StatResult, check_directory, open_regular
 from ._ids import new_uuid7
-from ._paths import TMP_SUFFIX, cut_name, tmp_name
+from ._paths import cut_name, is_tmp_name_of, numbered_name, tmp_name
 from ._problems import DISCARD, READ_AS_WRITTEN, RESTORE, SKIPPED_LINE, Problem, Reporter, cut_into
+from ._process import LOG_WRITERS, Current
 
 CHUNK = 1 << 20  # forward reads: big enough to amortise syscalls, small enough for flat memory
 BACK_CHUNK = 1 << 12  # backward reads: the last record of a log usually fits in 4 KiB
@@ -448,7 +448,7 @@ def free_sidecar(fs: FileSystem, directory: str, name: str) -> str:
         except FileNotFoundError:
             return path
         attempt += 1
-        candidate = f"{name}.{attempt}"
+        candidate = numbered_name(name, attempt)
 
 
 class LogWriter:
@@ -492,13 +492,19 @@ class LogWriter:
         self.failed: BaseException | None = None
         #: Where the writer says what it restored or cut (spec §12: a writer reports its cuts).
         self.reporter = reporter
-        _writers.add(self)
+        LOG_WRITERS.add(self)
+
+    def _after_fork_in_child(self) -> None:
+        # Only the forking thread lives on in the child: a mutex another thread held at the
+        # fork would never be released there. The child reopens the file anyway (its
+        # `Current.pid` differs from ``self.pid``), so a fresh mutex guards nothing stale.
+        self.mutex = threading.Lock()
 
     # -- descriptor and lock ------------------------------------------------------------
 
     def _open(self, replaced: bool = False) -> None:
         """Open the file (creating it); ``replaced``: it was deleted under an open descriptor."""
-        if self.fd >= 0 and self.pid == _process.pid:
+        if self.fd >= 0 and self.pid == Current.pid:
             return
         # After fork the inherited descriptor shares its flock with the parent, which
         # would let both processes in at once: a child always opens its own.
@@ -525,13 +531,13 @@ class LogWriter:
             self.fs.close(fd)
             raise
         self.fd = fd
-        self.pid = _process.pid
+        self.pid = Current.pid
         self.size = -1  # unknown: the first locked sync reads the log's end
         self.last = None
 
     def close(self) -> None:
         with self.mutex:
-            if self.fd >= 0 and self.pid == _process.pid:
+            if self.fd >= 0 and self.pid == Current.pid:
                 self.fs.close(self.fd)
             self.fd = -1
 
@@ -541,7 +547,7 @@ class LogWriter:
         # RLIMIT_NOFILE they run out, and past 1024 select() refuses them. No lock here:
         # nothing else can reach an object being finalized.
         fd = self.fd
-        if fd >= 0 and self.pid == _process.pid:
+        if fd >= 0 and self.pid == Current.pid:
             self.fd = -1
             try:
                 self.fs.close(fd)
@@ -557,7 +563,7 @@ class LogWriter:
         if not self.mutex.acquire(blocking=False):
             return 0
         try:
-            if self.fd < 0 or self.pid != _process.pid:
+            if self.fd < 0 or self.pid != Current.pid:
                 return 0
             self.fs.close(self.fd)
             self.fd = -1
@@ -582,7 +588,7 @@ class LogWriter:
         if not self.mutex.acquire(blocking=False):
             return None
         try:
-            if self.fd < 0 or self.pid != _process.pid or self.failed is not None or self.size < 0:
+            if self.fd < 0 or self.pid != Current.pid or self.failed is not None or self.size < 0:
                 return None
             try:
                 st = self.fs.fstat(self.fd)
@@ -715,7 +721,7 @@ class LogWriter:
         # Only a restore makes ``<log>.<token>.tmp``, always under this lock: any such file
         # now is what a restore that crashed left, a copy of the log as big as the log.
         for stale in self.fs.listdir(self.directory):
-            if stale.startswith(name + ".") and stale.endswith(TMP_SUFFIX):
+            if is_tmp_name_of(stale, name):
                 try:
                     self.fs.unlink(os.path.join(self.directory, stale))
                 except FileNotFoundError:
@@ -875,7 +881,7 @@ class LogWriter:
             # `_open`, `_lock`, `_sync` and `_unlock` with their common case inline: four
             # system calls (flock, fstat, write, flock) and no other call per append.
             fs = self.fs
-            if self.fd < 0 or self.pid != _process.pid:
+            if self.fd < 0 or self.pid != Current.pid:
                 self._open()
             try:
                 fs.flock(self.fd, _LOCK_EX_NB)
@@ -972,27 +978,6 @@ def _short_write(written: int, wanted: int) -> OSError:
     short = f"short write: {written} of {wanted} bytes"
     return OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)} ({short})")
 
-
-class _Process:
-    """This process's id, kept current across fork without a getpid(2) per append."""
-
-    pid = os.getpid()
-
-    @classmethod
-    def forked(cls) -> None:
-        cls.pid = os.getpid()
-        # Only the forking thread lives on in the child: a writer's mutex another thread
-        # held at the fork would never be released there. The child's writers reopen
-        # their files anyway (``pid`` differs), so a fresh mutex guards nothing stale.
-        for writer in list(_writers):
-            writer.mutex = threading.Lock()
-
-
-_writers: weakref.WeakSet[LogWriter] = weakref.WeakSet()
-
-
-_process = _Process
-os.register_at_fork(after_in_child=_Process.forked)
 
 _LOCK_EX_NB = fcntl.LOCK_EX | fcntl.LOCK_NB
 _LOCK_UN = fcntl.LOCK_UN

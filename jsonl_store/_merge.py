@@ -349,9 +349,9 @@ def _read_meta(data: bytes, side: str) -> _meta.SessionMeta:
     try:
         meta = _meta.decode(data)
     except _codec.DECODE_ERRORS as exc:
-        raise _Unsafe(f"{side}'s meta.json cannot be read: {exc}") from None
+        raise _Unsafe(f"{side}'s {META_NAME} cannot be read: {exc}") from None
     if meta.format > _meta.FORMAT_VERSION or meta.read_format > _meta.READ_VERSION:
-        raise _Unsafe(f"{side}'s meta.json was written by a newer jsonl_store (format {meta.format})")
+        raise _Unsafe(f"{side}'s {META_NAME} was written by a newer jsonl_store (format {meta.format})")
     return meta
 
 

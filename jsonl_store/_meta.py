@@ -75,7 +75,7 @@ def read(fs: FileSystem, directory: str) -> SessionMeta | None:
     try:
         data = _atomic.read_whole(fs, os.path.join(directory, META_NAME), MAX_META_BYTES)
     except _atomic.FileTooLarge as exc:
-        raise msgspec.DecodeError(f"meta.json is {exc}") from None
+        raise msgspec.DecodeError(f"{META_NAME} is {exc}") from None
     return None if data is None else decode(data)
 
 
@@ -102,7 +102,7 @@ def write(fs: FileSystem, directory: str, meta: SessionMeta, *, durable: bool) -
     if len(data) > MAX_META_BYTES:
         # Refused before writing: a reader would take a larger file for damage (spec §7).
         raise InvalidArgument(
-            f"meta.json would be {len(data)} bytes; the metadata of a session is capped at "
+            f"{META_NAME} would be {len(data)} bytes; the metadata of a session is capped at "
             f"{MAX_META_BYTES >> 20} MiB (keep large data in records)"
         )
     _atomic.replace(fs, directory, META_NAME, data, durable=durable)

@@ -11,6 +11,15 @@ A session is one directory below the store root, named by its session id::
     <root>/<session_id>/usage.jsonl        the token-usage log
     <root>/<session_id>/.lock              the session's lock file (never committed)
     <root>/<session_id>/blobs/<sha256>     a large string value, by content (spec §5.1)
+    <root>/<session_id>/fork.json          where a fork branched from (spec §8.10)
+
+and the names writers and repairs leave beside them: ``<name>.<token>.tmp`` (a whole-file
+write or a restore not yet renamed), ``<log>.cut-<offset>`` (a damaged tail cut off),
+``<name>.damaged`` (a file moved aside), ``blobs-<sha256>.damaged`` (a blob moved aside)
+and ``<root>/.<session_id>.deleted/`` (a session being deleted, spec §9.5). A name already
+taken gets a number before its last suffix (``.2.damaged``, ``.cut-<offset>.2``).
+`classify` tells which of them a name in a session directory is, as LevelDB's
+``ParseFileName`` does for its own (https://github.com/google/leveldb/blob/main/db/filename.cc).
 
 Only relative names are ever written into a file, so a session directory can be moved,
 copied or committed anywhere.
@@ -18,6 +27,7 @@ copied or committed anywhere.
 
 from __future__ import annotations
 
+import enum
 import os
 import re
 from bisect import bisect_left
@@ -45,6 +55,10 @@ DAMAGED_SUFFIX = ".damaged"
 DELETED_SUFFIX = ".deleted"
 #: The directory inside a session that holds its blob files, one per SHA-256 (spec §5.1).
 BLOBS_DIR = "blobs"
+#: What the git merge driver appends to the file git hands it before renaming its result
+#: over it: a name git never makes, so the driver's half-written result is never mistaken
+#: for one of git's files.
+MERGE_TMP_SUFFIX = ".jsonl-store.tmp"
 _BLOB_NAME = re.compile(r"[0-9a-f]{64}")
 
 GITIGNORE_TEXT = (
@@ -241,7 +255,84 @@ def blob_aside_name(digest: str) -> str:
 
 
 def tmp_name(final_name: str, token: str) -> str:
+    """The temporary file a whole-file write of ``final_name`` writes first (``token`` makes it unique)."""
     return f"{final_name}.{token}{TMP_SUFFIX}"
+
+
+def is_tmp_name(name: str) -> bool:
+    """Whether ``name`` is a temporary file's name (`tmp_name`): a write that was never renamed."""
+    return name.endswith(TMP_SUFFIX)
+
+
+def is_tmp_name_of(name: str, final_name: str) -> bool:
+    """Whether ``name`` is a temporary file `tmp_name` made for ``final_name``."""
+    return name.startswith(final_name + ".") and name.endswith(TMP_SUFFIX)
+
+
+def numbered_name(name: str, attempt: int) -> str:
+    """``name`` for the first attempt, ``<name>.<attempt>`` after it: a free name for a sidecar."""
+    assert attempt >= 1, attempt
+    return name if attempt == 1 else f"{name}.{attempt}"
+
+
+def damaged_name(name: str, attempt: int = 1) -> str:
+    """Where a damaged file ``name`` is moved aside: ``<name>.damaged``, then ``<name>.2.damaged``..."""
+    return numbered_name(name, attempt) + DAMAGED_SUFFIX
+
+
+def merge_tmp_name(path: str) -> str:
+    """Where the git merge driver writes its result before renaming it over ``path``."""
+    return path + MERGE_TMP_SUFFIX
+
+
+class FileKind(enum.Enum):
+    """What a name in a session directory is (`classify`)."""
+
+    LOG = "raw log"
+    USAGE = "usage log"
+    META = "metadata"
+    FORK = "fork point"
+    LOCK = "lock file"
+    SNAPSHOT = "snapshot"
+    BLOBS = "blob directory"
+    TEMPORARY = "temporary file"
+    CUT = "cut tail"
+    DAMAGED = "damaged file"
+    SESSION = "session directory"
+    DELETED = "session being deleted"
+    GITIGNORE = "git ignore rules"
+    GITATTRIBUTES = "git attributes"
+    ALLOWLIST = "scan allowlist"
+    OTHER = "not the store's"
+
+
+_FIXED_KINDS = {
+    LOG_NAME: FileKind.LOG,
+    USAGE_NAME: FileKind.USAGE,
+    META_NAME: FileKind.META,
+    FORK_NAME: FileKind.FORK,
+    LOCK_NAME: FileKind.LOCK,
+    BLOBS_DIR: FileKind.BLOBS,
+}
+
+
+def classify(name: str) -> FileKind:
+    """The kind of file ``name`` is in a session directory (`FileKind.OTHER` for a name the store never makes).
+
+    A temporary file's name wins over every other suffix in it: whatever it was going to
+    be, it was never renamed, so only its ``.tmp`` tells what it is now.
+    """
+    if (kind := _FIXED_KINDS.get(name)) is not None:
+        return kind
+    if parse_snapshot_name(name) is not None:
+        return FileKind.SNAPSHOT
+    if is_tmp_name(name):
+        return FileKind.TEMPORARY
+    if name.endswith(DAMAGED_SUFFIX):
+        return FileKind.DAMAGED
+    if CUT_INFIX in name:
+        return FileKind.CUT
+    return FileKind.OTHER
 
 
 #: What a session directory is renamed to before its files are deleted (spec §9.5): a
@@ -259,3 +350,28 @@ def deleted_name(session_id: str) -> str:
 def is_deleted_name(name: str) -> bool:
     """Whether a root entry is a session directory renamed away by a delete (`deleted_name`)."""
     return _DELETED_NAME.fullmatch(name) is not None
+
+
+_ROOT_FILES = {
+    GITIGNORE_NAME: FileKind.GITIGNORE,
+    GITATTRIBUTES_NAME: FileKind.GITATTRIBUTES,
+    ALLOW_NAME: FileKind.ALLOWLIST,
+}
+
+
+def classify_root(name: str) -> FileKind:
+    """The kind of entry ``name`` is in the store root (`FileKind.OTHER` for one the store never makes).
+
+    The root's own temporaries are those of its three files, which start with a dot as no
+    session id does: a session whose id ends in ``.tmp`` is a session (the root's
+    `.gitignore` is anchored the same way).
+    """
+    if (kind := _ROOT_FILES.get(name)) is not None:
+        return kind
+    if is_session_id(name):
+        return FileKind.SESSION
+    if is_deleted_name(name):
+        return FileKind.DELETED
+    if any(is_tmp_name_of(name, final) for final in _ROOT_FILES):
+        return FileKind.TEMPORARY
+    return FileKind.OTHER

@@ -34,13 +34,13 @@ from ._meta import SessionMeta
 from ._paths import (
     BLOBS_DIR,
     FORK_NAME,
-    LOCK_NAME,
     LOG_NAME,
     META_NAME,
-    TMP_SUFFIX,
     USAGE_NAME,
+    FileKind,
+    classify,
     cut_name,
-    parse_snapshot_name,
+    is_tmp_name,
     snapshot_name,
 )
 from ._problems import (
@@ -67,6 +67,11 @@ def unsafe_problem(exc: UnsafePath) -> Problem:
     return Problem(exc.path or "", "unsafe-path", exc.message, LEAVE_UNSAFE)
 
 
+#: Names `unsafe_paths` leaves alone: neither read, written nor deleted by repair (cut
+#: sidecars and damaged files are only ever made, never opened again).
+_NOT_CHECKED = frozenset({FileKind.OTHER, FileKind.CUT, FileKind.DAMAGED})
+
+
 def unsafe_paths(fs: FileSystem, session_id: str, directory: str) -> list[Problem]:
     """A problem for the session directory or each of its files that is not what it seems.
 
@@ -82,13 +87,7 @@ def unsafe_paths(fs: FileSystem, session_id: str, directory: str) -> list[Proble
         return [unsafe_problem(exc)]
     problems: list[Problem] = []
     for name in names:
-        known = (
-            name in (LOG_NAME, USAGE_NAME, META_NAME, LOCK_NAME, FORK_NAME)
-            or parse_snapshot_name(name) is not None
-        )
-        if (
-            not known and not name.endswith(TMP_SUFFIX) and name != BLOBS_DIR
-        ):  # repair deletes temporary files
+        if classify(name) in _NOT_CHECKED:  # repair deletes temporary files, so they are checked
             continue
         path = os.path.join(directory, name)
         try:
@@ -234,7 +233,7 @@ class _Check:
         # Every writer that makes a temporary file holds the session lock, and so does
         # repair, so none of them is still being written.
         for name in names:
-            if name.endswith(TMP_SUFFIX):
+            if is_tmp_name(name):
                 path = os.path.join(self.directory, name)
                 self.problems.append(Problem(path, "leftover-temp", "unfinished temporary file", DELETE))
                 if self.fix:

@@ -30,13 +30,12 @@ from ._log import FLAGS_READ
 from ._paths import (
     ALLOW_NAME,
     BLOBS_DIR,
-    CUT_INFIX,
-    DAMAGED_SUFFIX,
     LOCK_NAME,
     LOG_NAME,
     META_NAME,
-    TMP_SUFFIX,
     USAGE_NAME,
+    FileKind,
+    classify,
     is_blob_name,
     snapshot_name,
     snapshot_versions,
@@ -528,14 +527,15 @@ def redact(
     _rewrite_under_lock(fs, directory, META_NAME, lambda data: _meta_anew(redactor, data), None)
     for name in names:
         path = os.path.join(directory, name)
-        if name.endswith(TMP_SUFFIX):
+        kind = classify(name)
+        if kind is FileKind.TEMPORARY:
             # Only writers holding the locks held now make these: any here is a leftover
             # of one that died, a copy of what it was writing.
             try:
                 fs.unlink(path)
             except FileNotFoundError:
                 pass
-        elif CUT_INFIX in name or name.endswith(DAMAGED_SUFFIX):
+        elif kind in (FileKind.CUT, FileKind.DAMAGED):
             _rewrite_under_lock(fs, directory, name, lambda data: _redact_raw(redactor, data), None)
     # The records name the new blobs now (durably): the old ones, with the secrets, go.
     folder = os.path.join(directory, BLOBS_DIR)

@@ -15,7 +15,7 @@ from . import _codec, _forks, _meta
 from ._fs import FileSystem
 from ._log import Line, scan
 from ._meta import SessionMeta
-from ._paths import DAMAGED_SUFFIX, META_NAME
+from ._paths import META_NAME, damaged_name
 from ._problems import DISCARD, MOVE_ASIDE, Problem, Reporter
 from ._reader import LogReader, record_summary
 from ._records import ForkPoint
@@ -148,11 +148,9 @@ def summary(
 
 def move_aside(fs: FileSystem, directory: str, name: str) -> None:
     """Rename a damaged file to ``<name>.damaged`` (``.2.damaged``, ... if taken)."""
-    target = name + DAMAGED_SUFFIX
     existing = set(fs.listdir(directory))
     counter = 1
-    while target in existing:
+    while (target := damaged_name(name, counter)) in existing:
         counter += 1
-        target = f"{name}.{counter}{DAMAGED_SUFFIX}"
     fs.rename(os.path.join(directory, name), os.path.join(directory, target))
     fs.fsync_dir(directory)

@@ -45,6 +45,7 @@ from ._dialects import Dialect, message_parts
 from ._errors import InvalidArgument, SessionNotFound, UnsafePath
 from ._find import find
 from ._parts import ImagePart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, decode_arguments
+from ._paths import BLOBS_DIR, LOG_NAME
 from ._records import RawMessageRecord
 from ._regex import Pattern, compile_linear
 from ._view import SessionSummary
@@ -284,7 +285,7 @@ def _has_blobs(log: str) -> bool:
     their JSON form: such a session is always confirmed by records(), which restores them.
     """
     try:
-        return stat.S_ISDIR(os.lstat(os.path.join(os.path.dirname(log), "blobs")).st_mode)
+        return stat.S_ISDIR(os.lstat(os.path.join(os.path.dirname(log), BLOBS_DIR)).st_mode)
     except OSError:
         return False
 
@@ -297,7 +298,7 @@ def _logs_of(store: SessionStore, summary: SessionSummary) -> list[str]:
     may be there only. A store over a simulated file system has no such real files, and
     the prefilter then lets records() decide.
     """
-    paths = [os.path.join(store.root, summary.session_id, "messages.jsonl")]
+    paths = [os.path.join(store.root, summary.session_id, LOG_NAME)]
     seen = {summary.session_id}
     point = summary.fork
     while point is not None and point.session_id not in seen:
@@ -306,7 +307,7 @@ def _logs_of(store: SessionStore, summary: SessionSummary) -> list[str]:
             source = store.get_session(point.session_id)
         except UnsafePath:
             break  # a symlink or no directory: never followed, the fork is read alone (spec §8.10)
-        paths.append(os.path.join(store.root, point.session_id, "messages.jsonl"))
+        paths.append(os.path.join(store.root, point.session_id, LOG_NAME))
         point = source.fork if source is not None else None
     return paths
 

@@ -15,7 +15,6 @@ import inspect
 import logging
 import os
 import stat
-import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, Self, TypeVar
@@ -30,6 +29,7 @@ from . import (
     _dirs,
     _forks,
     _meta,
+    _process,
     _recovery,
     _redact,
     _redactions,
@@ -182,7 +182,13 @@ class SessionStore:
             clock=now if clock is None else _sources.checked_clock(clock),
             new_id=new_uuid7 if ids is None else _sources.checked_ids(ids),
         )
-        _stores.add(self)
+        _process.STORES.add(self)
+
+    def _after_fork_in_child(self) -> None:
+        # A store may be used in a forked child (README, "Concurrency"): its handle cache
+        # gets fresh mutexes there; descriptors and locks are renewed by their own objects,
+        # each tracked in `_process`.
+        self._handles.forked()
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -1482,17 +1488,5 @@ _REWRITE_DEFAULTS: dict[str, Any] = {
     "tags": None,
     "created_at": None,
 }
-
-_stores: weakref.WeakSet[SessionStore] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for store in list(_stores):
-        store._handles.forked()
-
-
-# A store may be used in a forked child (README, "Concurrency"); its descriptors and locks
-# are the business of `_log` and `_lock`, which have fork hooks of their own.
-os.register_at_fork(after_in_child=_after_fork_in_child)
 
 __all__ = ["UNUSABLE_KINDS", "Durability", "RedactSetting", "SessionStore"]

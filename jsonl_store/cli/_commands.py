@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from .. import Problem, Redaction, SessionNotFound, SessionStore, SessionSummary
+from .._paths import LOG_NAME
 from ..store import UNUSABLE_KINDS
 from . import _format, _messages, _progress, _safe, _term
 from ._blocks import Block, Styled
@@ -181,7 +182,7 @@ def demo(args: argparse.Namespace) -> int:
         *_demo.tree(directory),
         "",
         heading("Look closer:"),
-        f"  cat {shlex.quote(os.path.join(directory, ids.main, 'messages.jsonl'))} | jq .",
+        f"  cat {shlex.quote(os.path.join(directory, ids.main, LOG_NAME))} | jq .",
         f"  jsonl-store --root {shown} show {ids.main}",
         f"  jsonl-store --root {shown} show {ids.main} --context",
         f"  jsonl-store --root {shown} usage",

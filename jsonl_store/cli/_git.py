@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 from .. import ForkPoint, install_gitattributes
-from .._paths import FORK_NAME, LOG_NAME
+from .._paths import FORK_NAME, GITATTRIBUTES_NAME, LOG_NAME, MERGE_TMP_SUFFIX, merge_tmp_name
 from . import _commands as c
 from . import _safe
 
@@ -52,7 +52,7 @@ _FALLBACK = " ".join(
         # A side's last line may lack its newline; a marker must still start a line.
         f"{{ echo '{_OURS_MARKER}'; cat %A; [ -z \"$(tail -c 1 %A)\" ] || echo;",
         "echo '======='; cat %B; [ -z \"$(tail -c 1 %B)\" ] || echo; echo '>>>>>>> theirs'; }",
-        "> %A.jsonl-store.tmp && mv %A.jsonl-store.tmp %A;",
+        f"> %A{MERGE_TMP_SUFFIX} && mv %A{MERGE_TMP_SUFFIX} %A;",
         f"echo '{_WHY_FALLBACK}' >&2; }}; exit 1; }}",
     )
 )
@@ -97,7 +97,7 @@ def register(command: Callable[..., argparse.ArgumentParser]) -> None:
     )
     # The actions' parsers are the command's own class, so their messages are escaped too.
     actions = sub.add_subparsers(dest="git_command", metavar="ACTION", required=True, parser_class=type(sub))
-    about = "define the merge driver in REPO's config and add the merge lines to the store's .gitattributes"
+    about = f"define the merge driver in REPO's config and add the merge lines to the store's {GITATTRIBUTES_NAME}"
     setup_parser = actions.add_parser("setup", help=about, description=about)
     # --root after the action too, as every command takes it (SUPPRESS: an absent one
     # leaves one given before the action alone).
@@ -145,7 +145,7 @@ def setup(args: argparse.Namespace) -> int:
     if os.path.relpath(os.path.realpath(root), os.path.realpath(repo)).startswith(os.pardir):
         raise c.CliError(
             f"the store '{_safe.escape(root)}' is outside the repository '{_safe.escape(repo)}': "
-            "git would never read its .gitattributes"
+            f"git would never read its {GITATTRIBUTES_NAME}"
         )
     if not sys.executable or not os.path.isabs(sys.executable):
         raise c.CliError("cannot tell this Python interpreter's path, which the merge driver must name")
@@ -156,7 +156,7 @@ def setup(args: argparse.Namespace) -> int:
                 raise c.CliError(f"git could not set {key} in '{_safe.escape(repo)}'")
             lines.append(f"set {key} = {value}")
     added = install_gitattributes(root)
-    lines.extend(f"added to {os.path.join(root, '.gitattributes')}: {line}" for line in added)
+    lines.extend(f"added to {os.path.join(root, GITATTRIBUTES_NAME)}: {line}" for line in added)
     if not lines:
         lines.append(f"the merge driver is already set up for {root} in {repo}")
     c.emit(lines)
@@ -303,7 +303,7 @@ def merge_driver(args: argparse.Namespace) -> int:
         ours_forks=mine.forks if mine else (),
         theirs_forks=other.forks if other else (),
     )
-    temporary = f"{args.ours}.jsonl-store.tmp"
+    temporary = merge_tmp_name(args.ours)
     with open(temporary, "wb") as file:
         file.write(result.data)
     os.replace(temporary, args.ours)

@@ -36,7 +36,7 @@ SCAN_EXIT_CODES = (
 REDACT_EXIT_CODES = "exit codes: 0 nothing rewritten; 1 secrets redacted; 2 bad input or an unusable store."
 ALLOW_HELP = (
     "add the fingerprints of findings that are no secret to the store's allowlist "
-    "(.jsonl-store-allow, to commit with the store); nothing stored changes"
+    f"({ALLOW_NAME}, to commit with the store); nothing stored changes"
 )
 
 

@@ -27,6 +27,7 @@ import time
 from collections.abc import Sequence
 from typing import Final, Self, TypeAlias
 
+from .. import _process
 from ._image import ROOT_INO, Image, image_tree, materialize_image
 from ._trace import (
     DirOp,
@@ -133,6 +134,9 @@ def _normalize(path: str) -> str:
 
 
 _normalized: dict[str, str] = {}
+# A pure cache (the same path always normalises the same way), registered so that
+# `_process.reset` hands a test a process with nothing cached.
+_process.register("simulated path normalisation", _normalized.clear)
 
 
 def _normalize_uncached(path: str) -> str:
