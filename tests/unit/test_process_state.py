@@ -12,10 +12,13 @@ from jsonl_store.testing import _simfs
 
 PACKAGE = Path(_process.__file__).parent
 #: Cached functions not registered with `_process`, each saying why: what they hold is
-#: compiled from constants, the same in every process and after every fork, so neither a
-#: child nor `reset` has anything to renew.
+#: compiled from constants or is what an import found, the same in every process and
+#: after every fork, so neither a child nor `reset` has anything to renew.
 UNREGISTERED_CACHES = {
     ("_redact.py", "_builtin"),  # the built-in redaction patterns, compiled on first use
+    ("_prices.py", "_module"),  # genai-prices, or None when the cost extra is not installed
+    ("export/_markup.py", "_renderer"),  # the Markdown renderer of the html extra, or None
+    ("export/_markup.py", "code_css"),  # Pygments' stylesheet text, or "" without it
 }
 
 
