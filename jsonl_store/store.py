@@ -1472,7 +1472,7 @@ def _after_fork_in_child() -> None:
         store._handles.forked()
 
 
-# A store may be used in a forked child (README, "Concurrency"); its descriptors and locks
+# A store may be used in a forked child (docs/guides/agent-loop.md, "Concurrency"); its descriptors and locks
 # are the business of `_log` and `_lock`, which have fork hooks of their own.
 os.register_at_fork(after_in_child=_after_fork_in_child)
 

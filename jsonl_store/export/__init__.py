@@ -1,7 +1,7 @@
 """Sessions as transcripts a person reads: Markdown, self-contained HTML, JSON.
 
 Every function reads through `SessionStore`'s public API (`get_session`, `records`,
-`load`, `list_sessions`, `usage_totals`); see README, "Exporting and searching".
+`load`, `list_sessions`, `usage_totals`); see docs/guides/importing.md, "Exporting and searching".
 """
 
 from ._html import CSP, INDEX, export_html, render_html, render_index, to_html
