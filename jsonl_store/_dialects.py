@@ -64,7 +64,7 @@ Call = tuple[Any, str | None]
 
 @runtime_checkable
 class Dialect(Protocol):
-    """What tool-batch repair needs to know about a message format (README, "Dialects").
+    """What tool-batch repair needs to know about a message format (docs/guides/message-model.md, "Dialects").
 
     A *batch* is a run of messages that make calls (one message, unless `joins` links the
     next ones to it) plus the run of messages right after it that carry results. None of

@@ -70,7 +70,7 @@ def began_at(fs: FileSystem, directory: str) -> datetime | None:
     A fork whose making stopped before its metadata (spec §9.13) has no record yet, and
     its ``fork.json`` says when it was made: metadata written for it later keeps that
     time, so completing it does not move the fork up the list (which is ordered by last
-    activity, README "list_sessions"). None: no record and no readable fork file.
+    activity, docs/guides/store.md, `list_sessions`). None: no record and no readable fork file.
     """
     first = first_record_time(fs, directory)
     if first is not None:

@@ -1,7 +1,7 @@
 """Search every session of a store for a text or a regular expression, as fast as ``grep``.
 
 A search reads each session's raw log in two passes over the public API and the
-documented files (README, "The session directory"):
+documented files (docs/guides/store.md, "The session directory"):
 
 1. A **prefilter** over the bytes of ``messages.jsonl``, with ``bytes.find`` (C speed,
    no decoding): a session whose file cannot hold the needle is skipped without reading
@@ -259,7 +259,7 @@ def _held(path: str, needles: Sequence[bytes]) -> set[bytes]:
     """
     everything = set(needles)
     try:
-        # O_NONBLOCK: a FIFO in a log's place must not hang the search (README, "Files
+        # O_NONBLOCK: a FIFO in a log's place must not hang the search (docs/guides/agent-loop.md, "Files
         # that are not what they seem"); it is then no regular file, and records() decides.
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
@@ -293,8 +293,8 @@ def _has_blobs(log: str) -> bool:
 def _logs_of(store: SessionStore, summary: SessionSummary) -> list[str]:
     """The raw logs a session's records come from: its own, and for a fork its sources'.
 
-    The documented layout (README, "The session directory"): a fork reads its history
-    from its source's ``messages.jsonl`` up to the branch (README, `fork`), so the needle
+    The documented layout (docs/guides/store.md, "The session directory"): a fork reads its history
+    from its source's ``messages.jsonl`` up to the branch (docs/guides/store.md, `fork`), so the needle
     may be there only. A store over a simulated file system has no such real files, and
     the prefilter then lets records() decide.
     """

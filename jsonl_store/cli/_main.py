@@ -80,7 +80,7 @@ class _Version(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of every subcommand (the README test reads its subcommands and options)."""
+    """The parser of every subcommand (tests/unit/test_readme.py and the docs' CLI reference read its subcommands and options)."""
     root_help = f"the session store (default: ${c.ROOT_ENV}, else ./{c.DEFAULT_ROOT})"
     # --root is accepted before and after the subcommand; SUPPRESS keeps an absent one
     # from overwriting a given one.

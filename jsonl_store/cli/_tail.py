@@ -8,7 +8,7 @@ read backwards from the end of the log, so a poll costs the same on a 20,000-rec
 where ``records(after=last)`` would read the log from its start or its last snapshot.
 A record is printed once it is whole on disk, whatever else happens to the session
 meanwhile: a snapshot never rewrites the raw log (spec/FORMAT.md), and a writer that cuts
-a torn tail before its append (README, "Crash safety") removes only bytes that were never
+a torn tail before its append (docs/guides/agent-loop.md, "Crash safety and durability") removes only bytes that were never
 a record. Polling, not inotify: it works the same on Linux, macOS and every file system.
 """
 

@@ -2,7 +2,7 @@
 
 Every function reads through `SessionStore`'s public API (`get_session`, `records`,
 `load`, `list_sessions`, `usage_totals`) and every message through the message model
-(`jsonl_store.message_parts`); see README, "Exporting and searching".
+(`jsonl_store.message_parts`); see docs/guides/importing.md, "Exporting and searching".
 """
 
 from ._html import CSP, INDEX, Listed, export_html, render_html, render_index, to_html

@@ -62,7 +62,7 @@ def page_name(session_id: str, suffix: str = ".html") -> str:
     """The file a session's page has in an exported directory: ``session-<id>.html``.
 
     The prefix keeps every page apart from ``index.html``; a session id is already a safe
-    file name (README, "The session directory").
+    file name (docs/guides/store.md, "The session directory").
     """
     return f"session-{session_id}{suffix}"
 

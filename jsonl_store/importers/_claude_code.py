@@ -243,7 +243,7 @@ class _Parse:
         self.close_boundary(None)
         self.close_summaries(self.last_time)
         for entry in self.tree.abandoned():
-            # Left out of the context, kept and marked (the README's "Branches" says why).
+            # Left out of the context, kept and marked (docs/guides/importing.md, "Branches", says why).
             entry.message["include_in_messages"] = False
             entry.metadata["branch"] = "abandoned"
         self.update_usage()
@@ -436,7 +436,7 @@ class _Parse:
         """Keep a ``summary`` line: before the session's first message it summarises the
         conversation this one goes on from, so it waits to become the compaction the
         context starts with; after one, it is a title Claude Code gave the conversation
-        so far, kept as a record outside the context (the README's "Summary lines")."""
+        so far, kept as a record outside the context (docs/guides/importing.md, "Summary lines")."""
         self.flush()  # a message before it is stored first: records keep the file's order
         if not self.began:
             self.summaries.append((line, d["summary"]))

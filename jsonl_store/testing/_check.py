@@ -1,4 +1,4 @@
-"""Does a store recover from a crash state? The promises of README "Crash safety and durability", checked one state at a time.
+"""Does a store recover from a crash state? The promises of docs/guides/agent-loop.md, "Crash safety and durability", checked one state at a time.
 
 For a crash after trace prefix ``p`` of a workload run on a `SimulatedFileSystem`, a
 fresh `SessionStore` on the crashed disk must show, for every session the workload used:

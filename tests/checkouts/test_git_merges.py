@@ -285,13 +285,15 @@ def test_without_setup_git_falls_back_to_its_text_merge(tmp_path: Path) -> None:
     assert "fatal" not in merge.stderr and "jsonl-store" not in merge.stderr
 
 
-def test_every_git_action_has_a_readme_section() -> None:
-    """README documents `git setup` and `git merge-driver` under their own headings."""
+def test_every_git_action_has_a_docs_section() -> None:
+    """The command line guide documents `git setup` and `git merge-driver` under their own headings."""
     import argparse
 
     from jsonl_store.cli import build_parser
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "command-line.md").read_text(
+        encoding="utf-8"
+    )
     [commands] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     [actions] = [a for a in commands.choices["git"]._actions if isinstance(a, argparse._SubParsersAction)]
     assert sorted(actions.choices) == ["merge-driver", "setup"]

@@ -164,9 +164,9 @@ def test_storage_error_pickles_its_os_fields() -> None:
     assert str(back) == str(error) == "append failed"
 
 
-def test_readme_error_table_lists_every_error_class_with_its_bases() -> None:
-    """The README's Errors table has one row per exported error, naming the built-in it also is."""
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+def test_docs_error_table_lists_every_error_class_with_its_bases() -> None:
+    """The store guide's Errors table has one row per exported error, naming the built-in it also is."""
+    readme = (Path(__file__).parents[2] / "docs" / "guides" / "store.md").read_text()
     table = readme[readme.index("| Error | Also a | Raised when |") :].split("\n\n")[0]
     rows = {}
     for row in table.splitlines()[2:]:

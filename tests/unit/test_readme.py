@@ -1,8 +1,11 @@
-"""README.md is executed: its Python and console examples run, and every CLI command is documented.
+"""README.md and the docs pages are executed: their examples run, and every CLI command is documented.
 
-The ```python blocks and the ``$ jsonl-store ...`` lines of the ```console blocks run in
-document order, in one namespace, in one temporary folder, so each example may build on
-the ones above it (as a reader would run them). A console command must exit 0, or the
+The ```python blocks and the ``$ jsonl-store ...`` lines of the ```console blocks of each
+document (README.md, each page under docs/) run in document order, in one namespace, in
+one temporary folder, so each example may build on the ones above it (as a reader would
+run them). A page whose examples go on from another page's says so to its reader and
+holds a ``<!-- continues: PAGE -->`` line (PAGE relative to docs/): that page's examples
+run first, in the same namespace and folder. A console command must exit 0, or the
 code its ``# exits N`` comment names, and print what the README shows below it, where
 ``...`` stands for any text. A block right below a ``<!-- needs: MODULE -->`` line
 (an adapter's example) runs only where MODULE is installed, as with its extra; so does a
@@ -24,9 +27,15 @@ from pathlib import Path
 
 import pytest
 
+from jsonl_store import _dialects
 from jsonl_store.cli import build_parser, main
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+#: Every document whose examples run: the README and each docs page (the hooks folder holds code).
+DOCUMENTS = [README, *sorted(p for p in DOCS.rglob("*.md") if "hooks" not in p.parts)]
+_CONTINUES = re.compile(r"^<!-- continues: ([\w./-]+) -->$", re.MULTILINE)
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 _NEEDS = re.compile(r"<!-- needs: ([\w.]+) -->\n\Z")
 
@@ -38,19 +47,23 @@ class Block:
     line: int
     #: The module the block needs (an optional extra's), from a ``<!-- needs: ... -->`` line above it.
     needs: str | None = None
+    #: The document's path relative to the repository, for messages (``docs/guides/store.md``).
+    document: str = "README.md"
 
     @property
     def runnable(self) -> bool:
         return self.needs is None or importlib.util.find_spec(self.needs) is not None
 
 
-def blocks() -> list[Block]:
-    text = README.read_text(encoding="utf-8")
+def blocks(document: Path = README) -> list[Block]:
+    """The fenced blocks of ``document``, in order."""
+    text = document.read_text(encoding="utf-8")
     out = []
     for m in _FENCE.finditer(text):
         needs = _NEEDS.search(text, max(0, m.start() - 200), m.start())
         line = text.count("\n", 0, m.start()) + 2
-        out.append(Block(m.group(1), m.group(2), line, needs.group(1) if needs else None))
+        name = document.relative_to(ROOT).as_posix()
+        out.append(Block(m.group(1), m.group(2), line, needs.group(1) if needs else None, name))
     return out
 
 
@@ -118,42 +131,75 @@ def subcommands() -> dict[str, argparse.ArgumentParser]:
     raise AssertionError("the parser has no subcommands")
 
 
+def with_predecessors(document: Path, seen: tuple[Path, ...] = ()) -> list[Path]:
+    """``document`` after the pages its examples continue from (``<!-- continues: ... -->``), in order."""
+    assert document not in seen, f"{document} continues from itself through {seen}"
+    earlier: list[Path] = []
+    for name in _CONTINUES.findall(document.read_text(encoding="utf-8")):
+        page = DOCS / name
+        assert page.is_file(), f"{document.name} continues from {name}, which is not in docs/"
+        earlier += [p for p in with_predecessors(page, (*seen, document)) if p not in earlier]
+    return [*earlier, document]
+
+
+def run_block(block: Block, namespace: dict[str, object], capsys: pytest.CaptureFixture[str]) -> int:
+    """Run one block (a Python block, or each command of a console block); how many things ran."""
+    if not block.runnable:
+        return 0  # its extra is not installed here; CI installs it
+    if block.language == "python":
+        if unavailable(block):
+            return 0  # an adapter's example, without its extra
+        exec(
+            compile(block.code, f"{block.document}:{block.line}", "exec"), namespace
+        )  # running it is the point
+        return 1
+    if block.language != "console":
+        return 0
+    for command in commands(block):
+        capsys.readouterr()
+        code = main(command.argv)
+        captured = capsys.readouterr()
+        output = captured.out + captured.err
+        where = f"{block.document}:{command.line}: jsonl-store {shlex.join(command.argv)}"
+        assert code == command.exit_code, f"{where} exited {code}\n{output}"
+        if command.expected.strip():
+            assert matches(command.expected, output), f"{where} printed:\n{output}"
+    return len(commands(block))
+
+
 @pytest.mark.usefixtures("sync_event_loop")  # the pydantic-ai example's run_sync
-def test_readme_examples_run_in_order(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_examples_run_in_order(
+    document: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Every Python block and console command in README.md runs and does what it shows."""
+    """Every Python block and console command of a document runs, in order, and does what it shows."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("JSONL_STORE_ROOT", raising=False)
+    # Each document starts as a fresh process would: a dialect one registers (the message
+    # model page's) is not yet registered by another document that shows the same example.
+    monkeypatch.setattr(_dialects, "_DIALECTS", dict(_dialects._DIALECTS))
     namespace: dict[str, object] = {"__name__": "readme"}
-    ran_python = ran_console = 0
-    for block in blocks():
-        if not block.runnable:
-            continue  # its extra is not installed here; CI installs it
-        if block.language == "python":
-            if unavailable(block):
-                continue  # an adapter's example, without its extra
-            exec(compile(block.code, f"README.md:{block.line}", "exec"), namespace)  # running it is the point
-            ran_python += 1
-        elif block.language == "console":
-            for command in commands(block):
-                capsys.readouterr()
-                code = main(command.argv)
-                captured = capsys.readouterr()
-                output = captured.out + captured.err
-                where = f"README.md:{command.line}: jsonl-store {shlex.join(command.argv)}"
-                assert code == command.exit_code, f"{where} exited {code}\n{output}"
-                if command.expected.strip():
-                    assert matches(command.expected, output), f"{where} printed:\n{output}"
-                ran_console += 1
-    assert ran_python >= 10 and ran_console >= 10
+    ran = 0
+    for page in with_predecessors(document):
+        for block in blocks(page):
+            ran += run_block(block, namespace, capsys)
+    examples = [b for b in blocks(document) if b.language in ("python", "console") and b.runnable]
+    assert ran > 0 or not examples, f"none of {document.name}'s examples ran"
+
+
+def test_the_docs_examples_are_many() -> None:
+    """The README and the docs hold at least ten Python examples and ten commands between them."""
+    every = [b for document in DOCUMENTS for b in blocks(document)]
+    assert sum(b.language == "python" for b in every) >= 10
+    assert sum(len(commands(b)) for b in every if b.language == "console") >= 10
 
 
 def test_a_needs_line_marks_only_the_block_right_below_it() -> None:
     """``<!-- needs: zett_agent -->`` is read for the zett-agent example and for no other block."""
-    zett = [b for b in blocks() if b.needs == "zett_agent"]
+    every = [b for document in DOCUMENTS[1:] for b in blocks(document)]  # the adapters page holds it
+    zett = [b for b in every if b.needs == "zett_agent"]
     assert len(zett) == 1 and "jsonl_store.adapters.zett" in zett[0].code
-    assert all("jsonl_store.adapters" in b.code for b in blocks() if b.needs is not None)
+    assert all("jsonl_store.adapters" in b.code for b in every if b.needs is not None)
 
 
 def test_readme_first_example_is_about_ten_lines() -> None:
@@ -190,15 +236,15 @@ def canonical(name: str) -> str:
 
 @pytest.mark.parametrize("name", sorted(subcommands()))
 def test_every_cli_command_is_documented(name: str) -> None:
-    """Each subcommand has a README heading, its aliases are named there, and every option is mentioned."""
-    text = README.read_text(encoding="utf-8")
+    """Each subcommand has a docs heading, its aliases are named there, and every option is mentioned."""
+    text = "\n".join(p.read_text(encoding="utf-8") for p in sorted((DOCS / "guides").glob("*.md")))
     main_name = canonical(name)
     heading = re.search(rf"^### `jsonl-store {main_name}\b[^`]*`", text, re.MULTILINE)
-    assert heading is not None, f"README.md has no '### `jsonl-store {main_name} ...`' section"
-    section = text[heading.start() :].split("\n### ", 1)[0]
-    assert f"`jsonl-store {name}" in section, f"README's section on {main_name} does not name {name}"
+    assert heading is not None, f"docs/guides has no '### `jsonl-store {main_name} ...`' section"
+    section = text[heading.start() :].split("\n### ", 1)[0].split("\n## ", 1)[0]
+    assert f"`jsonl-store {name}" in section, f"the docs' section on {main_name} does not name {name}"
     for action in subcommands()[name]._actions:
         for option in action.option_strings:
             if option.startswith("--") and option not in ("--help", "--root"):
-                assert option in section, f"README's section on {name} does not mention {option}"
+                assert option in section, f"the docs' section on {name} does not mention {option}"
     assert "--root" in text
