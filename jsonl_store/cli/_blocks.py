@@ -45,6 +45,10 @@ class Table:
     #: Columns of `wrap` whose cells wrap only between words (a time: its date over its
     #: clock), never inside one.
     whole_words: frozenset[int] = frozenset()
+    #: A column (a session id) that is never wrapped: when the table is wider than the
+    #: terminal, each row's cell of it gets a line of its own and the rest of the row is
+    #: indented under it, so an id stays whole and can be copied from the screen.
+    own_line: int | None = None
 
     def lines(self, width: int | None = None) -> list[str]:
         """The table as plain lines: columns padded to their widest cell, two spaces apart
@@ -63,6 +67,23 @@ class Table:
         """
         # Cells are escaped here, not only when printed, so widths count what is shown.
         rows = [[escape(cell) for cell in row] for row in self.rows]
+        k = self.own_line
+        if width is not None and k is not None:
+            natural = [max([len(name), *(len(row[i]) for row in rows)]) for i, name in enumerate(self.header)]
+            if self._width(natural) > width:
+                keep = [i for i in range(len(self.header)) if i != k]
+                rest = self._without(k)
+                header, lines = rest._fit([[row[i] for i in keep] for row in rows], width - len(GAP))
+                out = []
+                for row, row_lines in zip(rows, lines, strict=True):
+                    out.append(row[k])
+                    out.extend(GAP + line for line in row_lines)
+                return [self.header[k], *(GAP + line for line in header)], out
+        header, lines = self._fit(rows, width)
+        return header, [line for row_lines in lines for line in row_lines]
+
+    def _fit(self, rows: list[list[str]], width: int | None) -> tuple[list[str], list[list[str]]]:
+        """The header's lines and each row's lines, ``rows`` (escaped) fitted to ``width``."""
         cells = [max((len(row[i]) for row in rows), default=0) for i in range(len(self.header))]
         names = [len(name) for name in self.header]
         widths = self._fitted([max(c, n) for c, n in zip(cells, names, strict=True)], names, rows, width)
@@ -70,10 +91,19 @@ class Table:
             words = [_longest_word([name]) for name in self.header]
             widths = self._fitted([max(c, n) for c, n in zip(cells, words, strict=True)], words, rows, width)
         header = self._row_lines(list(self.header), widths, long_words=False)
-        out: list[str] = []
-        for row in rows:
-            out.extend(self._row_lines(row, widths))
-        return header, out
+        return header, [self._row_lines(row, widths) for row in rows]
+
+    def _without(self, k: int) -> Table:
+        """This table without column ``k`` (its cells still unescaped)."""
+        keep = [i for i in range(len(self.header)) if i != k]
+        moved = {old: new for new, old in enumerate(keep)}
+        return Table(
+            tuple(self.header[i] for i in keep),
+            [[row[i] for i in keep] for row in self.rows],
+            frozenset(moved[i] for i in self.right if i in moved),
+            frozenset(moved[i] for i in self.wrap if i in moved),
+            frozenset(moved[i] for i in self.whole_words if i in moved),
+        )
 
     @staticmethod
     def _width(widths: list[int]) -> int:

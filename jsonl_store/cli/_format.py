@@ -114,13 +114,20 @@ def table(
     right: Iterable[int] = (),
     wrap: Iterable[int] = (),
     whole_words: Iterable[int] = (),
+    own_line: int | None = None,
 ) -> Table:
     """A table; ``right`` names the right-aligned columns, ``wrap`` those that may wrap on a
-    narrow terminal, ``whole_words`` those of them that wrap only between words (`Table.lines`
-    is its plain form)."""
+    narrow terminal, ``whole_words`` those of them that wrap only between words, ``own_line``
+    an id column that never wraps and takes a line of its own instead (`Table.lines` is its
+    plain form)."""
     words = frozenset(whole_words)
     return Table(
-        tuple(header), [tuple(row) for row in rows], frozenset(right), frozenset(wrap) | words, words
+        tuple(header),
+        [tuple(row) for row in rows],
+        frozenset(right),
+        frozenset(wrap) | words,
+        words,
+        own_line,
     )
 
 
@@ -198,11 +205,14 @@ def render_sessions(
     if mark_pinned:
         header.insert(0, "PIN")
         right = {i + 1 for i in right}
-    # The id, agent, parent and title may wrap on a narrow terminal; counts and time never.
+    # The agent, parent and title may wrap on a narrow terminal; counts and time never, and
+    # the id never either: it takes a line of its own, so it can be copied whole.
     last = len(header) - 1
     first = 1 if mark_pinned else 0
     updated = header.index("UPDATED (UTC)")
-    return table(header, rows, right=right, wrap=(first, last - 2, last - 1, last), whole_words=(updated,))
+    return table(
+        header, rows, right=right, wrap=(last - 2, last - 1, last), whole_words=(updated,), own_line=first
+    )
 
 
 def render_summary(

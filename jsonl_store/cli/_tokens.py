@@ -101,7 +101,7 @@ def _store(store: SessionStore, as_json: bool) -> int:
                 ("total", _format.count(calls), *_counts(overall)),
             ],
             right=right,
-            wrap=(0,),
+            own_line=0,
         ),
         "",
         heading("Per model"),
