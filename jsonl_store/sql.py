@@ -27,7 +27,7 @@ from ._dialects import message_parts
 from ._errors import InvalidArgument
 from ._parts import ImagePart, OtherPart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from ._paths import LOG_NAME, USAGE_NAME, snapshot_name
-from ._problems import Problem
+from ._problems import UNUSABLE_KINDS, Problem
 from ._view import SessionSummary
 from .store import SessionStore
 
@@ -41,6 +41,8 @@ __all__ = ["VIEWS", "connect"]
 #: The views `connect` defines, in the order README describes them.
 VIEWS = ("sessions", "records", "parts", "usage", "snapshots")
 
+#: The two streams a record may time apart from the whole operation (spec §4).
+_STREAMS = ("reasoning", "content")
 _TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
 
 #: A raw-log line's columns as DuckDB reads them (spec §4; absent keys are their defaults).
@@ -57,6 +59,8 @@ _RECORD_COLUMNS = {
     "started_at": "TIMESTAMPTZ",
     "completed_at": "TIMESTAMPTZ",
     "duration_ns": "BIGINT",
+    **{f"{stream}_{end}": "TIMESTAMPTZ" for stream in _STREAMS for end in ("started_at", "completed_at")},
+    **{f"{stream}_duration_ns": "BIGINT" for stream in _STREAMS},
     **dict.fromkeys(_TOKENS, "BIGINT"),
 }
 #: A usage line's columns (spec §7).
@@ -134,6 +138,7 @@ def connect(
     with tempfile.TemporaryDirectory(prefix="jsonl-store-sql.") as scratch:
         loader = _Loader(con, scratch)
         summaries = store.list_sessions()
+        _report_unlisted(store, summaries)
         loader.table("_sessions", _SESSION_COLUMNS, map(_session_row, summaries))
         _records_view(con, loader, store, summaries)
         _usage_view(con, loader, store, summaries)
@@ -143,6 +148,17 @@ def connect(
     con.execute("CREATE VIEW snapshots AS SELECT * FROM _snapshots")
     con.execute(_SESSIONS_VIEW)
     return con
+
+
+def _report_unlisted(store: SessionStore, summaries: list[SessionSummary]) -> None:
+    """A session `list_sessions` leaves out (a newer format, an unsafe path: README
+    "list_sessions") is in no view: say so, with verify's reason, rather than hide it."""
+    listed = {summary.session_id for summary in summaries}
+    for name in store.session_ids():
+        if name not in listed:
+            for problem in store.verify(name):
+                if problem.kind in UNUSABLE_KINDS and problem.kind != "unsafe-path":  # listed already
+                    store._sink(problem)
 
 
 def _once(on_problem: Callable[[Problem], None]) -> Callable[[Problem], None]:
@@ -330,6 +346,7 @@ _RECORD_SELECT = ", ".join(
         "coalesce(started_at, created_at) AS started_at",
         "coalesce(completed_at, created_at) AS completed_at",
         "coalesce(duration_ns, 0) AS duration_ns",
+        *(f"{stream}_{end}" for stream in _STREAMS for end in ("started_at", "completed_at", "duration_ns")),
         *_TOKENS,
         "coalesce(batch_end, 0) AS batch_end",
         "request_id",

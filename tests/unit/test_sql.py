@@ -156,3 +156,41 @@ def test_a_missing_root_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(InvalidArgument):
         sql.connect(os.fspath(tmp_path / "nowhere"))
+
+
+def test_a_session_of_a_newer_format_is_reported_not_hidden(tmp_path: Path) -> None:
+    """A session this version cannot read is in no view, and on_problem says so."""
+    store = SessionStore(tmp_path)
+    _chat(store, "old")
+    _chat(store, "new")
+    meta = tmp_path / "new" / "meta.json"
+    meta.write_text(meta.read_text().replace('"read_format": 1', '"read_format": 2'))
+    problems: list[Problem] = []
+    con = sql.connect(tmp_path, on_problem=problems.append)
+    assert con.sql("SELECT DISTINCT session_id FROM records").fetchall() == [("old",)]
+    assert [(Path(p.path).parent.name, p.kind) for p in problems] == [("new", "unsupported-format")]
+
+
+def test_stream_timings_are_columns(tmp_path: Path) -> None:
+    """A record's reasoning and answer stream spans (spec §4) are columns of records."""
+    from datetime import UTC, datetime, timedelta
+
+    from jsonl_store import MessageTiming
+
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    timing = MessageTiming(
+        started_at=start,
+        completed_at=start + timedelta(seconds=3),
+        duration_ns=3 * 10**9,
+        reasoning_started_at=start,
+        reasoning_completed_at=start + timedelta(seconds=1),
+        reasoning_duration_ns=10**9,
+    )
+    store = SessionStore(tmp_path)
+    store.append("s", AssistantMessage(content="ok"), timing=timing)
+    con = sql.connect(tmp_path)
+    row = con.sql(
+        "SELECT reasoning_completed_at - reasoning_started_at, reasoning_duration_ns, content_started_at, duration_ns "
+        "FROM records"
+    ).fetchall()
+    assert row == [(timedelta(seconds=1), 10**9, None, 3 * 10**9)]
