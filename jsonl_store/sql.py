@@ -228,6 +228,13 @@ def _empty(columns: dict[str, str]) -> str:
 # -- the logs -------------------------------------------------------------------------
 
 
+def _direct(root: str) -> bool:
+    """Whether DuckDB can be given paths below ``root``: it reads every path it is given as
+    a glob pattern (https://duckdb.org/docs/stable/data/multiple_files/overview), so a root
+    whose name holds a glob character is read through the library instead."""
+    return not any(char in root for char in "*?[]{}")
+
+
 def _clean(path: str, base: int | None) -> bool:
     """Whether every line of the file at ``path`` is valid as written (§3), with no blob
     marker and, for a raw log (``base`` not None), sequences ``base + 1``, ``base + 2``, …
@@ -280,7 +287,7 @@ def _records_view(
     for summary in summaries:
         base = summary.fork.sequence if summary.fork is not None else 0
         path = os.path.join(store.root, summary.session_id, LOG_NAME)
-        if _clean(path, base):
+        if _direct(store.root) and _clean(path, base):
             clean.append(path)
         elif os.path.lexists(path):
             checked.append((summary.session_id, base))
@@ -310,7 +317,7 @@ def _usage_view(
     clean, checked = [], []
     for summary in summaries:
         path = os.path.join(store.root, summary.session_id, USAGE_NAME)
-        if _clean(path, None):
+        if _direct(store.root) and _clean(path, None):
             clean.append(path)
         elif os.path.lexists(path):
             checked.append(summary.session_id)

@@ -194,3 +194,18 @@ def test_stream_timings_are_columns(tmp_path: Path) -> None:
         "FROM records"
     ).fetchall()
     assert row == [(timedelta(seconds=1), 10**9, None, 3 * 10**9)]
+
+
+def test_a_root_whose_name_is_a_glob_pattern_is_read_exactly(tmp_path: Path) -> None:
+    """A store below a directory named like a glob ('a*') shows its own records, not those
+    of a neighbour the pattern would match ('ab')."""
+    root = tmp_path / "a*"
+    _chat(SessionStore(root), "mine")
+    _chat(SessionStore(tmp_path / "ab"), "mine")
+    con = sql.connect(root)
+    assert con.sql("SELECT session_id, sequence FROM records ORDER BY ALL").fetchall() == [
+        ("mine", 1),
+        ("mine", 2),
+        ("mine", 3),
+    ]
+    assert con.sql("SELECT count(*) FROM usage").fetchall() == [(1,)]
