@@ -14,8 +14,10 @@ from __future__ import annotations
 import mmap
 import os
 import re
+import shutil
 import stat
 import tempfile
+import weakref
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -113,6 +115,9 @@ _SNAPSHOT_COLUMNS = {
 #: §3: the 18-byte suffix `,"crc":"xxxxxxxx"}` and the shortest valid line.
 _SUFFIX = 18
 _SHORTEST = 20
+#: The longest line DuckDB reads straight from a log: this library's record cap (spec §5.1);
+#: a log with a longer line (another writer's) is read through the library.
+_LONGEST_DIRECT = 16 * 1024 * 1024 + 1
 _SEQUENCE_HEAD = b'{"sequence":'
 _SEQUENCE_DIGITS = re.compile(rb"[1-9][0-9]{0,18}")
 
@@ -135,19 +140,27 @@ def connect(
         raise InvalidArgument(f"no session store at {os.fspath(root)!r}: not a directory")
     store = SessionStore(root, on_problem=None if on_problem is None else _once(on_problem))
     con = duckdb.connect()
-    with tempfile.TemporaryDirectory(prefix="jsonl-store-sql.") as scratch:
-        loader = _Loader(con, scratch)
-        summaries = store.list_sessions()
-        _report_unlisted(store, summaries)
-        loader.table("_sessions", _SESSION_COLUMNS, map(_session_row, summaries))
-        _records_view(con, loader, store, summaries)
-        _usage_view(con, loader, store, summaries)
-        loader.table("_snapshots", _SNAPSHOT_COLUMNS, _snapshot_rows(store, summaries))
-        chosen = summaries if parts else []
-        loader.table("parts", _PART_COLUMNS, _part_rows(store, chosen))
-    con.execute("CREATE VIEW snapshots AS SELECT * FROM _snapshots")
-    con.execute(_SESSIONS_VIEW)
+    # What is read through Python stays on disk as newline-delimited JSON, read by views, so
+    # memory does not grow with the store; the files go with the connection.
+    scratch = tempfile.mkdtemp(prefix="jsonl-store-sql.")
+    weakref.finalize(con, shutil.rmtree, scratch, ignore_errors=True)
+    try:
+        _build(con, _Loader(con, scratch), store, parts=parts)
+    except BaseException:
+        con.close()
+        raise
     return con
+
+
+def _build(con: duckdb.DuckDBPyConnection, loader: _Loader, store: SessionStore, *, parts: bool) -> None:
+    summaries = store.list_sessions()
+    _report_unlisted(store, summaries)
+    loader.table("_sessions", _SESSION_COLUMNS, map(_session_row, summaries), view=False)
+    _records_view(con, loader, store, summaries)
+    _usage_view(con, loader, store, summaries)
+    loader.table("snapshots", _SNAPSHOT_COLUMNS, _snapshot_rows(store, summaries), view=False)
+    loader.table("parts", _PART_COLUMNS, _part_rows(store, summaries if parts else []))
+    con.execute(_SESSIONS_VIEW)
 
 
 def _report_unlisted(store: SessionStore, summaries: list[SessionSummary]) -> None:
@@ -175,11 +188,14 @@ def _once(on_problem: Callable[[Problem], None]) -> Callable[[Problem], None]:
 
 
 class _Loader:
-    """Rows from Python into DuckDB tables, through newline-delimited JSON in ``scratch``
+    """Rows from Python into DuckDB, through newline-delimited JSON files in ``scratch``
     (DuckDB's JSON reader ingests them in bulk; no pyarrow or pandas needed)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, scratch: str) -> None:
         self.con, self.scratch, self.count = con, scratch, 0
+        #: The longest line written: a record whose blobs were read back in may be longer
+        #: than any raw-log line, and DuckDB's reader needs to be told.
+        self.longest = 0
 
     def file(self, lines: Iterable[bytes]) -> str | None:
         self.count += 1
@@ -189,13 +205,18 @@ class _Loader:
             for line in lines:
                 out.write(line)
                 out.write(b"\n")
+                self.longest = max(self.longest, len(line) + 1)
                 written = True
         return path if written else None
 
-    def table(self, name: str, columns: dict[str, str], rows: Iterable[dict[str, Any]]) -> None:
+    def table(
+        self, name: str, columns: dict[str, str], rows: Iterable[dict[str, Any]], *, view: bool = True
+    ) -> None:
+        """``rows`` as ``name``: a view reading them from disk, or (``view=False``, for the
+        small ones queries join on) a table."""
         path = self.file(orjson.dumps(row, default=_json_default) for row in rows)
-        source = _read_json([path], columns) if path else _empty(columns)
-        self.con.execute(f"CREATE TABLE {name} AS SELECT * FROM {source}")
+        source = _read_json([path], columns, longest=self.longest) if path else _empty(columns)
+        self.con.execute(f"CREATE {'VIEW' if view else 'TABLE'} {name} AS SELECT * FROM {source}")
 
 
 def _json_default(value: object) -> object:
@@ -212,11 +233,11 @@ def _struct(columns: dict[str, str]) -> str:
     return "{" + ", ".join(f"{_quote(k)}: {_quote(v)}" for k, v in columns.items()) + "}"
 
 
-def _read_json(paths: list[str], columns: dict[str, str], *, filename: bool = False) -> str:
+def _read_json(paths: list[str], columns: dict[str, str], *, filename: bool = False, longest: int = 0) -> str:
     files = "[" + ", ".join(_quote(p) for p in paths) + "]"
     return (
         f"read_json({files}, format='newline_delimited', columns={_struct(columns)}, "
-        f"filename={str(filename).lower()}, maximum_object_size=33554432)"
+        f"filename={str(filename).lower()}, maximum_object_size={max(_LONGEST_DIRECT, longest)})"
     )
 
 
@@ -262,7 +283,8 @@ def _lines_clean(data: mmap.mmap, base: int | None) -> bool:
     crc32, position, expected = zlib.crc32, 0, (base or 0) + 1
     while position < size:
         end = data.find(b"\n", position)
-        if end - position < _SHORTEST or data[end - _SUFFIX : end - 10] != b',"crc":"':
+        length = end - position
+        if length < _SHORTEST or length >= _LONGEST_DIRECT or data[end - _SUFFIX : end - 10] != b',"crc":"':
             return False
         if (
             data[end - 2 : end] != b'"}'
@@ -297,11 +319,9 @@ def _records_view(
         for record in store.records(session_id, after=base)
     )
     kept = loader.file(rows)
-    source = _read_json([kept], {"session_id": "VARCHAR", **_RECORD_COLUMNS}) if kept else None
-    con.execute(
-        "CREATE TABLE _records_checked AS SELECT * FROM "
-        + (source or _empty({"session_id": "VARCHAR", **_RECORD_COLUMNS}))
-    )
+    columns = {"session_id": "VARCHAR", **_RECORD_COLUMNS}
+    source = _read_json([kept], columns, longest=loader.longest) if kept else _empty(columns)
+    con.execute(f"CREATE VIEW _records_checked AS SELECT * FROM {source}")
     direct = (
         f"SELECT {_DIRECTORY_NAME} AS session_id, * EXCLUDE (filename) FROM {_read_json(clean, _RECORD_COLUMNS, filename=True)}"
         if clean
@@ -359,9 +379,11 @@ _RECORD_SELECT = ", ".join(
         "request_id",
         "coalesce(plain, false) AS plain",
         "message",
-        # §5: a string content is the text; a list's items give their `text` strings.
-        "CASE WHEN json_type(message, '$.content') = 'VARCHAR' THEN message->>'$.content' "
-        "ELSE array_to_string(json_extract_string(message, '$.content[*].text'), chr(10)) END AS text",
+        # §5: a string content is the text; a list's items give their `text` strings; other
+        # JSON (a tool's object result) is its JSON text; no content, no text.
+        "CASE json_type(message, '$.content') WHEN 'VARCHAR' THEN message->>'$.content' "
+        "WHEN 'ARRAY' THEN array_to_string(json_extract_string(message, '$.content[*].text'), chr(10)) "
+        "WHEN 'NULL' THEN NULL ELSE json_extract(message, '$.content')::VARCHAR END AS text",
         "coalesce(metadata, '{}') AS metadata",
         "coalesce(tags, '{}') AS tags",
     )

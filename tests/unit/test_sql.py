@@ -209,3 +209,36 @@ def test_a_root_whose_name_is_a_glob_pattern_is_read_exactly(tmp_path: Path) -> 
         ("mine", 3),
     ]
     assert con.sql("SELECT count(*) FROM usage").fetchall() == [(1,)]
+
+
+def test_a_record_longer_than_the_line_cap_once_its_blob_is_read_back(tmp_path: Path) -> None:
+    """A 40 MB tool output (a blob on disk, spec §5.1) is one whole row, not a reader error."""
+    store = SessionStore(tmp_path, durability="none")
+    output = "0123456789" * 4_000_000
+    store.append(
+        "s", AssistantMessage(content=None, tool_calls=[ToolCall(id="c", name="dump", arguments={})])
+    )
+    store.append("s", ToolMessage(tool_call_id="c", content=output))
+    con = sql.connect(tmp_path, parts=False)
+    assert con.sql("SELECT sequence, length(text) FROM records ORDER BY sequence").fetchall() == [
+        (1, None),
+        (2, 40_000_000),
+    ]
+
+
+def test_the_scratch_files_go_with_the_connection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What connect() keeps on disk for its views is removed once the connection is gone."""
+    import gc
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    _chat(SessionStore(tmp_path / "store"), "s")
+    con = sql.connect(tmp_path / "store")
+    assert con.sql("SELECT count(*) FROM parts").fetchall() == [(4,)]
+    assert len(list(scratch.iterdir())) == 1
+    con.close()
+    del con
+    gc.collect()
+    assert list(scratch.iterdir()) == []
