@@ -382,7 +382,7 @@ _RECORD_SELECT = ", ".join(
         # §5: a string content is the text; a list's items give their `text` strings; other
         # JSON (a tool's object result) is its JSON text; no content, no text.
         "CASE json_type(message, '$.content') WHEN 'VARCHAR' THEN message->>'$.content' "
-        "WHEN 'ARRAY' THEN array_to_string(json_extract_string(message, '$.content[*].text'), chr(10)) "
+        "WHEN 'ARRAY' THEN nullif(array_to_string(json_extract_string(message, '$.content[*].text'), chr(10)), '') "
         "WHEN 'NULL' THEN NULL ELSE json_extract(message, '$.content')::VARCHAR END AS text",
         "coalesce(metadata, '{}') AS metadata",
         "coalesce(tags, '{}') AS tags",

@@ -19,7 +19,7 @@ from jsonl_store import (
     UserMessage,
     message_parts,
 )
-from jsonl_store.importers import import_claude_code, import_codex
+from jsonl_store.importers import import_claude_code, import_codex, import_pi
 from jsonl_store.testing.damage import flip
 
 sql = pytest.importorskip("jsonl_store.sql", exc_type=ImportError)
@@ -129,11 +129,12 @@ def test_many_sessions_each_read_once(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not TRANSCRIPTS.is_dir(), reason="the shared transcripts are not on this machine")
 def test_real_transcripts_give_the_message_models_parts(tmp_path: Path) -> None:
-    """Imported Claude Code and Codex transcripts: the parts view holds, per record, the kinds
+    """Imported Claude Code, Codex and pi transcripts: the parts view holds, per record, the kinds
     `message_parts` reads in the session's dialect, and every record is in records."""
     store = SessionStore(tmp_path / "store", durability="none")
     import_claude_code(store, TRANSCRIPTS / "claude-code")
     import_codex(store, TRANSCRIPTS / "codex")
+    import_pi(store, TRANSCRIPTS / "pi")
     con = sql.connect(store.root)
     expected_parts, expected_records = [], []
     for summary in store.list_sessions():
@@ -148,6 +149,10 @@ def test_real_transcripts_give_the_message_models_parts(tmp_path: Path) -> None:
     names |= {"ToolResultPart": "tool_result", "ImagePart": "image", "OtherPart": "other"}
     got = con.sql("SELECT session_id, sequence, part_index, kind FROM parts").fetchall()
     assert sorted(got) == sorted((s, q, i, names[k]) for s, q, i, k in expected_parts)
+    # A content list without a text item has no text (NULL), not an empty one; a stored ""
+    # (Codex's token_count turns) stays "".
+    empty = "SELECT count(*) FROM records WHERE text = '' AND json_type(message, '$.content') <> 'VARCHAR'"
+    assert con.sql(empty).fetchall() == [(0,)]
 
 
 def test_a_missing_root_is_refused(tmp_path: Path) -> None:
