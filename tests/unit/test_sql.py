@@ -24,7 +24,8 @@ from jsonl_store.testing.damage import flip
 
 sql = pytest.importorskip("jsonl_store.sql", exc_type=ImportError)
 
-TRANSCRIPTS = Path(__file__).resolve().parents[3] / "shared" / "transcripts"
+#: The real transcripts the importers are tested on (the shared ones, committed: its README).
+TRANSCRIPTS = Path(__file__).resolve().parents[1] / "importers" / "data"
 
 
 def _chat(store: SessionStore, session_id: str) -> None:
@@ -127,7 +128,6 @@ def test_many_sessions_each_read_once(tmp_path: Path) -> None:
     assert con.sql("SELECT text FROM records WHERE session_id = 's0123'").fetchall() == [("hello 123",)]
 
 
-@pytest.mark.skipif(not TRANSCRIPTS.is_dir(), reason="the shared transcripts are not on this machine")
 def test_real_transcripts_give_the_message_models_parts(tmp_path: Path) -> None:
     """Imported Claude Code, Codex and pi transcripts: the parts view holds, per record, the kinds
     `message_parts` reads in the session's dialect, and every record is in records."""

@@ -25,7 +25,8 @@ from jsonl_store.importers import import_claude_code, import_codex
 jsonschema = pytest.importorskip("jsonschema")
 
 SPEC = Path(__file__).resolve().parents[2] / "spec"
-TRANSCRIPTS = Path(__file__).resolve().parents[3] / "shared" / "transcripts"
+#: The real transcripts the importers are tested on (the shared ones, committed: its README).
+TRANSCRIPTS = Path(__file__).resolve().parents[1] / "importers" / "data"
 #: Which schema each file of a session directory follows (spec §2).
 KINDS = {"messages.jsonl": "record", "usage.jsonl": "usage", "meta.json": "meta", "fork.json": "fork"}
 
@@ -93,9 +94,8 @@ def test_a_written_store_and_real_transcripts_fit_the_schemas(tmp_path: Path) ->
     """What the library writes (forks, snapshots, usage, metadata) and the imported shared
     Claude Code and Codex transcripts validate file by file."""
     store = _written(tmp_path)
-    if TRANSCRIPTS.is_dir():
-        import_claude_code(store, TRANSCRIPTS / "claude-code")
-        import_codex(store, TRANSCRIPTS / "codex")
+    import_claude_code(store, TRANSCRIPTS / "claude-code")
+    import_codex(store, TRANSCRIPTS / "codex")
     sessions = [p for p in tmp_path.iterdir() if p.is_dir() and not p.name.startswith(".")]
     assert _check_store(sessions) > 10
 
