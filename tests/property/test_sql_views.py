@@ -1,5 +1,6 @@
 """The SQL views hold what the library reads: for any messages in any sessions, with or
-without a damaged byte, ``records`` has exactly `SessionStore.records`' rows and messages."""
+without a damaged byte, ``records`` has exactly `SessionStore.records`' rows and messages,
+and ``parts`` the kinds `message_parts` reads from them."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from helpers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jsonl_store import SessionStore
+from jsonl_store import SessionStore, message_parts
 from jsonl_store.testing import strategies
 
 pytest.importorskip("duckdb")  # the sql extra; with it, jsonl_store.sql must import
@@ -24,13 +25,21 @@ from jsonl_store import sql
 SESSIONS = ("s0", "s1", "s2")
 
 
-def _library_rows(store: SessionStore) -> list[tuple[str, int, str, Any]]:
-    rows = []
+_KINDS = {"TextPart": "text", "ReasoningPart": "reasoning", "ToolCallPart": "tool_call"}
+_KINDS |= {"ToolResultPart": "tool_result", "ImagePart": "image", "OtherPart": "other"}
+
+
+def _library_rows(
+    store: SessionStore,
+) -> tuple[list[tuple[str, int, str, Any]], list[tuple[str, int, int, str]]]:
+    rows, parts = [], []
     for session_id in store.session_ids():
         for record in store.records(session_id):
             message = json.loads(msgspec.json.encode(record.message))
             rows.append((session_id, record.sequence, record.id, message))
-    return sorted(rows, key=lambda row: row[:2])
+            for index, part in enumerate(message_parts(record.message)):
+                parts.append((session_id, record.sequence, index, _KINDS[type(part).__name__]))
+    return sorted(rows, key=lambda row: row[:2]), sorted(parts)
 
 
 @settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -42,7 +51,7 @@ def test_records_view_is_what_the_library_reads(
     appends: list[tuple[str, Any]], damage: tuple[str, int] | None
 ) -> None:
     """Rows of records (session, sequence, id, message as JSON) equal records() of every
-    session, a flipped byte anywhere in a log included."""
+    session, and parts message_parts of them, a flipped byte anywhere in a log included."""
     with tempfile.TemporaryDirectory() as root:
         store = SessionStore(root, durability="none")
         for session_id, message in appends:
@@ -53,9 +62,13 @@ def test_records_view_is_what_the_library_reads(
                 data = bytearray(log.read_bytes())
                 data[damage[1] % len(data)] ^= 0x04
                 log.write_bytes(bytes(data))
-        expected = _library_rows(SessionStore(root, on_problem=lambda problem: None))
-        con = sql.connect(root, parts=False, on_problem=lambda problem: None)
+        rows, parts = _library_rows(SessionStore(root, on_problem=lambda problem: None))
+        con = sql.connect(root, on_problem=lambda problem: None)
         got = con.sql(
             "SELECT session_id, sequence, id, message FROM records ORDER BY session_id, sequence"
         ).fetchall()
-        assert [(s, q, i, json.loads(m)) for s, q, i, m in got] == expected
+        assert [(s, q, i, json.loads(m)) for s, q, i, m in got] == rows
+        assert (
+            con.sql("SELECT session_id, sequence, part_index, kind FROM parts ORDER BY ALL").fetchall()
+            == parts
+        )
