@@ -6,15 +6,16 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import json
 import re
 import sys
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-import orjson
+import msgspec
 
+from .._codec import with_deep_stack
 from . import _commands as c
 from . import _format, _safe
 
@@ -58,14 +59,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _value(value: Any, kind: str) -> Any:
-    """A DuckDB value as JSON can hold it: a JSON column parsed, a time in RFC 3339."""
+    """A DuckDB value as JSON can hold it, the same for all three outputs: a JSON column
+    parsed, a decimal as a number; times in RFC 3339, intervals in ISO 8601, bytes in base64
+    and UUIDs as text (msgspec's builtins: https://jcristharif.com/msgspec/supported-types.html)."""
     if kind == "JSON" and isinstance(value, str):
-        return orjson.loads(value)
-    if isinstance(value, datetime):
-        return value.isoformat()
+        return _json(value)
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
-    return value
+    return msgspec.to_builtins(value)
+
+
+@with_deep_stack
+def _json(text: str) -> Any:
+    # The standard library, not orjson: a stored integer may be beyond 64 bits, and a
+    # message 1000 levels deep (spec §5) needs the deeper stack.
+    return json.loads(text)
 
 
 def _cell(value: Any) -> str:
@@ -75,7 +83,7 @@ def _cell(value: Any) -> str:
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return f"{value:,}" if isinstance(value, int) else repr(value)
-    return orjson.dumps(value).decode()
+    return _format.dumps(value).decode().rstrip("\n")
 
 
 def _table(names: Sequence[str], rows: list[list[Any]]) -> Any:
@@ -107,7 +115,9 @@ def _csv_cell(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
-    return orjson.dumps(value).decode() if isinstance(value, (dict, list, bool)) else str(value)
+    if isinstance(value, (dict, list, bool)):
+        return _format.dumps(value).decode().rstrip("\n")
+    return str(value)
 
 
 def register(command: Register) -> None:

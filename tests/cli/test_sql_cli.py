@@ -89,3 +89,18 @@ def test_sql_bad_query_is_one_line_and_exit_2(tmp_path: Path) -> None:
     done = cli("--root", str(tmp_path), "sql", "SELECT * FROM nowhere", cwd=tmp_path)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("output", [[], ["--json"], ["--csv"]])
+def test_sql_prints_every_duckdb_type(tmp_path: Path, output: list[str]) -> None:
+    """Intervals, bytes, decimals, nested lists and maps, integers past 64 bits and NaN print
+    in each output (ISO 8601, base64, numbers), never a traceback."""
+    _store(tmp_path)
+    query = (
+        "SELECT INTERVAL 1 DAY AS i, 'ab'::BLOB AS b, 1.5::DECIMAL(4,2) AS d, "
+        "[12345678901234567890::HUGEINT] AS l, MAP {'k': DATE '2020-01-02'} AS m, 'nan'::DOUBLE AS n"
+    )
+    done = cli("--root", str(tmp_path), "sql", query, *output, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    for shown in ("P1D", "YWI=", "1.5", "12345678901234567890", "2020-01-02"):
+        assert shown in done.stdout
