@@ -5,12 +5,14 @@ columns are README's "SQL over the store". A raw or usage log whose every line i
 (spec §3: checksum, sequence one above the last, no ``\\r`` or BOM to tolerate, no blob
 marker to resolve, §5.1) is read by DuckDB's own JSON reader, straight from the file; any
 other log is read through `SessionStore` (the reader rules of spec §8), so a damaged line
-is left out and reported to ``on_problem`` as every reader does, and its rows are loaded
-into a table. Checking a log costs one CRC-32 per line, no JSON parsing.
+is left out and reported to ``on_problem`` as every reader does, and its rows are written
+to a private scratch directory that a view reads. Checking a log costs one CRC-32 per line,
+no JSON parsing.
 """
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import re
@@ -36,7 +38,7 @@ from .store import SessionStore
 try:
     import duckdb
 except ImportError as exc:  # pragma: no cover - the extra is missing
-    raise ImportError("jsonl_store.sql needs DuckDB: pip install 'jsonl-store[sql]'") from exc
+    raise ImportError("jsonl_store.sql needs DuckDB: pip install 'jsonl_store[sql]'") from exc
 
 __all__ = ["VIEWS", "connect"]
 
@@ -138,10 +140,11 @@ def connect(
     """
     if not os.path.isdir(root):
         raise InvalidArgument(f"no session store at {os.fspath(root)!r}: not a directory")
-    store = SessionStore(root, on_problem=None if on_problem is None else _once(on_problem))
+    store = SessionStore(root, on_problem=_once(on_problem or _warn))
     con = duckdb.connect()
     # What is read through Python stays on disk as newline-delimited JSON, read by views, so
-    # memory does not grow with the store; the files go with the connection.
+    # memory does not grow with the store; the files go with the connection. mkdtemp makes
+    # the directory 0700: the rows are transcripts (spec §2, "Files and permissions").
     scratch = tempfile.mkdtemp(prefix="jsonl-store-sql.")
     weakref.finalize(con, shutil.rmtree, scratch, ignore_errors=True)
     try:
@@ -172,6 +175,11 @@ def _report_unlisted(store: SessionStore, summaries: list[SessionSummary]) -> No
             for problem in store.verify(name):
                 if problem.kind in UNUSABLE_KINDS and problem.kind != "unsafe-path":  # listed already
                     store._sink(problem)
+
+
+def _warn(problem: Problem) -> None:
+    """What `SessionStore` does with a problem when no ``on_problem`` is given."""
+    logging.getLogger("jsonl_store").warning("%s", problem)
 
 
 def _once(on_problem: Callable[[Problem], None]) -> Callable[[Problem], None]:
