@@ -104,3 +104,27 @@ def test_sql_prints_every_duckdb_type(tmp_path: Path, output: list[str]) -> None
     assert done.returncode == 0, done.stderr
     for shown in ("P1D", "YWI=", "1.5", "12345678901234567890", "2020-01-02"):
         assert shown in done.stdout
+
+
+def test_sql_without_duckdb_names_the_extra(tmp_path: Path) -> None:
+    """Where DuckDB cannot be imported, `sql` says to install the sql extra, exit code 2."""
+    import os
+    import subprocess
+    import sys
+
+    _store(tmp_path)
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "duckdb.py").write_text("raise ImportError('no duckdb here')\n")
+    env = {k: v for k, v in os.environ.items() if k != "JSONL_STORE_ROOT"}
+    env["PYTHONPATH"] = os.pathsep.join([str(blocker), env.get("PYTHONPATH", "")])
+    done = subprocess.run(
+        [sys.executable, "-m", "jsonl_store.cli", "--root", str(tmp_path), "sql", "SELECT 1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "jsonl_store[sql]" in done.stderr and "Traceback" not in done.stderr
