@@ -227,6 +227,16 @@ def chat_item(part: Part) -> Any:
     raise InvalidArgument(f"a {part.kind} part cannot stand in a content list")
 
 
+def result_metadata(part: Part) -> dict[str, Any] | None:
+    """The metadata of a shell result (Codex's exit code and duration), which the
+    ``openai-responses`` dialect gives as an `OtherPart` ``{"metadata": {...}}`` after the
+    output's text (spec §5.2); None for any other part. Readers show it as one line of facts."""
+    if isinstance(part, OtherPart) and isinstance(part.raw, dict) and set(part.raw) == {"metadata"}:
+        metadata = part.raw["metadata"]
+        return metadata if isinstance(metadata, dict) else None
+    return None
+
+
 def text_of(parts: list[Part] | str) -> str:
     """The text of a result's content: a string as it is, else its text parts joined by newlines."""
     if isinstance(parts, str):

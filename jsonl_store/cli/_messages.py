@@ -36,6 +36,7 @@ from .._parts import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    result_metadata,
 )
 from . import _frameworks
 from ._blocks import Block, Styled
@@ -176,6 +177,10 @@ def _part_lines(
         return _dim(_body("(reasoning) " + part.text, full=full, width=width, indent=indent))
     if isinstance(part, ImagePart):
         return [*_wrap([_image(part)], width, indent=indent, long_words=True)]
+    metadata = result_metadata(part)
+    if metadata is not None:  # a shell result's exit code and duration, as the HTML shows them
+        facts = " · ".join(f"{key} {inline(value)}" for key, value in metadata.items())
+        return _dim(_wrap([facts], width, indent=indent, long_words=True))
     if isinstance(part, OtherPart):
         return _dim(_wrap([_other(part, width - len(indent))], width, indent=indent, long_words=True))
     return []

@@ -17,7 +17,7 @@ import difflib
 from collections.abc import Iterator
 from typing import Any
 
-from .._parts import OtherPart, Part, ToolCallPart
+from .._parts import ToolCallPart, result_metadata
 
 _BEGIN = "*** Begin Patch"
 _END = "*** End Patch"
@@ -87,16 +87,6 @@ def _strings(value: object, depth: int) -> Iterator[str]:
     elif depth < 4 and isinstance(value, list):
         for item in value:
             yield from _strings(item, depth + 1)
-
-
-def result_metadata(part: Part) -> dict[str, Any] | None:
-    """The metadata of a shell result (Codex's exit code and duration), which the message
-    model gives as an `OtherPart` ``{"metadata": {...}}`` after the output's text (spec
-    §5.2); None for any other part. Shown as one line of facts beside the output."""
-    if isinstance(part, OtherPart) and isinstance(part.raw, dict) and set(part.raw) == {"metadata"}:
-        metadata = part.raw["metadata"]
-        return metadata if isinstance(metadata, dict) else None
-    return None
 
 
 def line_kind(line: str) -> str:
