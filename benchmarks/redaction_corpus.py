@@ -145,6 +145,9 @@ def corpus() -> Iterator[Item]:
             yield Item("output", " ".join(os.path.basename(c) for c in command), text)
     docs = [os.path.join(_ROOT, name) for name in ("README.md", "CHANGELOG.md", "CONTRIBUTING.md")]
     docs += [os.path.join(_ROOT, "spec", "FORMAT.md")]
+    # The README's sections moved into the docs site's pages (CONTRIBUTING.md, "The docs"):
+    # the corpus keeps that prose and its examples.
+    docs += sorted(glob.glob(os.path.join(_ROOT, "docs", "**", "*.md"), recursive=True))
     yield from _from_files("docs", iter(docs), _ROOT)
     if os.path.isdir(TRANSCRIPTS):
         yield from _from_files(

@@ -185,7 +185,7 @@ class SessionStore:
         _process.STORES.add(self)
 
     def _after_fork_in_child(self) -> None:
-        # A store may be used in a forked child (README, "Concurrency"): its handle cache
+        # A store may be used in a forked child (docs/guides/agent-loop.md, "Concurrency"): its handle cache
         # gets fresh mutexes there; descriptors and locks are renewed by their own objects,
         # each tracked in `_process`.
         self._handles.forked()

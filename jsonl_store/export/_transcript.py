@@ -230,7 +230,7 @@ def _role(message: object, parts: list[Part]) -> str:
 
 def _in_context(message: object) -> bool:
     # A plain dict stored with include_in_messages=False is kept out of the model context
-    # (README, "Records outside the context"): a Codex token_count event is one.
+    # (docs/guides/store.md, `append`): a Codex token_count event is one.
     return not (isinstance(message, dict) and message.get("include_in_messages") is False)
 
 

@@ -94,7 +94,7 @@ async def call(storage: Any, step: tuple[Any, ...], renamed: set[str]) -> object
         )
     if name == "append":
         session_id, parent, title, agent_name, text = args
-        # Where ours differs on purpose (README, zett-agent), both get the same other call:
+        # Where ours differs on purpose (docs/guides/adapters.md, zett-agent), both get the same other call:
         # a title a user set with update_session outlasts a later append's, which SQL writes
         # over it; and a session cannot be its own parent, which SQL's append lets it be.
         if session_id in renamed:

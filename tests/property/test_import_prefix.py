@@ -16,7 +16,7 @@ from jsonl_store.importers import import_claude_code, import_codex, import_pi
 
 DATA = Path(__file__).parents[1] / "importers" / "data"
 #: The transcripts cut here. Claude Code's are cut only between messages: one message written
-#: as several lines and cut between them is two records (README, "Importing transcripts").
+#: as several lines and cut between them is two records (docs/guides/importing.md).
 SOURCES = {
     "codex": (import_codex, DATA / "codex" / "SYNTHETIC-codex-schema-drift-composite.jsonl"),
     "codex-rollout": (import_codex, DATA / "codex" / "codex-0.58.0-rollout-shell-calls-truncated.jsonl"),

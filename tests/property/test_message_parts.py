@@ -1,4 +1,4 @@
-"""The message model's two promises, for every built-in dialect (README, "The message model").
+"""The message model's two promises, for every built-in dialect (docs/guides/message-model.md).
 
 1. Parts → the dialect's own shape (``from_parts``) → parts is stable: the mapping loses
    nothing a part says.

@@ -21,7 +21,7 @@ from jsonl_store.testing.damage import crlf, flip, tear
 # or that are plain: the needle must be found whichever form its line holds.
 ALPHABET = st.sampled_from(list('ab "\\\n\t\x00\x1b\x7fé東\u2028\u202e😀{}:,/<&'))
 TEXT = st.text(ALPHABET, max_size=12)
-#: A title may not hold a NUL (README, `append`); messages may.
+#: A title may not hold a NUL (docs/guides/store.md, `append`); messages may.
 TITLE = TEXT.map(lambda text: text.replace("\x00", ""))
 
 

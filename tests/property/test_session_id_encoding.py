@@ -70,7 +70,7 @@ def test_decoding_any_valid_id_round_trips_or_refuses(session_id: str) -> None:
     ],
 )
 def test_documented_examples(name: str, encoded: str) -> None:
-    """The README's examples."""
+    """The store guide's examples (docs/guides/store.md)."""
     assert encode_session_id(name) == encoded
     assert decode_session_id(encoded) == name
 

@@ -1,7 +1,7 @@
 """Code a user would write against the public API; it must pass ``mypy --strict`` unchanged.
 
 Nothing here runs in the suite: `test_public_api_types.py` type-checks this directory.
-Each function is one habit of an agent runtime, written the way the README shows it.
+Each function is one habit of an agent runtime, written the way the docs show it.
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ async def async_turn(root: str, sid: str) -> int:
 
 
 def crash_test_my_resume() -> int:
-    """The README's crash-state example: the simulated file system passed as ``fs=``."""
+    """The agent-loop guide's crash-state example: the simulated file system passed as ``fs=``."""
     fs = SimulatedFileSystem()
     agent = SessionStore("/store", fs=fs)
     agent.append("job", UserMessage(content="Run the tests."))

@@ -1,6 +1,6 @@
 """The public API's types: natural user code passes ``mypy --strict``, and mistakes do not.
 
-`natural_use.py` is code written the way the README shows it; `mistakes.py` holds lines
+`natural_use.py` is code written the way the docs show it; `mistakes.py` holds lines
 that must stay type errors, each asserted by a ``# type: ignore[code]`` that
 ``warn_unused_ignores`` turns into a failure once it is no longer needed.
 """

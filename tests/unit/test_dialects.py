@@ -250,7 +250,7 @@ def test_anthropic_reads_the_library_classes_as_neutral_does() -> None:
 
 def test_unknown_dialect_name_is_refused_with_the_known_names() -> None:
     """A misspelt name raises InvalidArgument (a ValueError) that lists the registered names."""
-    # Other tests (and the README) register dialects of their own: the built-ins are listed
+    # Other tests (and the docs' examples) register dialects of their own: the built-ins are listed
     # among whatever else is registered, sorted.
     with pytest.raises(InvalidArgument, match=r"'anthropic', .*'neutral', .*'openai-responses'"):
         repair_context([], dialect="openai")

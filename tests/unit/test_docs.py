@@ -61,7 +61,7 @@ def test_the_cli_reference_page_is_the_rendered_one() -> None:
     assert "usage: jsonl-store" in module.on_page_markdown(page)
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+@pytest.mark.parametrize("page", [ROOT / "README.md", *PAGES], ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_docs_cite_no_internal_history(page: Path) -> None:
     """A page names no tracker issue or internal brief a reader cannot open; it cites a spec section or a URL."""
     text = page.read_text(encoding="utf-8")
@@ -74,3 +74,25 @@ def test_every_docs_page_is_in_the_site_nav(page: Path) -> None:
     """mkdocs.yml's nav lists every page under docs/, so none is built without a way to reach it."""
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8").split("\nnav:\n", 1)[1]
     assert re.search(rf":\s+{re.escape(page.relative_to(DOCS).as_posix())}\s*$", nav, re.MULTILINE)
+
+
+def test_readme_is_a_short_front_page() -> None:
+    """README.md is at most 250 lines: what it is, the Quickstart, three walkthroughs and links to the docs."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 250
+    for heading in (
+        "## Quickstart",
+        "## An agent loop",
+        "## Importing and browsing",
+        "## Committing transcripts",
+    ):
+        assert f"\n{heading}" in text
+
+
+def test_readme_links_lead_to_files_of_the_repository() -> None:
+    """Every relative link of README.md names a file that exists (the docs pages it points to, the spec)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = [t for t in re.findall(r"\]\(([^)\s]+)\)", text) if "://" not in t]
+    assert len(targets) >= 10
+    for target in targets:
+        assert (ROOT / target.split("#", 1)[0]).is_file(), f"README links to {target}, which does not exist"

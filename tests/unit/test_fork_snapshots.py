@@ -10,7 +10,7 @@ from jsonl_store import CompactedMessage, SessionStore, SessionView, SnapshotCon
 
 
 def test_a_fork_compacts_with_the_version_load_gave_it(store: SessionStore) -> None:
-    """A fork whose context starts at its source's snapshot takes that snapshot's version, as the README says."""
+    """A fork whose context starts at its source's snapshot takes that snapshot's version, as the store guide says."""
     store.append_many("src", [UserMessage(content=str(i)) for i in range(4)])
     store.snapshot("src", CompactedMessage(content="0 and 1"), 2, 0)
     store.fork("src", 4, "f")
