@@ -271,6 +271,8 @@ class _Parse:
             self.boundary = (line, d)
         elif kind in _TITLES and isinstance(d.get(_TITLES[kind]), str):
             self.title(kind, d[_TITLES[kind]])
+        elif kind == "system" and isinstance(d.get("content"), str) and d["content"]:
+            self.system_note(line, d)
         else:
             self.out.skip(f"system:{d.get('subtype')}" if kind == "system" else kind)
 
@@ -446,6 +448,20 @@ class _Parse:
         if self.last_time is not None:
             metadata["timestamp"] = self.last_time
         message = {"role": "system", "content": d["summary"], "claude_code_type": "summary",
+                   "include_in_messages": False}  # fmt: skip
+        self.add(Entry(self.out.main.session_id, message, line.number, line.end, metadata=metadata))
+
+    def system_note(self, line: _source.SourceLine, d: dict[str, Any]) -> None:
+        """Keep a ``system`` line that carries text (``away_summary``, ``api_refusal``,
+        ``model_refusal_fallback`` ...): Claude Code shows it to the person, not to the model,
+        so it is a record outside the context, readable and searchable, never dropped."""
+        self.flush()  # records keep the file's order
+        metadata: dict[str, Any] = (
+            {"timestamp": d["timestamp"]} if isinstance(d.get("timestamp"), str) else {}
+        )
+        if isinstance(d.get("uuid"), str):
+            metadata["uuid"] = d["uuid"]
+        message = {"role": "system", "content": d["content"], "claude_code_type": f"system:{d.get('subtype')}",
                    "include_in_messages": False}  # fmt: skip
         self.add(Entry(self.out.main.session_id, message, line.number, line.end, metadata=metadata))
 
