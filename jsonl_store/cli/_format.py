@@ -215,8 +215,13 @@ def render_sessions(
     )
 
 
+#: How much of a session's metadata `show`'s header prints unless ``--full``: an import's
+#: bookkeeping (the message ids it counted) runs to thousands of characters.
+METADATA_CHARS = 400
+
+
 def render_summary(
-    summary: SessionSummary, view: SessionView, children: Sequence[SessionSummary]
+    summary: SessionSummary, view: SessionView, children: Sequence[SessionSummary], *, full: bool = False
 ) -> list[str]:
     snapshot = view.snapshot
     facts: list[tuple[str, str]] = [
@@ -240,7 +245,11 @@ def render_summary(
     if summary.pinned:
         facts.append(("pinned", "yes"))
     if summary.metadata:
-        facts.append(("metadata", inline(summary.metadata)))
+        text = inline(summary.metadata)
+        if not full and len(text) > METADATA_CHARS:
+            more = len(text) - METADATA_CHARS
+            text = f"{text[:METADATA_CHARS]}… ({more:,} more characters; --full or --json shows all)"
+        facts.append(("metadata", text))
     width = max(len(key) for key, _ in facts)
     return [f"{key + ':':<{width + 1}} {value}" for key, value in facts]
 

@@ -496,3 +496,15 @@ def test_subprocess_exit_codes_and_no_traceback(root: Path) -> None:
         assert "Traceback" not in result.stderr, name
         if expected == 2:
             assert result.stderr.startswith("jsonl-store: error: ") and result.stderr.count("\n") == 1, name
+
+
+def test_show_shortens_long_metadata_unless_full(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """show's header cuts metadata over 400 characters and says how much more --full shows."""
+    store = SessionStore(tmp_path, durability="none")
+    store.create_session("s", metadata={"import": {"counted": [f"msg_{i:04}" for i in range(200)]}})
+    store.append("s", UserMessage(content="hi"))
+    assert main(["--root", str(tmp_path), "show", "s", "--no-pager"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("metadata:"))
+    assert "more characters; --full or --json shows all)" in line and len(line) < 520
+    assert main(["--root", str(tmp_path), "show", "s", "--no-pager", "--full"]) == 0
+    assert "msg_0199" in capsys.readouterr().out
