@@ -16,23 +16,16 @@ the documented rules, not the importer's code:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
+from source_usage import Totals, claude_code_calls, codex_calls, lines, totals
 
 from jsonl_store import ModelUsage, SessionStore
 from jsonl_store.importers import ImportReport, import_claude_code, import_codex, import_pi
 
 DATA = Path(__file__).parent / "data"
-#: (input with cache, output, cache read, cache write, reasoning, calls)
-Totals = tuple[int, int, int, int, int, int]
-
-
-def lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def stored(store: SessionStore, report: ImportReport) -> Totals:
@@ -57,57 +50,13 @@ def stored(store: SessionStore, report: ImportReport) -> Totals:
 
 
 def claude_code_totals(path: Path) -> Totals:
-    """One call per message id and request id: the line with the largest counts (a later line wins a tie)."""
-    keys = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-    best: dict[str, dict[str, int]] = {}
-    for n, d in enumerate(lines(path)):
-        message = d.get("message")
-        if d.get("type") != "assistant" or not isinstance(message, dict):
-            continue
-        usage = message.get("usage")
-        if not isinstance(usage, dict) or not any(usage.get(k) for k in keys):
-            continue
-        counts = {k: usage.get(k) or 0 for k in keys}
-        mid, rid = message.get("id"), d.get("requestId")
-        key = f"{mid}:{rid}" if mid and rid else mid or f"line {n}"
-        if key not in best or sum(counts.values()) >= sum(best[key].values()):
-            best[key] = counts
-    fresh, output, read, write = (sum(c[k] for c in best.values()) for k in keys)
-    return fresh + read + write, output, read, write, 0, len(best)
+    """One call per message id and request id: the line with the largest counts (`source_usage`)."""
+    return totals(claude_code_calls(path))
 
 
 def codex_totals(path: Path) -> Totals:
     """Each token_count event whose total is new: its last_token_usage, else the total's increase."""
-    keys = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_output_tokens")
-    sums = dict.fromkeys(keys, 0)
-    calls = 0
-    previous: dict[str, int] | None = None
-    for d in lines(path):
-        payload = d.get("payload") or {}
-        info = payload.get("info") if payload.get("type") == "token_count" else None
-        if d.get("type") != "event_msg" or not isinstance(info, dict):
-            continue
-        total, last = info.get("total_token_usage"), info.get("last_token_usage")
-        if total is not None and (total == previous or not any(total.get(k) for k in keys)):
-            previous = total
-            continue
-        if last is not None:
-            call = {k: last.get(k, 0) for k in keys}
-        else:
-            call = {k: (total or {}).get(k, 0) - (previous or {}).get(k, 0) for k in keys}
-        previous = total if total is not None else previous
-        if any(call.values()):
-            calls += 1
-            for k in keys:
-                sums[k] += call[k]
-    return (
-        sums["input_tokens"],
-        sums["output_tokens"],
-        sums["cached_input_tokens"],
-        0,
-        sums["reasoning_output_tokens"],
-        calls,
-    )
+    return totals(codex_calls(path))
 
 
 def pi_totals(path: Path) -> Totals:

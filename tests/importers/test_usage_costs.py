@@ -19,14 +19,14 @@ Token counts are the store's (spec §7): input includes the cached input, where 
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from source_usage import KINDS, Call, claude_code_calls, codex_calls
 
 from jsonl_store import SessionStore, usage_report
 from jsonl_store.importers import import_claude_code, import_codex
@@ -35,73 +35,6 @@ genai_prices = pytest.importorskip("genai_prices")
 from genai_prices import data_snapshot  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
-KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
-#: A call as this test reads it: (its first line's time, model, counts in the store's terms).
-Call = tuple[datetime, str, dict[str, int]]
-
-
-def lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def when(d: dict[str, Any]) -> datetime:
-    return datetime.fromisoformat(d["timestamp"]).astimezone(UTC)
-
-
-def claude_code_calls(path: Path) -> list[Call]:
-    """One call per message id and request id: the largest counts, the first line's time."""
-    keys = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-    first: dict[str, tuple[datetime, str]] = {}
-    best: dict[str, dict[str, int]] = {}
-    for n, d in enumerate(lines(path)):
-        message = d.get("message")
-        if d.get("type") != "assistant" or not isinstance(message, dict):
-            continue
-        usage = message.get("usage")
-        if not isinstance(usage, dict) or not any(usage.get(k) for k in keys):
-            continue
-        counts = {k: usage.get(k) or 0 for k in keys}
-        mid, rid = message.get("id"), d.get("requestId")
-        key = f"{mid}:{rid}" if mid and rid else mid or f"line {n}"
-        first.setdefault(key, (when(d), message["model"]))
-        if key not in best or sum(counts.values()) >= sum(best[key].values()):
-            best[key] = counts
-    found = []
-    for key, c in best.items():
-        fresh, read, write = c["input_tokens"], c["cache_read_input_tokens"], c["cache_creation_input_tokens"]
-        counts = {"input_tokens": fresh + read + write, "output_tokens": c["output_tokens"],
-                  "cache_read_tokens": read, "cache_write_tokens": write, "reasoning_tokens": 0}  # fmt: skip
-        found.append((*first[key], counts))
-    return found
-
-
-def codex_calls(path: Path) -> list[Call]:
-    """Each token_count event with a new total, under the model of the turn_context before it."""
-    keys = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_output_tokens")
-    found: list[Call] = []
-    model, previous = "", None
-    for d in lines(path):
-        payload = d.get("payload") or {}
-        if d.get("type") == "turn_context" and isinstance(payload.get("model"), str):
-            model = payload["model"]
-        info = payload.get("info") if payload.get("type") == "token_count" else None
-        if d.get("type") != "event_msg" or not isinstance(info, dict):
-            continue
-        total, last = info.get("total_token_usage"), info.get("last_token_usage")
-        if total is not None and (total == previous or not any(total.get(k) for k in keys)):
-            previous = total
-            continue
-        if last is not None:
-            call = {k: last.get(k, 0) for k in keys}
-        else:
-            call = {k: (total or {}).get(k, 0) - (previous or {}).get(k, 0) for k in keys}
-        previous = total if total is not None else previous
-        if any(call.values()):
-            counts = {"input_tokens": call["input_tokens"], "output_tokens": call["output_tokens"],
-                      "cache_read_tokens": call["cached_input_tokens"], "cache_write_tokens": 0,
-                      "reasoning_tokens": call["reasoning_output_tokens"]}  # fmt: skip
-            found.append((when(d), model, counts))
-    return found
 
 
 def per_token(value: Any, input_tokens: int) -> Decimal:
