@@ -356,9 +356,12 @@ class _Writer:
         if isinstance(event, Entry):
             self._append([event.message], event, event.metadata, event.usage, event.request_id)
             return
+        # The summary is the marker's text too, not only its snapshot's: a later compaction's
+        # snapshot takes the place of this one as the context's start, and the summary must
+        # stay readable and searchable in the raw log (show, search and export read records).
         marker = {
             "role": "system",
-            "content": "compaction: the context before this point was replaced by a summary",
+            "content": f"compaction: the context before this point was replaced by this summary:\n\n{event.summary}",
             "include_in_messages": False,
         }
         metadata = {**event.metadata, "compaction_summary": event.summary}

@@ -22,10 +22,12 @@ from jsonl_store import (
     CompactedMessage,
     JsonlStoreError,
     SessionStore,
+    TextPart,
     is_provider_valid,
     repair_context,
 )
 from jsonl_store.importers import ImportSourceError, _source, import_claude_code, import_codex, import_pi
+from jsonl_store.search import search
 
 SID = "11111111-2222-3333-4444-555555555555"
 MAIN = f"claude-code-{SID}"
@@ -825,3 +827,30 @@ def test_a_transcript_opening_with_many_file_snapshots_is_still_claude_code(
     path = write(tmp_path / f"{SID}.jsonl", [snapshot] * 70 + [user("u1", "hello")])
     report = import_claude_code(store, path)
     assert report.ok and report.files[0].session_id == MAIN and report.added == 1
+
+
+def test_an_earlier_compactions_summary_stays_readable_and_searchable(
+    tmp_path: Path, store: SessionStore
+) -> None:
+    """Two compactions: the first's summary, no longer the context's start, is still in the raw log, shown and found."""
+    lines = [user("u1", "first question")]
+    for n, summary in enumerate(["The first summary.", "The second summary."], start=1):
+        boundary = {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "sessionId": SID,
+            "uuid": f"b{n}",
+            "content": "compacted",
+        }
+        lines += [boundary, user(f"s{n}", summary, isCompactSummary=True), user(f"q{n}", f"question {n}")]
+    import_claude_code(store, write(tmp_path / f"{SID}.jsonl", lines))
+    view = store.load(MAIN)
+    assert view.snapshot is not None and view.snapshot.compacted_message.content == "The second summary."
+    texts = [
+        part.text
+        for record in store.records(MAIN)
+        for part in view.parts(record)
+        if isinstance(part, TextPart)
+    ]
+    assert any("The first summary." in text for text in texts)
+    assert [hit.sequence for hit in search(store, "The first summary.")]
