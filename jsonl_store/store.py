@@ -59,8 +59,8 @@ from ._log import Line, LogWriter
 from ._meta import Origin, SessionMeta
 from ._paths import FORK_NAME, LOG_NAME, is_session_id, validate_session_id
 from ._problems import CORRUPT_KINDS, LEFT_FOR_READERS, UNUSABLE_KINDS, Forward, Problem, Reporter
-from ._reader import LogReader
 from ._records import ContextSnapshot, ForkPoint, Message, MessageTiming, ModelUsage, RawMessageRecord
+from ._session_dir import SessionDir
 from ._snapshots import Listings
 from ._snapshots import clock as _snapshots_clock
 from ._tool_batches import INTERRUPTED_NOTICE
@@ -251,9 +251,14 @@ class SessionStore:
     def _read_meta(self, session_id: str, directory: str) -> SessionMeta | None:
         """The session's metadata; damage is reported at once."""
         found = Reporter()
-        meta = _session.read_meta(self._fs, session_id, directory, found)
+        meta = _session.read_meta(self._where(session_id, directory), found)
         self._report(found.problems)
         return meta
+
+    def _where(self, session_id: str, directory: str | None = None) -> SessionDir:
+        """The session's directory as a `SessionDir` (``directory`` when the caller has it)."""
+        path = self._handles.directory(session_id) if directory is None else directory
+        return SessionDir(self._fs, session_id, path, self._listings)
 
     def _links(self, session_id: str, directory: str, found: Reporter) -> list[_forks.Link]:
         """The sessions this one's history is read from (spec §8.10): itself alone unless a fork.
@@ -265,11 +270,12 @@ class SessionStore:
         """
         path = os.path.join(directory, FORK_NAME)
         try:
-            point = _forks.read(self._fs, directory)
+            where = self._where(session_id, directory)
+            point = _forks.read(where)
             if point is None:
                 return [_forks.Link(session_id, 0, None)]
-            first = _session.first_sequence(self._fs, directory)
-            links = _forks.chain(self._fs, self._handles.directory, session_id, first)
+            first = _session.first_sequence(where)
+            links = _forks.chain(self._where, session_id, first)
         except _forks.DamagedFork as exc:
             found.report(Problem(path, "bad-fork", str(exc), LEFT_FOR_READERS))
             return [_forks.Link(session_id, 0, None)]
@@ -283,34 +289,30 @@ class SessionStore:
     ) -> tuple[ContextSnapshot | None, list[RawMessageRecord]]:
         """A fork's snapshot and the records after it: its own newest snapshot, else its
         sources' newest one before the branch, else none (spec §8.10)."""
-        fs, directory_of = self._fs, self._handles.directory
+        where = self._where
         start = self._fork_start(links, found)
         if start is not None:
             index, snapshot = start
             link = links[index]
             tail = list(
                 _forks.link_records(
-                    fs, directory_of(link.session_id), link, found,
-                    start=snapshot.tail_offset, after=snapshot.compacted_through_sequence,
-                    listings=self._listings,
+                    where(link.session_id), link, found,
+                    start=snapshot.tail_offset, after=snapshot.compacted_through_sequence, listings=True,
                 )
             )  # fmt: skip
             for later in links[index + 1 :]:
-                tail.extend(_forks.link_records(fs, directory_of(later.session_id), later, found))
+                tail.extend(_forks.link_records(where(later.session_id), later, found))
             return snapshot, tail
         tail = []
         for link in links:
-            tail.extend(_forks.link_records(fs, directory_of(link.session_id), link, found))
+            tail.extend(_forks.link_records(where(link.session_id), link, found))
         return None, tail
 
     def _fork_start(self, links: list[_forks.Link], found: Reporter) -> tuple[int, ContextSnapshot] | None:
         """The newest snapshot a history made of ``links`` starts at, and its link's index (spec §8.10)."""
         for index in range(len(links) - 1, -1, -1):
             link = links[index]
-            with LogReader(
-                self._fs, link.session_id, self._handles.directory(link.session_id), found,
-                listings=self._listings,
-            ) as log:  # fmt: skip
+            with self._where(link.session_id).reader(found) as log:
                 snapshot = _forks.latest_snapshot_upto(log, link.upto)
             if snapshot is not None:
                 return index, snapshot
@@ -321,7 +323,7 @@ class SessionStore:
         if not self._handles.check_dir(session_id, directory):
             return None
         try:
-            return _forks.read(self._fs, directory)
+            return _forks.read(self._where(session_id, directory))
         except _forks.DamagedFork as exc:
             raise UnsupportedFormat(
                 f"session {session_id!r}: {FORK_NAME} cannot be read ({exc})", session_id=session_id
@@ -585,10 +587,11 @@ class SessionStore:
         directory = self._handles.directory(session_id)
         self._handles.check_dir(session_id, directory)
         found = Reporter()
-        meta = _session.read_meta(self._fs, session_id, directory, found)
+        where = self._where(session_id, directory)
+        meta = _session.read_meta(where, found)
         links = self._links(session_id, directory, found)
         if len(links) == 1:
-            with LogReader(self._fs, session_id, directory, found, listings=self._listings) as log:
+            with where.reader(found) as log:
                 snapshot = log.latest_snapshot()
                 start, after = (
                     (snapshot.tail_offset, snapshot.compacted_through_sequence) if snapshot else (0, 0)
@@ -680,11 +683,9 @@ class SessionStore:
         try:
             links = self._links(session_id, directory, found)
             for link in links[:-1]:  # a fork's history: its sources' records up to the branch
-                yield from _forks.link_records(
-                    self._fs, self._handles.directory(link.session_id), link, found, after=after
-                )
+                yield from _forks.link_records(self._where(link.session_id), link, found, after=after)
             base = links[-1].base
-            with LogReader(self._fs, session_id, directory, found, listings=self._listings) as log:
+            with self._where(session_id, directory).reader(found) as log:
                 start, floor = 0, base
                 if after > base:
                     snapshot = log.latest_snapshot(at_most=after)
@@ -712,7 +713,7 @@ class SessionStore:
             raise InvalidArgument(f"n must be a non-negative int, got {n!r}")
         directory = self._readable(session_id)
         found = Reporter()
-        with LogReader(self._fs, session_id, directory, found) as log:
+        with self._where(session_id, directory).reader(found, listings=False) as log:
             records = log.last_records(n)
         links = self._links(session_id, directory, found) if len(records) < n else []
         if len(links) > 1:
@@ -721,9 +722,7 @@ class SessionStore:
             missing = n - len(records)
             before: collections.deque[RawMessageRecord] = collections.deque(maxlen=missing)
             for link in links[:-1]:
-                before.extend(
-                    _forks.link_records(self._fs, self._handles.directory(link.session_id), link, found)
-                )
+                before.extend(_forks.link_records(self._where(link.session_id), link, found))
             records = [*before, *records]
         self._report(found.problems)
         return records
@@ -744,9 +743,10 @@ class SessionStore:
         read_fork: Callable[[], ForkPoint | None] | None = None,
     ) -> SessionSummary | None:
         """The session's summary; ``meta`` when the caller has just read or written it."""
+        where = self._where(session_id, directory)
         if meta is _UNSET:
-            meta = _session.read_meta(self._fs, session_id, directory, Reporter())
-        return _session.summary(self._fs, session_id, directory, meta, read_fork)
+            meta = _session.read_meta(where, Reporter())
+        return _session.summary(where, meta, read_fork)
 
     @_storage_errors
     def list_sessions(self, *, parent_session_id: str | None = None) -> list[SessionSummary]:
@@ -770,9 +770,8 @@ class SessionStore:
                     continue
                 if not stat.S_ISDIR(st.st_mode) and not self._handles.check_dir(name, directory):
                     continue
-                summary = self._summary(
-                    name, directory, read_fork=functools.partial(absences.read, self._fs, directory, st, now)
-                )
+                read_fork = functools.partial(absences.read, self._where(name, directory), st, now)
+                summary = self._summary(name, directory, read_fork=read_fork)
             except UnsafePath as exc:
                 # One broken session must not hide the others: skip it, and say why.
                 self._sink(_recovery.unsafe_problem(exc))
@@ -979,7 +978,7 @@ class SessionStore:
         # file at the log's path unchanged since (`LogWriter.known_last`): no reopening and
         # reading of it, which after a durable write's fsyncs cost more than the rest.
         summary = _session.summary(
-            self._fs, session_id, directory, meta, known_end=self._handles.known_log_end(session_id)
+            self._where(session_id, directory), meta, known_end=self._handles.known_log_end(session_id)
         )
         assert summary is not None
         return summary
@@ -992,7 +991,7 @@ class SessionStore:
         (spec §9.13), so an update gives it its metadata as its next append would.
         Raises `SessionNotFound` otherwise.
         """
-        began = _session.began_at(self._fs, directory)
+        began = _session.began_at(self._where(session_id, directory))
         if began is None and not _dirs.exists(self._fs, os.path.join(directory, LOG_NAME)):
             raise _missing(session_id)
         return SessionMeta(created_at=began or self._handles.clock())
@@ -1027,7 +1026,7 @@ class SessionStore:
         # As in `_records`: OSErrors met while iterating become StorageErrors here.
         found = Reporter()
         try:
-            yield from _usage.read(self._fs, directory, found)
+            yield from _usage.read(self._where(session_id, directory), found)
         except JsonlStoreError:
             raise
         except OSError as exc:
@@ -1061,7 +1060,7 @@ class SessionStore:
         directory = self._readable(session_id)
         found = Reporter()
         try:
-            records = list(_usage.record_calls(self._fs, session_id, directory, found))
+            records = list(_usage.record_calls(self._where(session_id, directory), found))
         finally:
             self._report(p for p in found.problems if p.kind != "bad-snapshot")
         return _usage.own_calls(records, self.usage(session_id))
@@ -1241,7 +1240,7 @@ class SessionStore:
         A source whose own chain cannot be followed would give the fork nothing of it.
         """
         try:
-            sessions = _forks.depth(self._fs, self._handles.directory, session_id)
+            sessions = _forks.depth(self._where, session_id)
         except _forks.DamagedFork as exc:
             raise InvalidArgument(
                 f"session {session_id!r} cannot be forked: its history cannot be read ({exc})",
@@ -1263,7 +1262,8 @@ class SessionStore:
         """
         handles = self._handles
         made = handles.check_dir(target, directory)
-        present = _forks.read(self._fs, directory) if made else None
+        where = self._where(target, directory)
+        present = _forks.read(where) if made else None
         if present is not None:
             if (present.session_id, present.sequence) != (point.session_id, point.sequence):
                 raise InvalidArgument(f"session {target!r} is another fork already", session_id=target)
@@ -1274,7 +1274,7 @@ class SessionStore:
             )
         handles.ensure_root()
         _dirs.makedirs(self._fs, directory, durable=self._durable, session_id=target)
-        if present is None and not _forks.create(self._fs, directory, point, durable=self._durable):
+        if present is None and not _forks.create(where, point, durable=self._durable):
             raise InvalidArgument(
                 f"session {target!r} was made a fork by someone else meanwhile", session_id=target
             )
@@ -1294,7 +1294,7 @@ class SessionStore:
             if name == session_id:
                 continue
             try:
-                point = _forks.read(self._fs, os.path.join(self.root, name))
+                point = _forks.read(self._where(name, os.path.join(self.root, name)))
             except (_forks.DamagedFork, UnsafePath):
                 continue  # not a fork this store can read: it reads nothing of this session
             if point is not None and point.session_id == session_id:
@@ -1330,7 +1330,7 @@ class SessionStore:
 
     def _check(self, session_id: str, directory: str, *, fix: bool) -> list[Problem]:
         return _recovery.check(
-            self._fs, session_id, directory, fix=fix, durable=self._durable, lock_timeout=self.lock_timeout
+            self._where(session_id, directory), fix=fix, durable=self._durable, lock_timeout=self.lock_timeout
         )
 
     @_storage_errors
@@ -1354,7 +1354,7 @@ class SessionStore:
         directory = self._handles.directory(session_id)
         self._handles.forget(session_id)
         # Looked at before the lock is taken: a `.lock` that is a symlink is reported, not opened.
-        unsafe = _recovery.unsafe_paths(self._fs, session_id, directory)
+        unsafe = _recovery.unsafe_paths(self._where(session_id, directory))
         if unsafe:
             return unsafe
         if not _dirs.exists(self._fs, directory):
