@@ -9,7 +9,6 @@ damage it meets goes; the work is done in the modules named after each concern.
 
 from __future__ import annotations
 
-import collections
 import functools
 import inspect
 import logging
@@ -54,11 +53,12 @@ from ._errors import (
 )
 from ._fs import OS_FS, FileSystem
 from ._handles import SHARED_LISTINGS, Handles, OpenSession, now
+from ._history import History
 from ._ids import new_uuid7
 from ._log import Line, LogWriter
 from ._meta import Origin, SessionMeta
 from ._paths import FORK_NAME, LOG_NAME, is_session_id, validate_session_id
-from ._problems import CORRUPT_KINDS, LEFT_FOR_READERS, UNUSABLE_KINDS, Forward, Problem, Reporter
+from ._problems import CORRUPT_KINDS, UNUSABLE_KINDS, Forward, Problem, Reporter
 from ._records import ContextSnapshot, ForkPoint, Message, MessageTiming, ModelUsage, RawMessageRecord
 from ._session_dir import SessionDir
 from ._snapshots import Listings
@@ -260,63 +260,9 @@ class SessionStore:
         path = self._handles.directory(session_id) if directory is None else directory
         return SessionDir(self._fs, session_id, path, self._listings)
 
-    def _links(self, session_id: str, directory: str, found: Reporter) -> list[_forks.Link]:
-        """The sessions this one's history is read from (spec §8.10): itself alone unless a fork.
-
-        A fork file that cannot be read, a source that is no session of this root, or a
-        chain that loops or is too deep, is reported (``bad-fork``) and the session is
-        read alone, from its own log. So are own records at or before the branch: they
-        are read, after the sources' records before them.
-        """
-        path = os.path.join(directory, FORK_NAME)
-        try:
-            where = self._where(session_id, directory)
-            point = _forks.read(where)
-            if point is None:
-                return [_forks.Link(session_id, 0, None)]
-            first = _session.first_sequence(where)
-            links = _forks.chain(self._where, session_id, first)
-        except _forks.DamagedFork as exc:
-            found.report(Problem(path, "bad-fork", str(exc), LEFT_FOR_READERS))
-            return [_forks.Link(session_id, 0, None)]
-        if links[-1].base < point.sequence:
-            reason = _forks.early_records(first, point)
-            found.report(Problem(path, "bad-fork", reason, LEFT_FOR_READERS))
-        return links
-
-    def _fork_history(
-        self, links: list[_forks.Link], found: Reporter
-    ) -> tuple[ContextSnapshot | None, list[RawMessageRecord]]:
-        """A fork's snapshot and the records after it: its own newest snapshot, else its
-        sources' newest one before the branch, else none (spec §8.10)."""
-        where = self._where
-        start = self._fork_start(links, found)
-        if start is not None:
-            index, snapshot = start
-            link = links[index]
-            tail = list(
-                _forks.link_records(
-                    where(link.session_id), link, found,
-                    start=snapshot.tail_offset, after=snapshot.compacted_through_sequence, listings=True,
-                )
-            )  # fmt: skip
-            for later in links[index + 1 :]:
-                tail.extend(_forks.link_records(where(later.session_id), later, found))
-            return snapshot, tail
-        tail = []
-        for link in links:
-            tail.extend(_forks.link_records(where(link.session_id), link, found))
-        return None, tail
-
-    def _fork_start(self, links: list[_forks.Link], found: Reporter) -> tuple[int, ContextSnapshot] | None:
-        """The newest snapshot a history made of ``links`` starts at, and its link's index (spec §8.10)."""
-        for index in range(len(links) - 1, -1, -1):
-            link = links[index]
-            with self._where(link.session_id).reader(found) as log:
-                snapshot = _forks.latest_snapshot_upto(log, link.upto)
-            if snapshot is not None:
-                return index, snapshot
-        return None
+    def _history(self, session_id: str, directory: str, found: Reporter) -> History:
+        """The session's history (a fork's chain, snapshots, records), its damage going to ``found``."""
+        return History(self._where(session_id, directory), self._where, found)
 
     def _fork_point(self, session_id: str, directory: str) -> ForkPoint | None:
         """The session's fork point; None for a session that is not a fork (or does not exist)."""
@@ -328,48 +274,6 @@ class SessionStore:
             raise UnsupportedFormat(
                 f"session {session_id!r}: {FORK_NAME} cannot be read ({exc})", session_id=session_id
             ) from None
-
-    def _fork_prefix(self, session_id: str, directory: str) -> _checkpoint.Prefix:
-        """What a session's history holds before its own log, as `checkpoint` counts it:
-        nothing for a session that is not a fork.
-
-        Read when the checkpoint cache is built (the first save, or after a new snapshot
-        or log); its origin is looked at again by the saves of a fork without a snapshot
-        of its own (or of a session with no record yet), never by other saves.
-        """
-
-        def origin() -> object:
-            return self._fork_origin(self._links(session_id, directory, Reporter()))
-
-        def read() -> _checkpoint.Before:
-            ids: dict[Any, int] = {}
-            found = Reporter()
-            links = self._links(session_id, directory, found)
-            point = links[-2].check if len(links) > 1 else None
-            if point is None:
-                # not a fork (or one whose fork.json the next append refuses)
-                return _checkpoint.Before(ids, 0, "", 0, None)
-            key = self._fork_origin(links)
-            snapshot, tail = self._fork_history(links[:-1], found)
-            if snapshot is not None:
-                ids[_checkpoint.message_id(snapshot.compacted_message)] = 0
-            for record in tail:
-                ids.setdefault(_checkpoint.message_id(record.message), record.sequence)
-            version = snapshot.version if snapshot is not None else 0
-            return _checkpoint.Before(ids, links[-1].base, point.record_id, version, key)
-
-        return _checkpoint.Prefix(origin, read)
-
-    def _fork_origin(self, links: list[_forks.Link]) -> object:
-        """What a fork's history before its own log is read from: its chain and the snapshot it starts at."""
-        if len(links) == 1:
-            return None
-        start = self._fork_start(links[:-1], Reporter())
-        snapshot = start[1] if start is not None else None
-        return (
-            tuple((link.session_id, link.base, link.upto, link.check) for link in links),
-            None if snapshot is None else (snapshot.session_id, snapshot.version, snapshot.id),
-        )
 
     def _readable(self, session_id: str) -> str:
         """The session's directory, once the session is known to be one this version reads."""
@@ -587,18 +491,8 @@ class SessionStore:
         directory = self._handles.directory(session_id)
         self._handles.check_dir(session_id, directory)
         found = Reporter()
-        where = self._where(session_id, directory)
-        meta = _session.read_meta(where, found)
-        links = self._links(session_id, directory, found)
-        if len(links) == 1:
-            with where.reader(found) as log:
-                snapshot = log.latest_snapshot()
-                start, after = (
-                    (snapshot.tail_offset, snapshot.compacted_through_sequence) if snapshot else (0, 0)
-                )
-                tail = [record for _, record in log.records(start, after)]
-        else:
-            snapshot, tail = self._fork_history(links, found)
+        meta = _session.read_meta(self._where(session_id, directory), found)
+        snapshot, tail = self._history(session_id, directory, found).context()
         self._report(found.problems)
         if strict:
             corrupt = [p for p in found.problems if p.kind in CORRUPT_KINDS]
@@ -681,19 +575,7 @@ class SessionStore:
         # an OSError met while iterating into a StorageError itself.
         found = Reporter()
         try:
-            links = self._links(session_id, directory, found)
-            for link in links[:-1]:  # a fork's history: its sources' records up to the branch
-                yield from _forks.link_records(self._where(link.session_id), link, found, after=after)
-            base = links[-1].base
-            with self._where(session_id, directory).reader(found) as log:
-                start, floor = 0, base
-                if after > base:
-                    snapshot = log.latest_snapshot(at_most=after)
-                    if snapshot is not None:
-                        start, floor = snapshot.tail_offset, snapshot.compacted_through_sequence
-                for _, record in log.records(start, floor, containing):
-                    if record.sequence > after:
-                        yield record
+            yield from self._history(session_id, directory, found).records(after, containing)
         except JsonlStoreError:
             raise
         except OSError as exc:
@@ -713,17 +595,7 @@ class SessionStore:
             raise InvalidArgument(f"n must be a non-negative int, got {n!r}")
         directory = self._readable(session_id)
         found = Reporter()
-        with self._where(session_id, directory).reader(found, listings=False) as log:
-            records = log.last_records(n)
-        links = self._links(session_id, directory, found) if len(records) < n else []
-        if len(links) > 1:
-            # A fork's own log is short of n: the rest comes from the end of its history
-            # before the branch (read forwards: O(that history), spec §8.10).
-            missing = n - len(records)
-            before: collections.deque[RawMessageRecord] = collections.deque(maxlen=missing)
-            for link in links[:-1]:
-                before.extend(_forks.link_records(self._where(link.session_id), link, found))
-            records = [*before, *records]
+        records = self._history(session_id, directory, found).last(n)
         self._report(found.problems)
         return records
 
@@ -915,14 +787,8 @@ class SessionStore:
         return snapshot
 
     def _inherited_version(self, session_id: str, directory: str) -> int:
-        """The version of the source snapshot a fork's context starts at (0: none).
-
-        Until a fork has a snapshot of its own, its context starts at its source's (spec
-        §8.10), and that is the version `load` hands the caller to pass back.
-        """
-        links = self._links(session_id, directory, Reporter())
-        start = self._fork_start(links[:-1], Reporter())
-        return start[1].version if start is not None else 0
+        """The version of the source snapshot a fork's context starts at (0: none): `History.inherited_version`."""
+        return self._history(session_id, directory, Reporter()).inherited_version()
 
     def _require_writable(self, session_id: str, directory: str) -> SessionMeta | None:
         """Refuse to change a session this version cannot read or must not write."""
@@ -1112,7 +978,10 @@ class SessionStore:
             session,
             messages,
             append_options,
-            reading=(self._fs, directory, self._listings, self._fork_prefix(session_id, directory)),
+            reading=(
+                self._where(session_id, directory),
+                _checkpoint.fork_prefix(functools.partial(self._history, session_id, directory)),
+            ),
             lock=lambda: handles.lock_made(session),
             make=lambda: handles.writer(session),  # creates the session (and its lock file) if new
         )
