@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from . import _forks, _session
 from ._paths import FORK_NAME
 from ._problems import LEFT_FOR_READERS, Problem, Reporter
+from ._reader import LogReader
 from ._records import ContextSnapshot, RawMessageRecord
 from ._session_dir import SessionDir
 
@@ -69,8 +70,11 @@ class History:
         A fork's snapshot is its own newest, else its sources' newest one before the
         branch, else none (spec §8.10).
         """
+        where = self.where
         if not self.is_fork:
-            with self.where.reader(self.reporter) as log:
+            with LogReader(
+                where.fs, where.session_id, where.path, self.reporter, listings=where.listings
+            ) as log:
                 snapshot = log.latest_snapshot()
                 start, after = (
                     (snapshot.tail_offset, snapshot.compacted_through_sequence) if snapshot else (0, 0)
@@ -103,7 +107,8 @@ class History:
         """The newest snapshot a history made of ``links`` starts at, and its link's index (spec §8.10)."""
         for index in range(len(links) - 1, -1, -1):
             link = links[index]
-            with self.dir_of(link.session_id).reader(found) as log:
+            source = self.dir_of(link.session_id)
+            with LogReader(source.fs, source.session_id, source.path, found, listings=source.listings) as log:
                 snapshot = _forks.latest_snapshot_upto(log, link.upto)
             if snapshot is not None:
                 return index, snapshot
@@ -119,8 +124,8 @@ class History:
         links = self.links
         for link in links[:-1]:
             yield from _forks.link_records(self.dir_of(link.session_id), link, self.reporter, after=after)
-        base = links[-1].base
-        with self.where.reader(self.reporter) as log:
+        base, where = links[-1].base, self.where
+        with LogReader(where.fs, where.session_id, where.path, self.reporter, listings=where.listings) as log:
             start, floor = 0, base
             if after > base:
                 snapshot = log.latest_snapshot(at_most=after)
@@ -136,7 +141,8 @@ class History:
         Costs O(n) whatever the log's length. Only when the own log is short of ``n`` is
         the fork's history before the branch read, forwards (O(that history)).
         """
-        with self.where.reader(self.reporter, listings=False) as log:
+        where = self.where
+        with LogReader(where.fs, where.session_id, where.path, self.reporter) as log:
             records = log.last_records(n)
         if len(records) == n or not self.is_fork:
             return records

@@ -151,7 +151,7 @@ def _check_session(where: SessionDir, *, fix: bool, durable: bool, lock_timeout:
                 log_converted = any(p.kind == "text-conversion" for p in found_in_log)
             check.problems.extend(found_in_log)
     check.problems.extend(_check_blobs(where, fix=fix))
-    with where.reader(listings=False) as log:
+    with LogReader(where.fs, where.session_id, where.path) as log:
         for version in _snapshots.versions(fs, directory):
             check.snapshot(log, version, held=version in held, log_converted=log_converted)
     return check.problems
@@ -298,7 +298,7 @@ def _check_log(
     found = Reporter()
     removed = 0  # bytes a restore of converted lines takes out before the good part's end
     # One descriptor and one size for the whole check: the raw log's is its reader's.
-    log = where.reader(found, listings=False) if raw_log else None
+    log = LogReader(where.fs, where.session_id, where.path, found) if raw_log else None
     fd = open_regular(fs, path, FLAGS_READ, session_id=session_id) if log is None else log.fd
     if fd is None:
         return []  # removed since the directory was listed
@@ -370,7 +370,7 @@ def _check_blobs(where: SessionDir, *, fix: bool) -> list[Problem]:
     fs, directory = where.fs, where.path
     names = _blobs.listing(fs, directory)
     problems: list[Problem] = []
-    with where.reader(listings=False) as log:
+    with LogReader(where.fs, where.session_id, where.path) as log:
         if log.fd is None:
             referenced: dict[str, int] = {}
         else:
@@ -425,7 +425,7 @@ def _offsets_holding(where: SessionDir) -> set[int]:
     """The versions of the snapshots whose boundary record is where they say, right now."""
     fs, session_id, directory = where.fs, where.session_id, where.path
     holding: set[int] = set()
-    with where.reader(listings=False) as log:
+    with LogReader(where.fs, where.session_id, where.path) as log:
         if log.fd is None:
             return holding
         for version in _snapshots.versions(fs, directory):

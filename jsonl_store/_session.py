@@ -16,7 +16,7 @@ from ._log import Line, scan
 from ._meta import SessionMeta
 from ._paths import META_NAME, damaged_name
 from ._problems import DISCARD, MOVE_ASIDE, Problem, Reporter
-from ._reader import record_summary
+from ._reader import LogReader, record_summary
 from ._records import ForkPoint
 from ._session_dir import SessionDir
 from ._view import SessionSummary
@@ -51,7 +51,7 @@ def _first_line(where: SessionDir, limit: int | None = None) -> Line | None:
 
     `scan` reads in growing chunks, so a caller that takes the first line reads little.
     """
-    with where.reader(listings=False) as log:
+    with LogReader(where.fs, where.session_id, where.path) as log:
         if log.fd is None:
             return None
         end = log.size if limit is None else min(log.size, limit)
@@ -108,7 +108,7 @@ def summary(
     if known_end is not None and meta is not None:
         exists, line = True, known_end[0]
     else:
-        with where.reader(listings=False) as log:
+        with LogReader(where.fs, where.session_id, where.path) as log:
             exists, line = log.exists, log.last_good()[1] if log.size else None
             if log.size and meta is None:
                 first_time = first_record_time(where)

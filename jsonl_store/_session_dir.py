@@ -14,8 +14,6 @@ import os
 
 from ._fs import FileSystem
 from ._paths import LOG_NAME, session_dir, validate_session_id
-from ._problems import DISCARD, Reporter
-from ._reader import LogReader
 from ._snapshots import Listings
 
 
@@ -24,7 +22,10 @@ class SessionDir:
     """One session's directory: the file system it is reached through, its id, its path.
 
     ``listings`` is the store's cache of snapshot listings (`_snapshots.Listings`), or
-    None to list the directory on every read. Nothing here touches the disk until asked.
+    None to list the directory on every read. Nothing here touches the disk. Readers open
+    ``LogReader(where.fs, where.session_id, where.path, ...)`` themselves: a helper method
+    would add a frame to every append and load, which a caller with few frames left to
+    its recursion limit may not have (``tests/unit/test_nesting_depth.py``).
     """
 
     fs: FileSystem
@@ -40,12 +41,6 @@ class SessionDir:
     def log_path(self) -> str:
         """The raw log's path."""
         return os.path.join(self.path, LOG_NAME)
-
-    def reader(self, reporter: Reporter = DISCARD, *, listings: bool = True) -> LogReader:
-        """A `LogReader` on the raw log (with the store's snapshot listings unless ``listings=False``)."""
-        return LogReader(
-            self.fs, self.session_id, self.path, reporter, listings=self.listings if listings else None
-        )
 
     def sibling(self, session_id: str) -> SessionDir:
         """Another session of the same store root (a fork's source, spec §8.10)."""

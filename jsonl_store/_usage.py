@@ -15,6 +15,7 @@ from ._handles import now
 from ._log import FLAGS_READ, Line, scan
 from ._paths import USAGE_NAME
 from ._problems import SKIPPED, Problem, Reporter
+from ._reader import LogReader
 from ._records import ModelUsage, RawMessageRecord, UsageRecord
 from ._redact import Redactor
 from ._session_dir import SessionDir
@@ -149,7 +150,7 @@ def record_calls(where: SessionDir, reporter: Reporter) -> Iterator[dict[str, An
     a usage report costs a pass over the log's bytes, not a decoding of every message.
     Records out of order are left out as `LogReader.records` leaves them out (§8.6).
     """
-    with where.reader(reporter, listings=False) as log:
+    with LogReader(where.fs, where.session_id, where.path, reporter) as log:
         if log.fd is None:
             return
         end, _ = log.last_good()
