@@ -9,13 +9,18 @@ reported (spec §18.1).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from . import _append, _usage
 from ._handles import OpenSession
 from ._log import Line, LogWriter
-from ._records import Message, ModelUsage
+from ._records import Message, MessageTiming, ModelUsage
+from ._redactions import Tally
 from ._store_state import StoreState
+
+#: What a writer appends: the bytes and last line of a batch, given the log's last line.
+Build = Callable[[Line | None], tuple[bytes, Line]]
 
 #: How many times `write` tries a write whose session directory vanished.
 WRITE_ATTEMPTS = 8
@@ -34,59 +39,116 @@ REWRITE_DEFAULTS: dict[str, Any] = {
 }
 
 
-def append_one(state: StoreState, session_id: str, message: Message, usage: ModelUsage | None) -> int:
-    """`append` of a runner's plain ``append(session_id, message[, usage=...])``, flat."""
-    handles = state.handles
-    session = handles.session(session_id)
-    tally = state.tally()
-    one = _append.encode_one(session, message, usage, state.sizes, handles.clock, handles.new_id, tally)
-    if one is None:
-        return 0  # not to be persisted
-    write(session, handles.writer, one.build)
-    if tally is not None and tally.kinds:
-        state.redacted(tally, session_id, "append", (one.sequence,))
-    return one.sequence
-
-
 def append(
-    state: StoreState, session_id: str, operation: str, messages: Sequence[Message], **options: Any
+    state: StoreState,
+    session_id: str,
+    operation: str,
+    messages: Sequence[Message],
+    *,
+    timings: Sequence[MessageTiming | None],
+    usages: Sequence[ModelUsage | None],
+    request_id: str | None = None,
+    parent_session_id: str | None = None,
+    title: str | None = None,
+    agent_name: str | None = None,
+    session_type: int = 0,
+    metadata: Mapping[str, Any] | None = None,
+    tags: Mapping[str, Any] | None = None,
+    expected_last_sequence: int | None = None,
+    created_at: datetime | None = None,
+    before_write: Callable[[Tally | None], Callable[[int, bytes], None]] | None = None,
 ) -> list[int]:
-    """Append ``messages`` in one write with ``options`` (`append_many`'s keywords); their sequences."""
+    """The one append path: ``messages`` encoded (`_append`) and written in one write; their sequences.
+
+    A plain ``append`` (one message, no option but a usage) takes `_append.encode_one`,
+    the same checks encoded flat. ``operation`` names the call in redaction notices (spec
+    §18.1). ``before_write(tally)`` gives what runs under the append lock right before
+    the write, with the batch's offset and first line (a checkpoint's rewrite makes its
+    snapshot there, spec §10).
+    """
     handles = state.handles
     session = handles.session(session_id)
     tally = state.tally()
+    if (
+        operation == "append"
+        and before_write is None
+        and request_id is None
+        and timings[0] is None
+        and parent_session_id is None
+        and title is None
+        and agent_name is None
+        and type(session_type) is int
+        and not session_type
+        and metadata is None
+        and tags is None
+        and expected_last_sequence is None
+        and created_at is None
+    ):
+        one = _append.encode_one(
+            session, messages[0], usages[0], state.sizes, handles.clock, handles.new_id, tally
+        )
+        if one is None:
+            return [0]  # not to be persisted
+        write(session, handles.writer, one.build)
+        _report(state, session, tally, operation, [one.sequence], made=False)
+        return [one.sequence]
     # Everything that can fail on bad input is checked before any file is touched.
     batch = _append.encode(
-        session,
-        messages,
-        state.sizes,
-        **options,
-        clock=handles.clock,
-        new_id=handles.new_id,
-        redactor=tally,
-    )
+        session, messages, state.sizes, request_id=request_id, timings=timings, usages=usages,
+        parent_session_id=parent_session_id, title=title, agent_name=agent_name, session_type=session_type,
+        metadata=metadata, tags=tags, expected_last_sequence=expected_last_sequence, created_at=created_at,
+        clock=handles.clock, new_id=handles.new_id, redactor=tally,
+    )  # fmt: skip
     if batch is None:
         return [0] * len(messages)  # nothing to persist
+    build = batch.build if before_write is None else _made_before(batch.build, before_write(tally))
     if batch.expected:
         expected = batch.expected
         _append.refuse_unstarted(session, expected)
         # Deleted between that look and the write: the retry must not make it again.
-        write(session, handles.writer, batch.build, lambda: _append.refuse_unstarted(session, expected))
+        write(session, handles.writer, build, lambda: _append.refuse_unstarted(session, expected))
     else:
-        write(session, handles.writer, batch.build)
-    if tally is not None:
-        made = take_made_redacted(session)
-        if made:
-            tally.add(made)
-        if tally.kinds:
-            state.redacted(tally, session_id, operation, batch.sequences)
+        write(session, handles.writer, build)
+    # The labels of a metadata file this write made count too (a rewrite's session is made already).
+    _report(state, session, tally, operation, batch.sequences, made=before_write is None)
     return batch.sequences
+
+
+def _report(
+    state: StoreState,
+    session: OpenSession,
+    tally: Tally | None,
+    operation: str,
+    sequences: list[int],
+    *,
+    made: bool,
+) -> None:
+    """Say what a write's redactor replaced (spec §18.1); with ``made``, in the metadata it made too."""
+    if tally is None:
+        return
+    taken = take_made_redacted(session) if made else None
+    if taken:
+        tally.add(taken)
+    if tally.kinds:
+        state.redacted(tally, session.session_id, operation, sequences)
+
+
+def _made_before(build: Build, make: Callable[[int, bytes], None]) -> Build:
+    """``build``, calling ``make(offset, first line)`` first: under the append lock, right
+    before the write, where the batch goes (the writer has cut any damaged tail)."""
+
+    def wrapped(last: Line | None) -> tuple[bytes, Line]:
+        data, line = build(last)
+        make(last.end if last is not None else 0, data[: data.index(b"\n") + 1])
+        return data, line
+
+    return wrapped
 
 
 def write(
     session: OpenSession,
     writer_of: Callable[[OpenSession], LogWriter],
-    build: Callable[[Line | None], tuple[bytes, Line]],
+    build: Build,
     before_retry: Callable[[], None] | None = None,
 ) -> None:
     """``writer_of(session).append(build)``; when the session directory vanished under
@@ -134,8 +196,8 @@ def record_usage(state: StoreState, session_id: str, record: ModelUsage | Mappin
 __all__ = [
     "REWRITE_DEFAULTS",
     "WRITE_ATTEMPTS",
+    "Build",
     "append",
-    "append_one",
     "record_usage",
     "take_made_redacted",
     "write",

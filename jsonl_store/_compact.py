@@ -203,9 +203,10 @@ def take(
     compacted_through_sequence: int,
     expected_version: int,
 ) -> ContextSnapshot:
-    """`SessionStore.snapshot` once its arguments are checked: the session checked writable
-    and the snapshot made under its lock."""
+    """`SessionStore.snapshot`: the arguments and the session checked (writable, a fork's
+    boundary past its branch), then the snapshot made under its lock."""
     directory = state.handles.directory(session_id)
+    check_arguments(compacted_message, compacted_through_sequence, expected_version)
     state.require_writable(session_id, directory)
     point = state.fork_point(session_id, directory)
     if point is not None and compacted_through_sequence <= point.sequence:

@@ -12,19 +12,27 @@ from typing import Any
 
 from . import _dirs, _forks, _listing
 from ._errors import InvalidArgument, SessionHasForks
+from ._paths import validate_session_id
 from ._records import ForkPoint, RawMessageRecord
 from ._store_state import StoreState, missing
 
 
 def fork(
     state: StoreState,
-    records: Callable[[str, int], Iterable[RawMessageRecord]],
+    records: Callable[..., Iterable[RawMessageRecord]],
     session_id: str,
     at_sequence: int,
-    target: str,
+    new_session_id: str | None,
 ) -> str:
-    """`SessionStore.fork` once its ids are checked; ``records(session_id, after)`` reads the source."""
+    """`SessionStore.fork`; ``records`` is `SessionStore.records`, which reads the source."""
+    validate_session_id(session_id)
+    if type(at_sequence) is not int or at_sequence < 1:
+        raise InvalidArgument(f"at_sequence must be a positive int, got {at_sequence!r}")
     handles = state.handles
+    target = handles.new_id() if new_session_id is None else new_session_id
+    validate_session_id(target)
+    if target == session_id:
+        raise InvalidArgument(f"a session cannot be a fork of itself ({session_id!r})")
     source_dir = state.readable(session_id)
     source = state.summary(session_id, source_dir)
     if source is None:
@@ -34,7 +42,7 @@ def fork(
     # Under the source's lock: a delete of the source (which holds it too) either sees
     # this fork or has already removed what it would branch from.
     with handles.lock(session_id):
-        record = next(iter(records(session_id, at_sequence - 1)), None)
+        record = next(iter(records(session_id, after=at_sequence - 1)), None)
         if record is None or record.sequence != at_sequence:
             raise InvalidArgument(
                 f"sequence {at_sequence} is not a record of session {session_id!r}", session_id=session_id

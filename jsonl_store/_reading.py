@@ -8,12 +8,12 @@ method returned.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from . import _session, _usage
-from ._dialects import stored_dialect
-from ._errors import CorruptSession, JsonlStoreError
+from . import _resume, _session, _usage
+from ._dialects import Dialect, stored_dialect
+from ._errors import CorruptSession, InvalidArgument, JsonlStoreError, SequenceConflict
 from ._problems import CORRUPT_KINDS, Reporter
 from ._records import RawMessageRecord
 from ._store_state import StoreState, failure
@@ -21,7 +21,9 @@ from ._view import SessionView
 
 
 def load(state: StoreState, session_id: str, *, strict: bool) -> SessionView:
-    """`SessionStore.load` once its arguments are checked."""
+    """`SessionStore.load`."""
+    if type(strict) is not bool:
+        raise InvalidArgument(f"strict must be a bool, got {strict!r}")
     handles = state.handles
     directory = handles.directory(session_id)
     handles.check_dir(session_id, directory)
@@ -60,6 +62,44 @@ def _last_record_id(view: SessionView) -> str:
     return view.snapshot.boundary_record_id if view.snapshot is not None else ""
 
 
+def resume(
+    load: Callable[[str], SessionView],
+    append_many: Callable[..., list[int]],
+    session_id: str,
+    notice: str,
+    dialect: str | Dialect | None,
+) -> SessionView:
+    """`SessionStore.resume` over the store's own ``load`` and ``append_many``.
+
+    The closing results are appended only if the log still ends where it was loaded
+    (``expected_last_sequence``), so concurrent resumes store them once.
+    """
+    if not isinstance(notice, str) or not notice:
+        raise InvalidArgument(f"notice must be a non-empty str, got {notice!r}")
+    while True:
+        view = load(session_id)
+        closing = _resume.closing_results(view.context, notice, view.dialect if dialect is None else dialect)
+        if not closing:
+            return view
+        try:
+            append_many(session_id, closing, expected_last_sequence=view.last_sequence)
+        except SequenceConflict:
+            continue  # another writer appended (maybe these very results): look again
+
+
+def open_records(
+    state: StoreState, session_id: str, after: int, containing: bytes | None
+) -> Iterator[RawMessageRecord]:
+    """`SessionStore.records`: the arguments and the session checked now, the records read lazily."""
+    if type(after) is not int or after < 0:
+        raise InvalidArgument(f"after must be a non-negative int, got {after!r}")
+    if containing is not None and (not isinstance(containing, bytes) or not containing):
+        raise InvalidArgument(f"containing must be non-empty bytes or None, got {containing!r}")
+    # Checked now, not at the first next(): a session this version cannot read fails
+    # where records() is called.
+    return records(state, session_id, state.readable(session_id), after, containing)
+
+
 def records(
     state: StoreState, session_id: str, directory: str, after: int, containing: bytes | None = None
 ) -> Iterator[RawMessageRecord]:
@@ -77,7 +117,9 @@ def records(
 
 
 def tail(state: StoreState, session_id: str, n: int) -> list[RawMessageRecord]:
-    """`SessionStore.tail` once its arguments are checked."""
+    """`SessionStore.tail`."""
+    if type(n) is not int or n < 0:
+        raise InvalidArgument(f"n must be a non-negative int, got {n!r}")
     directory = state.readable(session_id)
     found = Reporter()
     last = state.history(session_id, directory, found).last(n)
@@ -108,4 +150,4 @@ def own_record_calls(state: StoreState, session_id: str) -> list[dict[str, Any]]
         state.report(p for p in found.problems if p.kind != "bad-snapshot")
 
 
-__all__ = ["load", "own_record_calls", "records", "tail", "usage"]
+__all__ = ["load", "open_records", "own_record_calls", "records", "resume", "tail", "usage"]

@@ -9,15 +9,16 @@ lock and the append path, and writes a rewrite's batch right after its snapshot
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import _append, _checkpoint, _compact, _dirs
-from ._appending import REWRITE_DEFAULTS, write
+from ._appending import REWRITE_DEFAULTS, append
+from ._errors import InvalidArgument
 from ._handles import OpenSession
-from ._log import Line
 from ._paths import LOG_NAME
 from ._records import Message, MessageTiming
+from ._redactions import Tally
 from ._store_state import StoreState
 
 
@@ -27,10 +28,16 @@ def checkpoint(
     session_id: str,
     messages: Sequence[Message],
     append_options: dict[str, Any],
+    allowed: frozenset[str],
 ) -> list[int]:
-    """`SessionStore.checkpoint` once its messages and option names are checked."""
+    """`SessionStore.checkpoint`; ``allowed`` are the keywords it passes on to ``append_many``."""
     handles = state.handles
     directory = handles.directory(session_id)
+    # Checked before the session is made: nothing may be created for a call that fails.
+    _checkpoint.check_messages(messages)
+    unknown = set(append_options) - allowed
+    if unknown:
+        raise InvalidArgument(f"checkpoint got unknown append options: {', '.join(sorted(unknown))}")
     session = handles.session(session_id)
     if not _dirs.exists(state.fs, state.where(session_id, directory).file(LOG_NAME)):
         # The save would make the session: the append it ends with is checked first (as
@@ -93,40 +100,25 @@ def rewrite_context(
 ) -> list[int]:
     """`checkpoint`'s rewrite, under the session lock: ``batch`` (a marker record, then the
     new tail) in one write, made right after the snapshot through the marker (spec §10)."""
-    handles = state.handles
-    session = handles.session(session_id)
-    directory = handles.directory(session_id)
+    directory = state.handles.directory(session_id)
     options = dict(append_options)
     tail = batch[1:]
-    timings = [
-        None,
-        *_append.per_message(options.pop("timing", None), MessageTiming, len(tail), "timing"),
-    ]
+    timings = [None, *_append.per_message(options.pop("timing", None), MessageTiming, len(tail), "timing")]
     usages = [None, *_append.usages_for(tail, options.pop("usage", None))]
-    tally = state.tally()
-    encoded = _append.encode(
-        session, batch, state.sizes, timings=timings, usages=usages,
-        **{**REWRITE_DEFAULTS, **options},
-        clock=handles.clock, new_id=handles.new_id, redactor=tally,
+
+    def before_write(tally: Tally | None) -> Callable[[int, bytes], None]:
+        # Once the batch is encoded (bad input raises before anything is read or written).
+        inherited = (
+            state.inherited_version(session_id, directory) if state.fork_point(session_id, directory) else 0
+        )
+        return _compact.before_batch(
+            state.handles, session_id, directory, compacted, (expected_version, inherited), tally
+        )
+
+    return append(
+        state, session_id, "checkpoint", batch, **{**REWRITE_DEFAULTS, **options},
+        timings=timings, usages=usages, before_write=before_write,
     )  # fmt: skip
-    assert encoded is not None  # the marker is always stored
-    inherited = (
-        state.inherited_version(session_id, directory) if state.fork_point(session_id, directory) else 0
-    )
-    make = _compact.before_batch(
-        handles, session_id, directory, compacted, (expected_version, inherited), tally
-    )
-
-    def build(last: Line | None) -> tuple[bytes, Line]:
-        data, line = encoded.build(last)
-        # Under the append lock, right before the write: the batch goes where the good
-        # part ends now (the writer has cut any damaged tail), and no one can write first.
-        make(last.end if last is not None else 0, data[: data.index(b"\n") + 1])
-        return data, line
-
-    write(session, handles.writer, build)
-    state.redacted(tally, session_id, "checkpoint", encoded.sequences)
-    return encoded.sequences
 
 
 __all__ = ["checkpoint", "rewrite_context"]

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from . import _append, _codec, _dirs, _meta, _session
-from ._errors import ParentMismatch
+from ._errors import InvalidArgument, ParentMismatch
 from ._meta import SessionMeta
 from ._paths import LOG_NAME
 from ._store_state import StoreState, missing
@@ -30,9 +30,14 @@ def create(
     metadata: Mapping[str, Any] | None,
     created_at: datetime | None,
 ) -> SessionSummary:
-    """`SessionStore.create_session` once its arguments are checked: made, or found made."""
+    """`SessionStore.create_session`: the arguments checked, then the session made, or found made."""
     handles = state.handles
     directory = handles.directory(session_id)
+    _append.check_session_options(session_id, None, parent_session_id, session_type)
+    _meta.check_title(title)
+    _meta.check_agent_name(agent_name)
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise InvalidArgument(f"metadata must be a mapping, got {type(metadata).__name__}")
     began = handles.clock() if created_at is None else _append.record_time(created_at)
     initial = dict(metadata or {})
     _codec.encode_json(initial, "metadata")

@@ -186,6 +186,17 @@ class StoreState:
         return _session.summary(where, meta, read_fork)
 
 
+def check_options(durability: object, lock_timeout: object, **callbacks: object) -> None:
+    """`InvalidArgument` for a ``SessionStore`` option no store can work with."""
+    if durability not in ("fsync", "none"):
+        raise InvalidArgument(f"durability must be 'fsync' or 'none', got {durability!r}")
+    if not isinstance(lock_timeout, (int, float)) or not lock_timeout > 0:
+        raise InvalidArgument(f"lock_timeout must be a positive number of seconds, got {lock_timeout!r}")
+    for name, value in callbacks.items():
+        if value is not None and not callable(value):
+            raise InvalidArgument(f"{name} must be callable, got {value!r}")
+
+
 def missing(session_id: str) -> SessionNotFound:
     return SessionNotFound(f"session {session_id!r} does not exist", session_id=session_id)
 
@@ -246,4 +257,4 @@ def storage_errors(method: Callable[Concatenate[S, P], R]) -> Callable[Concatena
     return call
 
 
-__all__ = ["UNSET", "StoreState", "checked_root", "failure", "missing", "storage_errors"]
+__all__ = ["UNSET", "StoreState", "check_options", "checked_root", "failure", "missing", "storage_errors"]

@@ -1,18 +1,13 @@
-"""`SessionStore`: the one API behind the library and the command line.
+"""`SessionStore`: the one API behind the library and the command line, as a facade.
 
-The data's way is short and one-directional: arguments -> records (``_append``,
-``_records``) -> lines (``_codec``) -> files (``_log``, ``_snapshots``, ``_meta``) through
-the one file-system door (``_fs``), and back through a session's `History` (``_history``).
-This module checks arguments, turns ``OSError`` into `StorageError`, and hands each call
-to the module named after its concern, over the store's shared `StoreState`: reads
-(``_reading``), listing (``_listing``), metadata (``_session_edits``), appends
-(``_appending``), whole-list saves (``_saves``), snapshots (``_compact``), forks and
-deletes (``_forking``), verify, repair and secrets (``_maintenance``).
+Each public method turns ``OSError`` into `StorageError` and hands the call, over the
+store's `StoreState`, to the module of its concern: ``_reading``, ``_listing``,
+``_session_edits``, ``_appending`` (the one append path), ``_saves``, ``_compact``,
+``_forking``, ``_maintenance``. They check the arguments before any file is touched.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -24,7 +19,6 @@ from . import (
     _appending,
     _blob_writes,
     _blobs,
-    _checkpoint,
     _compact,
     _forking,
     _listing,
@@ -34,19 +28,18 @@ from . import (
     _reading,
     _redact,
     _redactions,
-    _resume,
     _saves,
     _session_edits,
     _usage,
 )
 from ._dialects import Dialect
-from ._errors import InvalidArgument, JsonlStoreError, SequenceConflict
+from ._errors import InvalidArgument, JsonlStoreError
 from ._fs import FileSystem
 from ._meta import Origin
 from ._paths import validate_session_id
 from ._problems import UNUSABLE_KINDS, Problem
 from ._records import ContextSnapshot, Message, MessageTiming, ModelUsage, RawMessageRecord
-from ._store_state import UNSET, StoreState, checked_root, failure, storage_errors
+from ._store_state import UNSET, StoreState, check_options, checked_root, failure, storage_errors
 from ._tool_batches import INTERRUPTED_NOTICE
 from ._view import SessionSummary, SessionView
 
@@ -89,13 +82,7 @@ class SessionStore:
         max_record_bytes: int = _blobs.DEFAULT_MAX_RECORD_BYTES,
         on_redact: Callable[[_redactions.Redaction], None] | None = None,
     ) -> None:
-        if durability not in ("fsync", "none"):
-            raise InvalidArgument(f"durability must be 'fsync' or 'none', got {durability!r}")
-        if not isinstance(lock_timeout, (int, float)) or not lock_timeout > 0:
-            raise InvalidArgument(f"lock_timeout must be a positive number of seconds, got {lock_timeout!r}")
-        for name, value in (("on_problem", on_problem), ("on_redact", on_redact)):
-            if value is not None and not callable(value):
-                raise InvalidArgument(f"{name} must be callable, got {value!r}")
+        check_options(durability, lock_timeout, on_problem=on_problem, on_redact=on_redact)
         #: Strings over ``blob_threshold`` UTF-8 bytes go to blob files; a record line is
         #: at most ``max_record_bytes`` (spec §5.1).
         sizes = _blob_writes.Sizes(blob_threshold, max_record_bytes)
@@ -191,23 +178,9 @@ class SessionStore:
         made elsewhere (an imported transcript's timestamp).
         """
         try:
-            if (
-                request_id is None
-                and timing is None
-                and parent_session_id is None
-                and title is None
-                and agent_name is None
-                and type(session_type) is int
-                and not session_type
-                and metadata is None
-                and tags is None
-                and expected_last_sequence is None
-                and created_at is None
-            ):
-                return _appending.append_one(self._state, session_id, message, usage)
             return _appending.append(
-                self._state, session_id, "append", [message], request_id=request_id, timings=[timing],
-                usages=[usage], parent_session_id=parent_session_id, title=title, agent_name=agent_name,
+                self._state, session_id, "append", [message], timings=[timing], usages=[usage],
+                request_id=request_id, parent_session_id=parent_session_id, title=title, agent_name=agent_name,
                 session_type=session_type, metadata=metadata, tags=tags,
                 expected_last_sequence=expected_last_sequence, created_at=created_at,
             )[0]  # fmt: skip
@@ -247,8 +220,8 @@ class SessionStore:
         usages = _append.usages_for(messages, usage)
         try:
             return _appending.append(
-                self._state, session_id, "append_many", messages, request_id=request_id, timings=timings,
-                usages=usages, parent_session_id=parent_session_id, title=title, agent_name=agent_name,
+                self._state, session_id, "append_many", messages, timings=timings, usages=usages,
+                request_id=request_id, parent_session_id=parent_session_id, title=title, agent_name=agent_name,
                 session_type=session_type, metadata=metadata, tags=tags,
                 expected_last_sequence=expected_last_sequence, created_at=created_at,
             )  # fmt: skip
@@ -269,8 +242,6 @@ class SessionStore:
         the log, a snapshot or metadata file that cannot be read. A torn last line (what a
         crash leaves) is never damage.
         """
-        if type(strict) is not bool:
-            raise InvalidArgument(f"strict must be a bool, got {strict!r}")
         return _reading.load(self._state, session_id, strict=strict)
 
     @_storage_errors
@@ -288,19 +259,7 @@ class SessionStore:
         the default, is the session's own (`SessionView.dialect`). The results it makes
         must be messages the store holds (dicts with a ``role``).
         """
-        if not isinstance(notice, str) or not notice:
-            raise InvalidArgument(f"notice must be a non-empty str, got {notice!r}")
-        while True:
-            view = self.load(session_id)
-            closing = _resume.closing_results(
-                view.context, notice, view.dialect if dialect is None else dialect
-            )
-            if not closing:
-                return view
-            try:
-                self.append_many(session_id, closing, expected_last_sequence=view.last_sequence)
-            except SequenceConflict:
-                continue  # another writer appended (maybe these very results): look again
+        return _reading.resume(self.load, self.append_many, session_id, notice, dialect)
 
     @_storage_errors
     def records(
@@ -315,14 +274,7 @@ class SessionStore:
         the records a fork reads from its sources are given whole (the branch record's id
         is checked on the way).
         """
-        if type(after) is not int or after < 0:
-            raise InvalidArgument(f"after must be a non-negative int, got {after!r}")
-        if containing is not None and (not isinstance(containing, bytes) or not containing):
-            raise InvalidArgument(f"containing must be non-empty bytes or None, got {containing!r}")
-        # Checked now, not at the first next(): a session this version cannot read fails
-        # where records() is called.
-        directory = self._state.readable(session_id)
-        return _reading.records(self._state, session_id, directory, after, containing)
+        return _reading.open_records(self._state, session_id, after, containing)
 
     @_storage_errors
     def tail(self, session_id: str, n: int) -> list[RawMessageRecord]:
@@ -331,8 +283,6 @@ class SessionStore:
         Costs O(n), whatever the log's length; snapshots do not matter (these are records,
         as `records` gives them). An unknown session gives ``[]``.
         """
-        if type(n) is not int or n < 0:
-            raise InvalidArgument(f"n must be a non-negative int, got {n!r}")
         return _reading.tail(self._state, session_id, n)
 
     @_storage_errors
@@ -376,12 +326,6 @@ class SessionStore:
         Calling it for a session that exists changes nothing and returns its summary; a
         different ``parent_session_id`` than the session has raises `ParentMismatch`.
         """
-        validate_session_id(session_id)
-        _append.check_session_options(session_id, None, parent_session_id, session_type)
-        _meta.check_title(title)
-        _meta.check_agent_name(agent_name)
-        if metadata is not None and not isinstance(metadata, Mapping):
-            raise InvalidArgument(f"metadata must be a mapping, got {type(metadata).__name__}")
         return _session_edits.create(
             self._state, session_id, title=title, agent_name=agent_name, parent_session_id=parent_session_id,
             session_type=session_type, metadata=metadata, created_at=created_at,
@@ -405,8 +349,6 @@ class SessionStore:
         writer created a newer snapshot first, and `InvalidArgument` when the boundary does
         not advance past the previous snapshot's or passes the last sequence.
         """
-        validate_session_id(session_id)
-        _compact.check_arguments(compacted_message, compacted_through_sequence, expected_version)
         return _compact.take(
             self._state, session_id, compacted_message, compacted_through_sequence, expected_version
         )
@@ -501,13 +443,7 @@ class SessionStore:
         this store saved last (O(new messages)); the first save of a session by a store
         reads its tail once, as `load` does, and a rewrite costs O(tail).
         """
-        validate_session_id(session_id)
-        # Checked before the session is made: nothing may be created for a call that fails.
-        _checkpoint.check_messages(messages)
-        unknown = set(append_options) - _APPEND_OPTIONS
-        if unknown:
-            raise InvalidArgument(f"checkpoint got unknown append options: {', '.join(sorted(unknown))}")
-        return _saves.checkpoint(self._state, self, session_id, messages, append_options)
+        return _saves.checkpoint(self._state, self, session_id, messages, append_options, _APPEND_OPTIONS)
 
     def _rewrite_context(
         self, session_id: str, batch: list[Message], compacted: Message, expected_version: int,
@@ -534,15 +470,7 @@ class SessionStore:
         before it counted) or a source whose ``fork.json`` cannot be read.
         The source may go on appending: the fork keeps the history as it was at the branch.
         """
-        validate_session_id(session_id)
-        if type(at_sequence) is not int or at_sequence < 1:
-            raise InvalidArgument(f"at_sequence must be a positive int, got {at_sequence!r}")
-        target = self._handles.new_id() if new_session_id is None else new_session_id
-        validate_session_id(target)
-        if target == session_id:
-            raise InvalidArgument(f"a session cannot be a fork of itself ({session_id!r})")
-        records = functools.partial(_after, self.records)
-        return _forking.fork(self._state, records, session_id, at_sequence, target)
+        return _forking.fork(self._state, self.records, session_id, at_sequence, new_session_id)
 
     # -- deleting -------------------------------------------------------------------------
 
@@ -616,13 +544,6 @@ class SessionStore:
         it again finds nothing. Raises `SessionNotFound` for a session that does not exist.
         """
         return _maintenance.redact_session(self._state, session_id)
-
-
-def _after(
-    records: Callable[..., Iterator[RawMessageRecord]], session_id: str, after: int
-) -> Iterator[RawMessageRecord]:
-    """``records(session_id, after=after)``: how a fork reads its source's record at the branch."""
-    return records(session_id, after=after)
 
 
 #: The keywords `checkpoint` passes on to `append_many`.
