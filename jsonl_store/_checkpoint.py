@@ -17,6 +17,7 @@ from typing import Any, NamedTuple, Protocol
 
 from . import _codec, _snapshots
 from ._errors import InvalidArgument, InvalidMessage, UnsupportedValue
+from ._fs import FileSystem
 from ._history import History
 from ._problems import Reporter
 from ._reader import LogReader
@@ -264,7 +265,9 @@ def state(where: SessionDir, cache: CheckpointCache | None, prefix: Prefix | Non
         return cache
 
 
-def _stale(fs: Any, log: LogReader, cache: CheckpointCache, version: int, prefix: Prefix | None) -> bool:
+def _stale(
+    fs: FileSystem, log: LogReader, cache: CheckpointCache, version: int, prefix: Prefix | None
+) -> bool:
     """Whether ``cache`` was read from other files than the session's now.
 
     Its own log is the same while the last record read is still where it was. A fork
@@ -314,7 +317,7 @@ def still_seen(store: Store, session_id: str, sequence: int, record_id: str) -> 
     return sequence if record is not None and (record.sequence, record.id) == (sequence, record_id) else 0
 
 
-def _still_holds(fs: Any, fd: int, cache: CheckpointCache) -> bool:
+def _still_holds(fs: FileSystem, fd: int, cache: CheckpointCache) -> bool:
     if not cache.last_id:
         return True
     raw = fs.pread(fd, cache.log_end - cache.last_offset, cache.last_offset)[:-1]
