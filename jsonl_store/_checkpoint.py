@@ -17,8 +17,12 @@ from typing import Any, NamedTuple, Protocol
 
 from . import _codec, _snapshots
 from ._errors import InvalidArgument, InvalidMessage, UnsupportedValue
+from ._fs import FileSystem
+from ._history import History
+from ._problems import Reporter
 from ._reader import LogReader
 from ._records import MESSAGE_TYPES, CompactedMessage, ContextSnapshot, Message, RawMessageRecord
+from ._session_dir import SessionDir
 from ._tool_batches import includes
 
 
@@ -206,23 +210,48 @@ class Prefix(NamedTuple):
     read: Callable[[], Before]
 
 
-def state(
-    fs: Any,
-    session_id: str,
-    directory: str,
-    cache: CheckpointCache | None,
-    listings: Any,
-    prefix: Prefix | None = None,
-) -> CheckpointCache:
+def fork_prefix(history_of: Callable[[Reporter], History]) -> Prefix:
+    """What a session's history holds before its own log, as a save counts it: nothing for
+    a session that is not a fork. ``history_of`` gives the session's `History`.
+
+    Read when the checkpoint cache is built (the first save, or after a new snapshot or
+    log); its origin is looked at again by the saves of a fork without a snapshot of its
+    own (or of a session with no record yet), never by other saves.
+    """
+
+    def origin() -> object:
+        return history_of(Reporter()).origin()
+
+    def read() -> Before:
+        ids: dict[Any, int] = {}
+        history = history_of(Reporter())
+        links = history.links
+        point = links[-2].check if len(links) > 1 else None
+        if point is None:
+            # not a fork (or one whose fork.json the next append refuses)
+            return Before(ids, 0, "", 0, None)
+        key = history.origin()
+        snapshot, tail = history.before_own()
+        if snapshot is not None:
+            ids[message_id(snapshot.compacted_message)] = 0
+        for record in tail:
+            ids.setdefault(message_id(record.message), record.sequence)
+        version = snapshot.version if snapshot is not None else 0
+        return Before(ids, links[-1].base, point.record_id, version, key)
+
+    return Prefix(origin, read)
+
+
+def state(where: SessionDir, cache: CheckpointCache | None, prefix: Prefix | None = None) -> CheckpointCache:
     """The cache brought up to the log's end: rebuilt when a snapshot or a new log made it stale.
 
     ``prefix`` gives a fork's context before its own log, for a fork without a snapshot of
     its own: its messages count as stored, and the own log is read after the branch.
     """
-    with LogReader(fs, session_id, directory, listings=listings) as log:
+    with LogReader(where.fs, where.session_id, where.path, listings=where.listings) as log:
         snapshot = log.latest_snapshot()
         version = snapshot.version if snapshot else 0
-        if cache is None or _stale(fs, log, cache, version, None if snapshot else prefix):
+        if cache is None or _stale(where.fs, log, cache, version, None if snapshot else prefix):
             cache = _built(snapshot, prefix)
         if log.size > cache.log_end:
             for line, record in log.records(cache.log_end, cache.last_sequence):
@@ -236,7 +265,9 @@ def state(
         return cache
 
 
-def _stale(fs: Any, log: LogReader, cache: CheckpointCache, version: int, prefix: Prefix | None) -> bool:
+def _stale(
+    fs: FileSystem, log: LogReader, cache: CheckpointCache, version: int, prefix: Prefix | None
+) -> bool:
     """Whether ``cache`` was read from other files than the session's now.
 
     Its own log is the same while the last record read is still where it was. A fork
@@ -286,7 +317,7 @@ def still_seen(store: Store, session_id: str, sequence: int, record_id: str) -> 
     return sequence if record is not None and (record.sequence, record.id) == (sequence, record_id) else 0
 
 
-def _still_holds(fs: Any, fd: int, cache: CheckpointCache) -> bool:
+def _still_holds(fs: FileSystem, fd: int, cache: CheckpointCache) -> bool:
     if not cache.last_id:
         return True
     raw = fs.pread(fd, cache.log_end - cache.last_offset, cache.last_offset)[:-1]
@@ -398,16 +429,16 @@ def save(
     messages: Sequence[Message],
     append_options: dict[str, Any],
     *,
-    reading: tuple[Any, str, Any, Prefix | None],
+    reading: tuple[SessionDir, Prefix | None],
     lock: Callable[[], AbstractContextManager[Any]],
     make: Callable[[], object],
 ) -> list[int]:
     """`SessionStore.checkpoint` once its arguments are checked: match, then extend or rewrite.
 
-    ``reading`` is (file system, session directory, snapshot listings, a fork's prefix);
+    ``reading`` is (the session's directory, a fork's prefix: `fork_prefix`);
     ``lock`` gives the session lock, ``make`` creates the session if it is new.
     """
-    fs, directory, listings, prefix_of = reading
+    where, prefix_of = reading
     session_id = session.session_id
     before = session.checkpoint
     saved = saved_part(messages, before)
@@ -419,7 +450,7 @@ def save(
         return []  # nothing to store, and a save never removes anything
     make()
     with lock():
-        cache = state(fs, session_id, directory, before, listings, prefix_of)
+        cache = state(where, before, prefix_of)
         session.checkpoint = cache
         # The saved part counts only against the very cache it was saved with, as saved
         # (another thread of this store may have saved meanwhile).
@@ -435,7 +466,7 @@ def save(
             wanted = [m for m in messages if persisted(m)]
             seen = max(still_seen(store, session_id, session.seen, session.seen_id), found.seen)
             sequences = rewrite(store, session_id, wanted, {*prefix, *fresh_ids}, seen, cache, append_options)
-        after = state(fs, session_id, directory, session.checkpoint, listings, prefix_of)
+        after = state(where, session.checkpoint, prefix_of)
         session.checkpoint = after
         if found.consistent and after is cache:
             remember(after, messages, saved, fresh_ids)

@@ -15,6 +15,7 @@ from ._paths import LOG_NAME
 from ._reader import LogReader, sequence_of
 from ._records import ContextSnapshot, Message
 from ._redact import Redactor
+from ._store_state import StoreState
 
 
 def check_arguments(
@@ -193,3 +194,40 @@ def _restore_if_converted(handles: Handles, session_id: str, directory: str) -> 
             writer.restore()
         finally:
             writer.close()
+
+
+def take(
+    state: StoreState,
+    session_id: str,
+    compacted_message: Message,
+    compacted_through_sequence: int,
+    expected_version: int,
+) -> ContextSnapshot:
+    """`SessionStore.snapshot`: the arguments and the session checked (writable, a fork's
+    boundary past its branch), then the snapshot made under its lock."""
+    directory = state.handles.directory(session_id)
+    check_arguments(compacted_message, compacted_through_sequence, expected_version)
+    state.require_writable(session_id, directory)
+    point = state.fork_point(session_id, directory)
+    if point is not None and compacted_through_sequence <= point.sequence:
+        # A fork's boundary must be one of its own records (spec §8.10): the records
+        # before its branch are its source's, and a snapshot never reaches into them.
+        raise InvalidArgument(
+            f"sequence {compacted_through_sequence} is before session {session_id!r}'s own records "
+            f"(it is a fork of its source at #{point.sequence}); compact a later record",
+            session_id=session_id,
+        )
+    tally = state.tally()
+    inherited = state.inherited_version(session_id, directory) if point is not None else 0
+    with state.handles.lock(session_id):
+        snapshot = create(
+            state.handles,
+            session_id,
+            directory,
+            compacted_message,
+            compacted_through_sequence,
+            (expected_version, inherited),
+            tally,
+        )
+    state.redacted(tally, session_id, "snapshot")
+    return snapshot

@@ -11,18 +11,18 @@ costs a few hundred bytes in git, and the source's log is never touched.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Iterator
 
 import msgspec
 
 from . import _atomic, _codec, _lines, _snapshots
 from ._errors import UnsafePath
-from ._fs import FileSystem, StatResult, check_directory
-from ._paths import FORK_NAME, LOG_NAME, is_session_id
+from ._fs import StatResult, check_directory
+from ._paths import FORK_NAME, is_session_id
 from ._problems import LEFT_FOR_READERS, Problem, Reporter
 from ._reader import LogReader
 from ._records import ContextSnapshot, ForkPoint, RawMessageRecord
+from ._session_dir import SessionDir
 
 #: The longest chain of forks a reader follows; beyond it (or around a cycle, which only
 #: hand-edited files make) the fork is reported damaged instead of read forever.
@@ -61,12 +61,13 @@ class Absences:
     def __init__(self) -> None:
         self._keys: dict[str, tuple[object, object, int, int]] = {}
 
-    def read(self, fs: FileSystem, directory: str, st: StatResult, now: int) -> ForkPoint | None:
+    def read(self, where: SessionDir, st: StatResult, now: int) -> ForkPoint | None:
         """`read`, skipped for a directory known fork-less; ``st`` is its ``lstat`` taken after ``now``."""
+        directory = where.path
         key = _snapshots.change_key(st)
         if key is not None and self._keys.get(directory) == key:
             return None
-        point = read(fs, directory)
+        point = read(where)
         if point is None and key is not None and max(key[2], key[3]) + _snapshots.SETTLED_NS <= now:
             if len(self._keys) >= self.KEPT:
                 self._keys.clear()
@@ -82,14 +83,13 @@ def encode(point: ForkPoint) -> bytes:
     return _codec.seal(_encoder.encode(point))
 
 
-def read(fs: FileSystem, directory: str) -> ForkPoint | None:
+def read(where: SessionDir) -> ForkPoint | None:
     """The session's fork point, or None for a session that is not a fork.
 
     Raises `DamagedFork` for a file that is torn, fails its checksum or does not fit.
     """
-    path = os.path.join(directory, FORK_NAME)
     try:
-        data = _atomic.read_whole(fs, path, MAX_FORK_BYTES)
+        data = _atomic.read_whole(where.fs, where.file(FORK_NAME), MAX_FORK_BYTES)
     except _atomic.FileTooLarge as exc:
         raise DamagedFork(f"file is {exc}") from None
     if data is None:
@@ -121,9 +121,9 @@ def parse(data: bytes) -> ForkPoint:
     return point
 
 
-def create(fs: FileSystem, directory: str, point: ForkPoint, *, durable: bool) -> bool:
+def create(where: SessionDir, point: ForkPoint, *, durable: bool) -> bool:
     """Write the fork file once; False when the directory has one already."""
-    return _atomic.create_exclusive(fs, directory, FORK_NAME, encode(point), durable=durable)
+    return _atomic.create_exclusive(where.fs, where.path, FORK_NAME, encode(point), durable=durable)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -142,9 +142,7 @@ class Link:
     check: ForkPoint | None = None
 
 
-def _walk(
-    fs: FileSystem, directory_of: Callable[[str], str], session_id: str
-) -> Iterator[tuple[str, ForkPoint | None]]:
+def _walk(dir_of: Callable[[str], SessionDir], session_id: str) -> Iterator[tuple[str, ForkPoint | None]]:
     """Each session of the chain of forks from ``session_id`` on, with its fork point.
 
     Raises `DamagedFork` for an unreadable fork file, a source whose directory is a
@@ -157,28 +155,26 @@ def _walk(
         if current in seen or len(seen) >= MAX_DEPTH:
             raise DamagedFork(f"the chain of forks from {session_id!r} loops or is deeper than {MAX_DEPTH}")
         seen.add(current)
-        directory = directory_of(current)
+        where = dir_of(current)
         if current != session_id:
             try:
-                check_directory(fs, directory, session_id=current)
+                check_directory(where.fs, where.path, session_id=current)
             except UnsafePath as exc:
                 raise DamagedFork(f"the source {current!r} cannot be read: {exc}") from None
         try:
-            point = read(fs, directory)
+            point = read(where)
         except DamagedFork as exc:
             raise DamagedFork(f"{current}/{FORK_NAME}: {exc}") from None
         yield current, point
         current = point.session_id if point is not None else None
 
 
-def depth(fs: FileSystem, directory_of: Callable[[str], str], session_id: str) -> int:
+def depth(dir_of: Callable[[str], SessionDir], session_id: str) -> int:
     """How many sessions the chain from ``session_id`` holds (1: no fork); as `chain` raises."""
-    return sum(1 for _ in _walk(fs, directory_of, session_id))
+    return sum(1 for _ in _walk(dir_of, session_id))
 
 
-def chain(
-    fs: FileSystem, directory_of: Callable[[str], str], session_id: str, first_own: int = 0
-) -> list[Link]:
+def chain(dir_of: Callable[[str], SessionDir], session_id: str, first_own: int = 0) -> list[Link]:
     """The sessions a session's history is read from, oldest first, it last (spec §8.10).
 
     A fork that branched at or before a fork point of its own source skips that source:
@@ -191,7 +187,7 @@ def chain(
     links: list[Link] = []
     upto: int | None = None
     check: ForkPoint | None = None
-    for current, point in _walk(fs, directory_of, session_id):
+    for current, point in _walk(dir_of, session_id):
         base = point.sequence if point is not None else 0
         branch = point
         if current == session_id and 0 < first_own <= base:
@@ -225,24 +221,27 @@ def _mismatch(path: str, check: ForkPoint, found: RawMessageRecord | None) -> Pr
 
 
 def link_records(
-    fs: FileSystem,
-    directory: str,
+    where: SessionDir,
     link: Link,
     reporter: Reporter,
     *,
     start: int = 0,
     after: int = 0,
-    listings: object | None = None,
+    listings: bool = False,
 ) -> Iterator[RawMessageRecord]:
     """One link's records above ``max(after, base)`` and up to ``upto``, from offset ``start``.
 
-    The record at the next fork's branch point is checked against the id that fork
-    recorded; a missing or different one is reported as ``bad-fork``.
+    ``where`` is the link's session directory; ``listings`` reads its snapshot listing
+    through the store's cache (needed only when ``start`` came from a snapshot). The record
+    at the next fork's branch point is checked against the id that fork recorded; a missing
+    or different one is reported as ``bad-fork``.
     """
     floor = max(after, link.base)
     check = link.check
     seen: RawMessageRecord | None = None
-    with LogReader(fs, link.session_id, directory, reporter, listings=listings) as log:  # type: ignore[arg-type]
+    with LogReader(
+        where.fs, link.session_id, where.path, reporter, listings=where.listings if listings else None
+    ) as log:
         for _, record in log.records(start, floor):
             if link.upto is not None and record.sequence > link.upto:
                 break
@@ -250,7 +249,7 @@ def link_records(
                 seen = record
             yield record
     if check is not None and (seen is None or seen.id != check.record_id) and after < check.sequence:
-        reporter.report(_mismatch(os.path.join(directory, LOG_NAME), check, seen))
+        reporter.report(_mismatch(where.log_path, check, seen))
 
 
 def latest_snapshot_upto(log: LogReader, upto: int | None) -> ContextSnapshot | None:

@@ -46,6 +46,7 @@ from ._paths import (
 )
 from ._problems import Reporter
 from ._reader import body_sequence, ends_batch
+from ._session_dir import SessionDir
 
 #: The most descriptors one store keeps open: a session's log takes one, its usage log a
 #: second. About as many files as LevelDB keeps open by default (``max_open_files``): a
@@ -80,13 +81,14 @@ class OpenSession:
 
     __slots__ = (
         "base", "checkpoint", "directory", "fs", "init", "init_metadata", "init_redacted", "log",
-        "made_redacted", "mutex", "parent", "prepared", "seen", "seen_id", "session_id", "usage",
+        "made_redacted", "mutex", "parent", "prepared", "seen", "seen_id", "session_id", "usage", "where",
     )  # fmt: skip
 
     def __init__(self, session_id: str, directory: str, fs: FileSystem) -> None:
         self.session_id = session_id
         self.directory = directory
         self.fs = fs
+        self.where = SessionDir(fs, session_id, directory)
         self.log: LogWriter | None = None
         self.usage: LogWriter | None = None
         #: The parent never changes once written, so it can be cached for the checks.
@@ -117,7 +119,7 @@ class OpenSession:
 
     def parent_on_disk(self) -> str | None:
         """The parent ``meta.json`` names now (read only; no lock taken), as the cache may be stale."""
-        meta = _session.read_meta(self.fs, self.session_id, self.directory, Reporter())
+        meta = _session.read_meta(self.where, Reporter())
         return meta.parent_session_id if meta is not None else None
 
     def initial_meta(self, clock: Callable[[], datetime] = now) -> SessionMeta:
@@ -346,7 +348,7 @@ class Handles:
         _meta.check_writable(meta, session.session_id)
         session.parent = meta.parent_session_id
         try:
-            point = _forks_read(self.fs, session.directory)
+            point = _forks_read(session.where)
         except DamagedFork as exc:
             raise UnsupportedFormat(
                 f"session {session.session_id!r}: {FORK_NAME} cannot be read ({exc}); "
@@ -371,10 +373,10 @@ class Handles:
         gone = os.path.join(self.root, deleted_name(session.session_id))
         if _dirs.exists(self.fs, gone):
             clear_deleted(self.fs, gone)
-        meta = _session.read_meta(self.fs, session.session_id, session.directory, found)
+        meta = _session.read_meta(session.where, found)
         if meta is None:
             with self.lock(session.session_id):
-                meta = _session.read_meta(self.fs, session.session_id, session.directory, found)
+                meta = _session.read_meta(session.where, found)
                 if meta is None:
                     meta = self._create_meta(session, moved_aside=bool(found.problems))
         return meta
@@ -382,16 +384,16 @@ class Handles:
     def _create_meta(self, session: OpenSession, *, moved_aside: bool) -> SessionMeta:
         """The first metadata file, made under the session lock (a damaged one moved aside first)."""
         if moved_aside:
-            _session.move_aside(self.fs, session.directory, META_NAME)
+            _session.move_aside(session.where, META_NAME)
         meta = session.initial_meta(self.clock)
-        first = _session.began_at(self.fs, session.directory)
+        first = _session.began_at(session.where)
         if first is not None:
             # The log (or the fork file) is older than this metadata: the session began with it.
             meta.created_at = first
         if _meta.create(self.fs, session.directory, meta, durable=self.durable):
             session.made_redacted = dict(session.init_redacted)
             return meta
-        existing = _session.read_meta(self.fs, session.session_id, session.directory, Reporter())
+        existing = _session.read_meta(session.where, Reporter())
         if existing is None:
             raise UnsupportedFormat(
                 f"session {session.session_id!r}: {META_NAME} cannot be read", session_id=session.session_id

@@ -60,6 +60,7 @@ from ._problems import (
     cut_into,
 )
 from ._reader import LogReader, ends_batch
+from ._session_dir import SessionDir
 
 
 def unsafe_problem(exc: UnsafePath) -> Problem:
@@ -72,13 +73,14 @@ def unsafe_problem(exc: UnsafePath) -> Problem:
 _NOT_CHECKED = frozenset({FileKind.OTHER, FileKind.CUT, FileKind.DAMAGED})
 
 
-def unsafe_paths(fs: FileSystem, session_id: str, directory: str) -> list[Problem]:
+def unsafe_paths(where: SessionDir) -> list[Problem]:
     """A problem for the session directory or each of its files that is not what it seems.
 
     ``lstat`` of each name the store reads, writes or deletes: a symlink, a directory, a
     FIFO, a socket or a device in place of a session file is never followed, opened or
     deleted.
     """
+    fs, session_id, directory = where.fs, where.session_id, where.path
     try:
         if not check_directory(fs, directory, session_id=session_id):
             return []
@@ -104,21 +106,20 @@ def unsafe_paths(fs: FileSystem, session_id: str, directory: str) -> list[Proble
     return problems
 
 
-def check(
-    fs: FileSystem, session_id: str, directory: str, *, fix: bool, durable: bool, lock_timeout: float
-) -> list[Problem]:
+def check(where: SessionDir, *, fix: bool, durable: bool, lock_timeout: float) -> list[Problem]:
     """Every problem of one session; with ``fix``, after fixing what can be fixed.
 
     A session with an unsafe path gets only those problems: nothing else of it is read
     or changed until a person has put regular files in their place.
     """
-    unsafe = unsafe_paths(fs, session_id, directory)
+    unsafe = unsafe_paths(where)
     if unsafe:
         return unsafe
+    directory = where.path
     try:
-        return _check_session(fs, session_id, directory, fix=fix, durable=durable, lock_timeout=lock_timeout)
+        return _check_session(where, fix=fix, durable=durable, lock_timeout=lock_timeout)
     except UnsupportedFormat as exc:
-        return [Problem(os.path.join(directory, META_NAME), "unsupported-format", str(exc), NEEDS_NEWER)]
+        return [Problem(where.file(META_NAME), "unsupported-format", str(exc), NEEDS_NEWER)]
     except UnsafePath as exc:  # swapped in after the look above
         return [unsafe_problem(exc)]
     except OSError as exc:
@@ -127,33 +128,30 @@ def check(
         return [Problem(directory, "unreadable", str(exc), CHECK_SYSTEM)]
 
 
-def _check_session(
-    fs: FileSystem, session_id: str, directory: str, *, fix: bool, durable: bool, lock_timeout: float
-) -> list[Problem]:
+def _check_session(where: SessionDir, *, fix: bool, durable: bool, lock_timeout: float) -> list[Problem]:
+    fs, directory = where.fs, where.path
     try:
         names = fs.listdir(directory)
     except (FileNotFoundError, NotADirectoryError):
         return []
-    check = _Check(fs, session_id, directory, fix=fix, durable=durable)
+    check = _Check(where, fix=fix, durable=durable)
     # In spec §12's order: metadata, temporary files, the fork's history, raw log, usage log, snapshots.
     check.meta(META_NAME in names)
     check.temporary_files(names)
     base = check.fork() if FORK_NAME in names else 0
     # Which snapshots' offsets hold before repair restores the log: a restore moves those
     # records, and rewriting their offsets then is part of the restore, not a problem.
-    held = _offsets_holding(fs, session_id, directory) if fix else set()
+    held = _offsets_holding(where) if fix else set()
     # Logs: mid-log damage is reported and left; a damaged tail is cut.
     log_converted = False
     for name in (LOG_NAME, USAGE_NAME):
         if name in names:
-            found_in_log = _check_log(
-                fs, session_id, directory, name, fix=fix, lock_timeout=lock_timeout, base=base
-            )
+            found_in_log = _check_log(where, name, fix=fix, lock_timeout=lock_timeout, base=base)
             if name == LOG_NAME:
                 log_converted = any(p.kind == "text-conversion" for p in found_in_log)
             check.problems.extend(found_in_log)
-    check.problems.extend(_check_blobs(fs, session_id, directory, fix=fix))
-    with LogReader(fs, session_id, directory) as log:
+    check.problems.extend(_check_blobs(where, fix=fix))
+    with LogReader(where.fs, where.session_id, where.path) as log:
         for version in _snapshots.versions(fs, directory):
             check.snapshot(log, version, held=version in held, log_converted=log_converted)
     return check.problems
@@ -170,12 +168,12 @@ class _Check:
         at or before the branch. Nothing here is repaired: the source is another session,
         and a fork file is never rewritten.
         """
-        root = os.path.dirname(self.directory)
-        path = os.path.join(self.directory, FORK_NAME)
-        first = _session.first_sequence(self.fs, self.directory)
+        where = self.where
+        path = where.file(FORK_NAME)
+        first = _session.first_sequence(where)
         try:
-            point = _forks.read(self.fs, self.directory)
-            links = _forks.chain(self.fs, lambda sid: os.path.join(root, sid), self.session_id, first)
+            point = _forks.read(where)
+            links = _forks.chain(where.sibling, self.session_id, first)
         except _forks.DamagedFork as exc:
             self.problems.append(Problem(path, "bad-fork", str(exc), LEFT_FOR_READERS))
             return 0
@@ -185,25 +183,26 @@ class _Check:
             )
         found = Reporter()
         for link in links[:-1]:
-            source = os.path.join(root, link.session_id)
+            source = where.sibling(link.session_id)
             try:
-                present = check_directory(self.fs, source, session_id=link.session_id)
+                present = check_directory(self.fs, source.path, session_id=link.session_id)
             except UnsafePath:
                 present = False
             if not present:
                 reason = f"the fork's source session {link.session_id!r} does not exist"
                 found.report(Problem(path, "bad-fork", reason, LEFT_FOR_READERS))
                 continue
-            for _ in _forks.link_records(self.fs, source, link, found):
+            for _ in _forks.link_records(source, link, found):
                 pass
         # The sources' own damage is theirs to report; here only where the fork's history breaks.
         self.problems.extend(p for p in found.problems if p.kind == "bad-fork")
         return links[-1].base
 
-    def __init__(self, fs: FileSystem, session_id: str, directory: str, *, fix: bool, durable: bool) -> None:
-        self.fs = fs
-        self.session_id = session_id
-        self.directory = directory
+    def __init__(self, where: SessionDir, *, fix: bool, durable: bool) -> None:
+        self.where = where
+        self.fs = where.fs
+        self.session_id = where.session_id
+        self.directory = where.path
         self.fix = fix
         self.durable = durable
         self.problems: list[Problem] = []
@@ -211,12 +210,12 @@ class _Check:
     def meta(self, present: bool) -> None:
         fs, directory = self.fs, self.directory
         met = Reporter()
-        meta = _session.read_meta(fs, self.session_id, directory, met)
+        meta = _session.read_meta(self.where, met)
         self.problems.extend(met.problems)
         if meta is None:
             if present and self.fix:
-                _session.move_aside(fs, directory, META_NAME)
-                created = _session.first_record_time(fs, directory) or datetime.now(UTC)
+                _session.move_aside(self.where, META_NAME)
+                created = _session.first_record_time(self.where) or datetime.now(UTC)
                 _meta.write(fs, directory, SessionMeta(created_at=created), durable=self.durable)
             return
         if self.fix:
@@ -286,26 +285,20 @@ class _Check:
     def _bad_snapshot(self, path: str, version: int, reason: str) -> None:
         self.problems.append(Problem(path, "bad-snapshot", reason, MOVE_ASIDE))
         if self.fix:
-            _session.move_aside(self.fs, self.directory, snapshot_name(version))
+            _session.move_aside(self.where, snapshot_name(version))
 
 
 def _check_log(
-    fs: FileSystem,
-    session_id: str,
-    directory: str,
-    name: str,
-    *,
-    fix: bool,
-    lock_timeout: float,
-    base: int = 0,
+    where: SessionDir, name: str, *, fix: bool, lock_timeout: float, base: int = 0
 ) -> list[Problem]:
-    path = os.path.join(directory, name)
+    fs, session_id, directory = where.fs, where.session_id, where.path
+    path = where.file(name)
     raw_log = name == LOG_NAME
     accept = ends_batch if raw_log else None
     found = Reporter()
     removed = 0  # bytes a restore of converted lines takes out before the good part's end
     # One descriptor and one size for the whole check: the raw log's is its reader's.
-    log = LogReader(fs, session_id, directory, found) if raw_log else None
+    log = LogReader(where.fs, where.session_id, where.path, found) if raw_log else None
     fd = open_regular(fs, path, FLAGS_READ, session_id=session_id) if log is None else log.fd
     if fd is None:
         return []  # removed since the directory was listed
@@ -368,15 +361,16 @@ def _check_log(
     return problems
 
 
-def _check_blobs(fs: FileSystem, session_id: str, directory: str, *, fix: bool) -> list[Problem]:
+def _check_blobs(where: SessionDir, *, fix: bool) -> list[Problem]:
     """The blob files' problems (spec §12): each referenced one read back, each unreferenced one an orphan.
 
     To repair, the log's append lock is held throughout: a writer stores a record's blobs
     under it, right before the record (§9.14), so no blob seen here is waiting for its record.
     """
+    fs, directory = where.fs, where.path
     names = _blobs.listing(fs, directory)
     problems: list[Problem] = []
-    with LogReader(fs, session_id, directory) as log:
+    with LogReader(where.fs, where.session_id, where.path) as log:
         if log.fd is None:
             referenced: dict[str, int] = {}
         else:
@@ -427,10 +421,11 @@ def _restore_and_cut(
         writer.close()
 
 
-def _offsets_holding(fs: FileSystem, session_id: str, directory: str) -> set[int]:
+def _offsets_holding(where: SessionDir) -> set[int]:
     """The versions of the snapshots whose boundary record is where they say, right now."""
+    fs, session_id, directory = where.fs, where.session_id, where.path
     holding: set[int] = set()
-    with LogReader(fs, session_id, directory) as log:
+    with LogReader(where.fs, where.session_id, where.path) as log:
         if log.fd is None:
             return holding
         for version in _snapshots.versions(fs, directory):

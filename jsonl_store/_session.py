@@ -12,29 +12,29 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from . import _codec, _forks, _meta
-from ._fs import FileSystem
 from ._log import Line, scan
 from ._meta import SessionMeta
 from ._paths import META_NAME, damaged_name
 from ._problems import DISCARD, MOVE_ASIDE, Problem, Reporter
 from ._reader import LogReader, record_summary
 from ._records import ForkPoint
+from ._session_dir import SessionDir
 from ._view import SessionSummary
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def read_meta(fs: FileSystem, session_id: str, directory: str, reporter: Reporter) -> SessionMeta | None:
+def read_meta(where: SessionDir, reporter: Reporter) -> SessionMeta | None:
     """The session's metadata; None when absent or damaged (then a `bad-meta` problem).
 
     Raises `UnsupportedFormat` for metadata that needs a newer reader.
     """
     try:
-        meta = _meta.read(fs, directory)
+        meta = _meta.read(where.fs, where.path)
     except _codec.DECODE_ERRORS as exc:
         reporter.report(
             Problem(
-                path=os.path.join(directory, META_NAME),
+                path=where.file(META_NAME),
                 kind="bad-meta",
                 reason=f"unreadable metadata: {exc}",
                 action=MOVE_ASIDE,
@@ -42,29 +42,29 @@ def read_meta(fs: FileSystem, session_id: str, directory: str, reporter: Reporte
         )
         return None
     if meta is not None:
-        _meta.check_readable(meta, session_id)
+        _meta.check_readable(meta, where.session_id)
     return meta
 
 
-def _first_line(fs: FileSystem, directory: str, limit: int | None = None) -> Line | None:
+def _first_line(where: SessionDir, limit: int | None = None) -> Line | None:
     """The raw log's first complete record line, within ``limit`` bytes (None: no log or none).
 
     `scan` reads in growing chunks, so a caller that takes the first line reads little.
     """
-    with LogReader(fs, os.path.basename(directory), directory) as log:
+    with LogReader(where.fs, where.session_id, where.path) as log:
         if log.fd is None:
             return None
         end = log.size if limit is None else min(log.size, limit)
-        return next(iter(scan(fs, log.fd, "", 0, end, DISCARD)), None)
+        return next(iter(scan(where.fs, log.fd, "", 0, end, DISCARD)), None)
 
 
-def first_record_time(fs: FileSystem, directory: str) -> datetime | None:
+def first_record_time(where: SessionDir) -> datetime | None:
     """When the raw log's first record was appended (None for no log or no record)."""
-    first = _first_line(fs, directory, 1 << 16)
+    first = _first_line(where, 1 << 16)
     return record_summary(first.body)[1] if first is not None else None
 
 
-def began_at(fs: FileSystem, directory: str) -> datetime | None:
+def began_at(where: SessionDir) -> datetime | None:
     """When a session without metadata began: its first record's time, else its fork's.
 
     A fork whose making stopped before its metadata (spec §9.13) has no record yet, and
@@ -72,26 +72,24 @@ def began_at(fs: FileSystem, directory: str) -> datetime | None:
     time, so completing it does not move the fork up the list (which is ordered by last
     activity, docs/guides/store.md, `list_sessions`). None: no record and no readable fork file.
     """
-    first = first_record_time(fs, directory)
+    first = first_record_time(where)
     if first is not None:
         return first
     try:
-        point = _forks.read(fs, directory)
+        point = _forks.read(where)
     except _forks.DamagedFork:
         return None  # verify names it; the caller's time stands
     return point.created_at if point is not None else None
 
 
-def first_sequence(fs: FileSystem, directory: str) -> int:
+def first_sequence(where: SessionDir) -> int:
     """The sequence of the raw log's first complete record (0 for no log or no record)."""
-    first = _first_line(fs, directory)
+    first = _first_line(where)
     return record_summary(first.body)[0] if first is not None else 0
 
 
 def summary(
-    fs: FileSystem,
-    session_id: str,
-    directory: str,
+    where: SessionDir,
     meta: SessionMeta | None,
     read_fork: Callable[[], ForkPoint | None] | None = None,
     known_end: tuple[Line | None] | None = None,
@@ -100,7 +98,7 @@ def summary(
 
     Only the last complete record is read (about 4 KiB), and only its sequence and time
     are decoded, so listing stays cheap for long logs. ``read_fork`` reads the fork point
-    (default: `_forks.read` of ``directory``; a listing passes its cached one).
+    (default: `_forks.read` of ``where``; a listing passes its cached one).
     ``known_end`` is ``(line,)``, the line the log's good part ends with, when a writer
     knows the file at the log's path unchanged (`LogWriter.known_last`): then the log is
     not read. It is used only with ``meta``, since without it the first record's time is
@@ -110,14 +108,14 @@ def summary(
     if known_end is not None and meta is not None:
         exists, line = True, known_end[0]
     else:
-        with LogReader(fs, session_id, directory) as log:
+        with LogReader(where.fs, where.session_id, where.path) as log:
             exists, line = log.exists, log.last_good()[1] if log.size else None
             if log.size and meta is None:
-                first_time = first_record_time(fs, directory)
+                first_time = first_record_time(where)
     if line is not None:
         last_sequence, last_time = record_summary(line.body)
     try:
-        fork = read_fork() if read_fork is not None else _forks.read(fs, directory)
+        fork = read_fork() if read_fork is not None else _forks.read(where)
     except _forks.DamagedFork:
         fork = None  # verify names it; the summary is the session's own
     if meta is None and not exists and fork is None:
@@ -129,7 +127,7 @@ def summary(
     created = meta.created_at if meta else (first_time or last_time or (fork.created_at if fork else _EPOCH))
     meta = meta or SessionMeta(created_at=created)
     return SessionSummary(
-        session_id=session_id,
+        session_id=where.session_id,
         parent_session_id=meta.parent_session_id,
         session_type=meta.session_type,
         title=meta.title,
@@ -146,8 +144,9 @@ def summary(
     )
 
 
-def move_aside(fs: FileSystem, directory: str, name: str) -> None:
+def move_aside(where: SessionDir, name: str) -> None:
     """Rename a damaged file to ``<name>.damaged`` (``.2.damaged``, ... if taken)."""
+    fs, directory = where.fs, where.path
     existing = set(fs.listdir(directory))
     counter = 1
     while (target := damaged_name(name, counter)) in existing:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
@@ -11,7 +10,7 @@ import msgspec
 
 from . import _codec
 from ._errors import InvalidArgument
-from ._fs import FileSystem, open_regular
+from ._fs import open_regular
 from ._handles import now
 from ._log import FLAGS_READ, Line, scan
 from ._paths import USAGE_NAME
@@ -19,6 +18,7 @@ from ._problems import SKIPPED, Problem, Reporter
 from ._reader import LogReader
 from ._records import ModelUsage, RawMessageRecord, UsageRecord
 from ._redact import Redactor
+from ._session_dir import SessionDir
 
 _KNOWN = frozenset(f for f in UsageRecord.__struct_fields__ if f not in ("recorded_at", "extra"))
 
@@ -62,12 +62,12 @@ def builder(line: bytes) -> Any:
     return build
 
 
-def read(fs: FileSystem, directory: str, reporter: Reporter) -> Iterator[dict[str, Any]]:
+def read(where: SessionDir, reporter: Reporter) -> Iterator[dict[str, Any]]:
     """Every usage record of the session, oldest first, as dicts; damage goes to ``reporter``.
 
     An ``OSError`` passes through, for the caller to name.
     """
-    path = os.path.join(directory, USAGE_NAME)
+    fs, path = where.fs, where.file(USAGE_NAME)
     try:
         fd = open_regular(fs, path, FLAGS_READ)
     except FileNotFoundError:
@@ -141,9 +141,7 @@ def calls(records: Iterable[RawMessageRecord], logged: Iterable[dict[str, Any]])
 _TOKENS = b'_tokens"'
 
 
-def record_calls(
-    fs: FileSystem, session_id: str, directory: str, reporter: Reporter
-) -> Iterator[dict[str, Any]]:
+def record_calls(where: SessionDir, reporter: Reporter) -> Iterator[dict[str, Any]]:
     """The model calls recorded with the session's own raw-log records (a fork's inherited
     history is its source's), as `calls` gives them, without decoding any message.
 
@@ -152,12 +150,12 @@ def record_calls(
     a usage report costs a pass over the log's bytes, not a decoding of every message.
     Records out of order are left out as `LogReader.records` leaves them out (§8.6).
     """
-    with LogReader(fs, session_id, directory, reporter) as log:
+    with LogReader(where.fs, where.session_id, where.path, reporter) as log:
         if log.fd is None:
             return
         end, _ = log.last_good()
         previous = 0
-        for line in scan(fs, log.fd, log.path, 0, end, reporter, first_line=1):
+        for line in scan(where.fs, log.fd, log.path, 0, end, reporter, first_line=1):
             if _TOKENS not in line.body:
                 continue
             try:

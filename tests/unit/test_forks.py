@@ -34,6 +34,7 @@ from jsonl_store import (
 )
 from jsonl_store._fs import OS_FS
 from jsonl_store._paths import FORK_NAME
+from jsonl_store._session_dir import SessionDir
 from jsonl_store.export import to_markdown
 from jsonl_store.search import search
 from jsonl_store.testing import SimulatedFileSystem, crash_states
@@ -294,6 +295,11 @@ def test_every_crash_state_of_a_fork_is_no_fork_or_a_whole_one() -> None:
     assert states > 5
 
 
+def _dir(path: Path) -> SessionDir:
+    """The session directory at ``path``, on the real file system."""
+    return SessionDir(OS_FS, path.name, str(path))
+
+
 def _dir_stat(mtime_ns: int, ino: int = 7) -> SimpleNamespace:
     """A directory's lstat as `_forks.Absences` reads it: device, inode, change times."""
     return SimpleNamespace(st_dev=1, st_ino=ino, st_mtime_ns=mtime_ns, st_ctime_ns=mtime_ns, st_mode=0o40700)
@@ -303,21 +309,21 @@ def test_a_settled_directory_without_a_fork_file_is_not_looked_in_again(tmp_path
     """Absence is kept while the directory's lstat is the same, and looked for again once it changes."""
     absences, now = _forks.Absences(), time.time_ns()
     old = _dir_stat(now - 10 * 10**9)
-    assert absences.read(OS_FS, str(tmp_path), old, now) is None
+    assert absences.read(_dir(tmp_path), old, now) is None
     (tmp_path / FORK_NAME).write_bytes(b"not a fork line\n")  # made without the times moving
-    assert absences.read(OS_FS, str(tmp_path), old, now) is None  # the same lstat: not read
+    assert absences.read(_dir(tmp_path), old, now) is None  # the same lstat: not read
     with pytest.raises(_forks.DamagedFork):
-        absences.read(OS_FS, str(tmp_path), _dir_stat(now - 9 * 10**9), now)  # changed: read
+        absences.read(_dir(tmp_path), _dir_stat(now - 9 * 10**9), now)  # changed: read
 
 
 def test_a_directory_changed_within_the_settling_time_is_always_looked_in(tmp_path: Path) -> None:
     """A change in the same clock tick as the look would leave the times as they were: not kept yet."""
     absences, now = _forks.Absences(), time.time_ns()
     recent = _dir_stat(now - _snapshots.SETTLED_NS // 2)
-    assert absences.read(OS_FS, str(tmp_path), recent, now) is None
+    assert absences.read(_dir(tmp_path), recent, now) is None
     (tmp_path / FORK_NAME).write_bytes(b"not a fork line\n")
     with pytest.raises(_forks.DamagedFork):
-        absences.read(OS_FS, str(tmp_path), recent, now)
+        absences.read(_dir(tmp_path), recent, now)
 
 
 def test_a_fork_file_is_read_every_time(source: SessionStore, root: Path) -> None:
@@ -326,11 +332,11 @@ def test_a_fork_file_is_read_every_time(source: SessionStore, root: Path) -> Non
     absences, now = _forks.Absences(), time.time_ns()
     directory = root / "branch"
     old = _dir_stat(now - 10 * 10**9)
-    point = absences.read(OS_FS, str(directory), old, now)
+    point = absences.read(_dir(directory), old, now)
     assert point is not None and point.session_id == "a"
     (directory / FORK_NAME).write_bytes(b"damaged\n")
     with pytest.raises(_forks.DamagedFork):
-        absences.read(OS_FS, str(directory), old, now)
+        absences.read(_dir(directory), old, now)
 
 
 def test_listing_twice_shows_a_fork_made_in_between(source: SessionStore) -> None:

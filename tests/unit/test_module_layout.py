@@ -94,3 +94,49 @@ def test_the_read_side_never_imports_the_write_side() -> None:
         "jsonl_store._snapshots",
     ):
         assert not graph[reader] & writers, reader
+
+
+def _callers(module: str, names: set[str]) -> set[str]:
+    """The package modules that use ``names`` of ``jsonl_store.<module>`` (``module.name``, or imported by name)."""
+    found = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            used = (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == module
+                and node.attr in names
+            ) or (
+                isinstance(node, ast.ImportFrom)
+                and (node.module or "").rpartition(".")[2] == module
+                and any(alias.name in names for alias in node.names)
+            )
+            if used:
+                found.add(_module_name(path))
+    found.discard(f"jsonl_store.{module}")
+    return found
+
+
+def test_the_facade_reads_and_writes_no_file_format_itself() -> None:
+    """store.py imports none of the modules that read or write the files: it checks arguments and delegates."""
+    files = {
+        f"jsonl_store.{name}"
+        for name in ("_atomic", "_checkpoint", "_codec", "_dirs", "_forks", "_history", "_lines", "_log",
+                     "_reader", "_session", "_session_dir", "_snapshots")
+    }  # fmt: skip
+    assert not _graph()["jsonl_store.store"] & files
+
+
+def test_records_are_encoded_on_the_one_append_path() -> None:
+    """Only the append path encodes records (and a save's check of the append it will make, which it drops)."""
+    assert _callers("_append", {"encode", "encode_one"}) == {"jsonl_store._appending", "jsonl_store._saves"}
+
+
+def test_a_fork_chain_is_read_only_by_history_and_verify() -> None:
+    """History is the one reader of a fork's chain and its sources' records; verify checks the same chain."""
+    assert _callers("_forks", {"chain", "link_records"}) == {"jsonl_store._history", "jsonl_store._recovery"}
+
+
+def test_the_caller_search_finds_a_use() -> None:
+    """The search above can fail: the append path is found using the encoder."""
+    assert "jsonl_store._appending" in _callers("_append", {"encode"})
