@@ -29,7 +29,18 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [p for p in (_HERE, os.path.dirname(_HERE)) if p not in sys.path]
 
 # These imports must come after the sys.path set-up above, hence E402.
-from jsonl_bench import appends, harness, jsonl, procs, report, search, sqlite_baseline, wholefile, workload  # noqa: E402
+from jsonl_bench import (  # noqa: E402
+    appends,
+    harness,
+    jsonl,
+    plain,
+    procs,
+    report,
+    search,
+    sqlite_baseline,
+    wholefile,
+    workload,
+)
 from jsonl_bench.config import FULL, QUICK, TINY, Context, Sizes  # noqa: E402
 from jsonl_bench.timing import Results  # noqa: E402
 
@@ -41,8 +52,9 @@ SECTIONS: dict[str, Callable[[Context], None]] = {
     "jsonl": jsonl.run,
     "contention": procs.contention,
     "search": search.run,
+    "plain": plain.run,
 }
-NEEDS_STORE = {"jsonl", "contention", "search"}
+NEEDS_STORE = {"jsonl", "contention", "search", "plain"}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -128,6 +140,10 @@ def print_report(ctx: Context, args: argparse.Namespace, elapsed: float) -> None
     print()
     print(f"targets of issue 9{sized}:")
     print(report.targets_table(issue9))
+    print()
+    issue25 = report.issue25_targets(results, ctx.sizes)
+    print(f"targets of issue 25{sized}:")
+    print(report.targets_table(issue25))
     if note := report.first_load_note(results, ctx.sizes):
         print(note)
     for name, reason in results.skipped.items():
@@ -139,7 +155,7 @@ def print_report(ctx: Context, args: argparse.Namespace, elapsed: float) -> None
         problem = report.plot(args.plot, results)
         print(problem or f"plot written to {args.plot}")
     if args.json:
-        report.dump_json(args.json, results, ctx.sizes, items + issue9, elapsed)
+        report.dump_json(args.json, results, ctx.sizes, items + issue9 + issue25, elapsed)
         print(f"numbers written to {args.json}")
 
 
