@@ -6,11 +6,11 @@ import dataclasses
 from datetime import datetime
 from typing import Any
 
-from ._dialects import message_parts, stored_dialect
+from ._dialects import message_parts, resolve, stored_dialect
 from ._parts import Part
 from ._problems import Problem
 from ._records import ContextSnapshot, ForkPoint, Message, RawMessageRecord
-from ._tool_batches import ToolBatchPolicy, includes, provider_safe, repair_context
+from ._tool_batches import INTERRUPTED_NOTICE, ToolBatchPolicy, includes, repair, repair_context
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -97,7 +97,8 @@ class SessionView:
     @property
     def messages(self) -> list[Message]:
         """The provider-safe model context (spec §5's tool-batch repair; last batch kept open), in the session's `dialect`."""
-        return provider_safe(self.context, dialect=self.dialect)
+        # `provider_safe` without its `includes` pass: `context` has left those messages out.
+        return repair(self.context, "drop", False, INTERRUPTED_NOTICE, resolve(self.dialect))
 
     def model_context(
         self, *, mid_history: ToolBatchPolicy = "drop", close_last: bool = True
