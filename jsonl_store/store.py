@@ -55,7 +55,8 @@ from ._errors import (
 from ._fs import OS_FS, FileSystem
 from ._handles import SHARED_LISTINGS, Handles, OpenSession, now
 from ._ids import new_uuid7
-from ._log import Line, LogWriter
+from ._log_reader import Line
+from ._log_writer import LogWriter
 from ._meta import Origin, SessionMeta
 from ._paths import FORK_NAME, LOG_NAME, is_session_id, validate_session_id
 from ._problems import CORRUPT_KINDS, LEFT_FOR_READERS, UNUSABLE_KINDS, Forward, Problem, Reporter
