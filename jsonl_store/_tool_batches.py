@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal, TypeAlias
 
 import msgspec
@@ -64,8 +64,24 @@ INTERRUPTED_NOTICE = (
 """The content of the error result that closes a call left without one."""
 
 
+#: The library's own message classes: `includes` and `_open_in_order` read them directly.
+_CLASSES = frozenset(MESSAGE_TYPES)
+
+
+def model_messages(messages: Iterable[Any]) -> list[Any]:
+    """The messages that belong in the model context, in order (`includes`, inlined for the
+    library's classes: `SessionView.context` runs this once per message of a load)."""
+    return [
+        message
+        for message in messages
+        if (message.include_in_messages if type(message) in _CLASSES else includes(message))
+    ]
+
+
 def includes(message: Any) -> bool:
     """True when the message belongs in the model context (``include_in_messages``)."""
+    if type(message) in _CLASSES:  # the common case first: a stored message of a library class
+        return bool(message.include_in_messages)
     if isinstance(message, dict):
         return bool(message.get("include_in_messages", True))
     if isinstance(message, _Message):
@@ -264,10 +280,6 @@ def repair(
             else:
                 repaired.extend(_without_results(results, reading))
     return repaired
-
-
-#: The library's own message classes, whose calls and results `_open_in_order` reads itself.
-_CLASSES = frozenset(MESSAGE_TYPES)
 
 
 def _open_in_order(context: Sequence[Any]) -> int:

@@ -10,7 +10,7 @@ from ._dialects import message_parts, resolve, stored_dialect
 from ._parts import Part
 from ._problems import Problem
 from ._records import ContextSnapshot, ForkPoint, Message, RawMessageRecord
-from ._tool_batches import INTERRUPTED_NOTICE, ToolBatchPolicy, includes, repair, repair_context
+from ._tool_batches import INTERRUPTED_NOTICE, ToolBatchPolicy, model_messages, repair, repair_context
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -88,11 +88,8 @@ class SessionView:
     @property
     def context(self) -> list[Message]:
         """Compacted message and tail messages with ``include_in_messages``, unrepaired."""
-        out: list[Message] = []
-        if self.snapshot is not None and includes(self.snapshot.compacted_message):
-            out.append(self.snapshot.compacted_message)
-        out.extend(r.message for r in self.raw_tail if includes(r.message))
-        return out
+        head = [self.snapshot.compacted_message] if self.snapshot is not None else []
+        return model_messages([*head, *(r.message for r in self.raw_tail)])
 
     @property
     def messages(self) -> list[Message]:
