@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+
+import msgspec
 
 from . import _codec, _find, _lines
 from ._errors import name_file
@@ -36,9 +37,11 @@ FLAGS_READ = os.O_RDONLY
 RECORD_START = _lines.RECORD_START
 
 
-@dataclass(slots=True)
-class Line:
-    """One checksum-valid line: its bytes (checksum key included, no newline) and place."""
+class Line(msgspec.Struct, gc=False):
+    """One checksum-valid line: its bytes (checksum key included, no newline) and place.
+
+    A Struct rather than a dataclass: one is made per line read, and its constructor is C.
+    """
 
     offset: int
     number: int | None
@@ -289,8 +292,8 @@ def scan(
                 raw = chunk[begin:stop]
                 # `_codec.is_sealed` inline, as one comparison of the suffix: the only step
                 # a healthy log's lines take.
-                if stop - begin >= shortest and raw[-suffix_length:] == suffix % crc32(
-                    view[begin : stop - suffix_length]
+                if stop - begin >= shortest and raw.endswith(
+                    suffix % crc32(view[begin : stop - suffix_length])
                 ):
                     if notes.pending:
                         notes.good()
