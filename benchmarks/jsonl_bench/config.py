@@ -52,7 +52,7 @@ class Sizes:
     #: the same at either length (issue 9).
     checkpoint_lengths: tuple[int, int] = (1_000, 100_000)
     #: Messages of the sessions whose whole context load().messages restores, raced with
-    #: reading and parsing the log by hand (issue 25): about what a 200k-token context
+    #: reading and parsing the log by hand: about what a 200k-token context
     #: window holds (1 MiB), and ten times that.
     context_lengths: tuple[int, ...] = (200, 2_000)
 

@@ -272,7 +272,7 @@ def issue9_targets(results: Results, sizes: Sizes) -> list[Target]:
     ]
 
 
-def issue25_targets(results: Results, sizes: Sizes) -> list[Target]:
+def plain_targets(results: Results, sizes: Sizes) -> list[Target]:
     """Where a plain JSONL file handled by hand was the faster way: each raced with it (`plain`)."""
     return [
         _ratio_target(
