@@ -6,9 +6,11 @@
 Measures, in one run and on the same records (0.8 KB assistant messages with a tool call
 and usage; 10 KB tool results): the floor (bare encode+write, +fdatasync, atomic file
 replace, msgspec decoding), jsonl_store, SQLite (WAL, autocommit, synchronous FULL and
-NORMAL), whole-file rewrite, pydantic-ai-harness FileStepStore when installed, and
-appends under contention, and search against grep -rF. Prints absolute medians, ratios to the floor and to SQLite, and
-the targets of issues 5 and 9 with whether each is met. Ratios are printed, never asserted.
+NORMAL), whole-file rewrite, pydantic-ai-harness FileStepStore when installed, appends
+under contention, search against grep -rF, and whole-context loads and durable batches
+against the same work written by hand on a plain JSONL file. Prints absolute medians,
+ratios to the floor and to SQLite, and the targets of issues 5 and 9 and those against a
+plain file with whether each is met. Ratios are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -29,7 +31,18 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [p for p in (_HERE, os.path.dirname(_HERE)) if p not in sys.path]
 
 # These imports must come after the sys.path set-up above, hence E402.
-from jsonl_bench import appends, harness, jsonl, procs, report, search, sqlite_baseline, wholefile, workload  # noqa: E402
+from jsonl_bench import (  # noqa: E402
+    appends,
+    harness,
+    jsonl,
+    plain,
+    procs,
+    report,
+    search,
+    sqlite_baseline,
+    wholefile,
+    workload,
+)
 from jsonl_bench.config import FULL, QUICK, TINY, Context, Sizes  # noqa: E402
 from jsonl_bench.timing import Results  # noqa: E402
 
@@ -41,8 +54,9 @@ SECTIONS: dict[str, Callable[[Context], None]] = {
     "jsonl": jsonl.run,
     "contention": procs.contention,
     "search": search.run,
+    "plain": plain.run,
 }
-NEEDS_STORE = {"jsonl", "contention", "search"}
+NEEDS_STORE = {"jsonl", "contention", "search", "plain"}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -128,6 +142,10 @@ def print_report(ctx: Context, args: argparse.Namespace, elapsed: float) -> None
     print()
     print(f"targets of issue 9{sized}:")
     print(report.targets_table(issue9))
+    print()
+    by_hand = report.plain_targets(results, ctx.sizes)
+    print(f"targets against a plain JSONL file by hand{sized}:")
+    print(report.targets_table(by_hand))
     if note := report.first_load_note(results, ctx.sizes):
         print(note)
     for name, reason in results.skipped.items():
@@ -139,7 +157,7 @@ def print_report(ctx: Context, args: argparse.Namespace, elapsed: float) -> None
         problem = report.plot(args.plot, results)
         print(problem or f"plot written to {args.plot}")
     if args.json:
-        report.dump_json(args.json, results, ctx.sizes, items + issue9, elapsed)
+        report.dump_json(args.json, results, ctx.sizes, items + issue9 + by_hand, elapsed)
         print(f"numbers written to {args.json}")
 
 

@@ -22,7 +22,7 @@ from . import _blob_writes, _codec, _dirs, _meta
 from ._errors import InvalidArgument, ParentMismatch, SequenceConflict
 from ._handles import OpenSession, now
 from ._ids import new_uuid7
-from ._log import Line
+from ._log_reader import Line
 from ._paths import FORK_NAME, LOG_NAME, validate_session_id
 from ._reader import sequence_of
 from ._records import AssistantMessage, Message, MessageTiming, ModelUsage

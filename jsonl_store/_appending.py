@@ -14,7 +14,8 @@ from typing import Any
 
 from . import _append, _usage
 from ._handles import OpenSession
-from ._log import Line, LogWriter
+from ._log_reader import Line
+from ._log_writer import LogWriter
 from ._records import Message, MessageTiming, ModelUsage
 from ._redactions import Tally
 from ._store_state import StoreState

@@ -10,7 +10,7 @@ from . import _codec, _snapshots
 from ._checkpoint import is_compacted
 from ._errors import InvalidArgument, SessionNotFound, SnapshotConflict
 from ._handles import Handles
-from ._log import first_line_converted, last_good
+from ._log_reader import first_line_converted, last_good
 from ._paths import LOG_NAME
 from ._reader import LogReader, sequence_of
 from ._records import ContextSnapshot, Message

@@ -28,7 +28,8 @@ from ._forks import DamagedFork
 from ._forks import read as _forks_read
 from ._fs import FileSystem, check_directory, open_regular, register_descriptor_cache
 from ._ids import new_uuid7
-from ._log import FLAGS_READ, Line, LogWriter
+from ._log_reader import FLAGS_READ, Line
+from ._log_writer import LogWriter
 from ._meta import SessionMeta
 from ._paths import (
     BLOBS_DIR,

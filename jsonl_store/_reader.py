@@ -16,7 +16,7 @@ from typing import Self
 
 from . import _blobs, _codec, _snapshots
 from ._fs import FileSystem, open_regular_stat
-from ._log import FLAGS_READ, Line, backward, last_good, scan
+from ._log_reader import FLAGS_READ, Line, backward, last_good, scan
 from ._paths import LOG_NAME
 from ._problems import DISCARD, KEPT_AFTER_GAP, SKIPPED, Problem, Reporter
 from ._records import ContextSnapshot, RawMessageRecord

@@ -19,17 +19,16 @@ from . import _atomic, _blob_writes, _blobs, _forks, _lines, _meta, _session, _s
 from ._errors import UnrecognizedRecords, UnsafePath, UnsupportedFormat
 from ._fs import FileSystem, check_directory, describe_mode, open_regular
 from ._lines import BOM
-from ._log import (
+from ._log_reader import (
     FLAGS_READ,
     RECORD_LIKE_LIMIT,
     Line,
-    LogWriter,
     conversion_problem,
-    free_sidecar,
     last_good,
     record_like_lines,
     scan,
 )
+from ._log_writer import LogWriter, free_sidecar
 from ._meta import SessionMeta
 from ._paths import (
     BLOBS_DIR,

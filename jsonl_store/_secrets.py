@@ -26,7 +26,7 @@ import msgspec
 from . import _atomic, _blob_writes, _blobs, _codec
 from ._errors import InvalidArgument, LockTimeout, UnsafePath
 from ._fs import FileSystem, open_regular
-from ._log import FLAGS_READ
+from ._log_reader import FLAGS_READ
 from ._paths import (
     ALLOW_NAME,
     BLOBS_DIR,

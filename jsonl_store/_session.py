@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from . import _codec, _forks, _meta
-from ._log import Line, scan
+from ._log_reader import Line, scan
 from ._meta import SessionMeta
 from ._paths import META_NAME, damaged_name
 from ._problems import DISCARD, MOVE_ASIDE, Problem, Reporter

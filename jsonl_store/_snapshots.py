@@ -16,7 +16,7 @@ from itertools import islice
 
 import msgspec
 
-from . import _atomic, _codec, _lines, _log
+from . import _atomic, _codec, _lines, _log_reader
 from ._errors import InvalidArgument
 from ._fs import FileSystem, StatResult
 from ._paths import snapshot_name, snapshot_versions
@@ -188,12 +188,12 @@ def _batch_cut_short(fs: FileSystem, log_fd: int, end: int, sequence: int, batch
     if batch_end <= sequence:
         return None
     size = fs.fstat(log_fd).st_size
-    if _log.last_good(fs, log_fd, size, end, _ends_batch)[1] is not None:
+    if _log_reader.last_good(fs, log_fd, size, end, _ends_batch)[1] is not None:
         return None
     return f"the boundary record's batch (through sequence {batch_end}) is cut short"
 
 
-def _ends_batch(line: _log.Line) -> bool:
+def _ends_batch(line: _log_reader.Line) -> bool:
     try:
         sequence, batch_end, _ = _codec.record_position(line.body)
     except _codec.DECODE_ERRORS:
@@ -215,7 +215,7 @@ def trusted(fs: FileSystem, log_fd: int, log_size: int, snapshot: ContextSnapsho
     # Offsets that do not hold: look the record up. This reads the log up to the boundary,
     # but only for a snapshot that would otherwise be skipped, which a healthy log never has.
     size = fs.fstat(log_fd).st_size
-    for line in _log.scan(fs, log_fd, "", 0, size, DISCARD):
+    for line in _log_reader.scan(fs, log_fd, "", 0, size, DISCARD):
         try:
             sequence, _, record_id = _codec.record_position(line.body)
         except _codec.DECODE_ERRORS:
@@ -285,7 +285,7 @@ def find_boundary(
     after: int,
     through: int,
     last_sequence: int,
-) -> _log.Line | None:
+) -> _log_reader.Line | None:
     """The line of record ``through`` if a reader gives it back from ``[start, end)`` (§8, §10).
 
     ``start`` and ``after`` are the newest snapshot's tail offset and boundary sequence
@@ -300,7 +300,7 @@ def find_boundary(
         # Forward, as a reader goes (§8.6): a record not above the highest before it is
         # skipped. Small reads first: the boundary is near.
         highest = after
-        for line in _log.scan(fs, fd, "", start, end, DISCARD, first_read=_log.BACK_CHUNK):
+        for line in _log_reader.scan(fs, fd, "", start, end, DISCARD, first_read=_log_reader.BACK_CHUNK):
             sequence = _sequence(line)
             if sequence is None or sequence <= highest:
                 continue
@@ -314,7 +314,7 @@ def find_boundary(
         return None
     # Backward from the end: sequences only grow along a log its writers made (§9.2), so
     # the first record at or below ``through`` is the one.
-    for line in _log.backward(fs, fd, end, start):
+    for line in _log_reader.backward(fs, fd, end, start):
         sequence = _sequence(line)
         if sequence is None or sequence > through:
             continue
@@ -326,7 +326,7 @@ def find_boundary(
     return None
 
 
-def _sequence(line: _log.Line) -> int | None:
+def _sequence(line: _log_reader.Line) -> int | None:
     """The line's sequence; None for a line that is no record (sequences start at 1)."""
     try:
         sequence = _codec.record_position(line.body)[0]
@@ -335,7 +335,7 @@ def _sequence(line: _log.Line) -> int | None:
     return sequence if sequence > 0 else None
 
 
-def _is_record(line: _log.Line, session_id: str) -> bool:
+def _is_record(line: _log_reader.Line, session_id: str) -> bool:
     """Whether the whole line fits the record schema (a reader skips one that does not, §8.5)."""
     try:
         _codec.decode_record(line.body, session_id)

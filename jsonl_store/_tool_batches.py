@@ -41,18 +41,18 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal, TypeAlias
 
 import msgspec
 
-from ._dialects import Dialect, resolve
+from ._dialects import NEUTRAL, Dialect, resolve
 
 # Re-exported (``as``) for `_resume`, which reads a neutral context with them.
 from ._dialects import _answers as _answers  # noqa: PLC0414
 from ._dialects import _calls as _calls  # noqa: PLC0414
 from ._dialects import _is_result as _is_result  # noqa: PLC0414
-from ._records import _Message
+from ._records import MESSAGE_TYPES, AssistantMessage, ToolMessage, _Message
 
 #: What to do with an incomplete tool batch in the middle of the history.
 ToolBatchPolicy: TypeAlias = Literal["drop", "close"]
@@ -64,8 +64,24 @@ INTERRUPTED_NOTICE = (
 """The content of the error result that closes a call left without one."""
 
 
+#: The library's own message classes: `includes` and `_open_in_order` read them directly.
+_CLASSES = frozenset(MESSAGE_TYPES)
+
+
+def model_messages(messages: Iterable[Any]) -> list[Any]:
+    """The messages that belong in the model context, in order (`includes`, inlined for the
+    library's classes: `SessionView.context` runs this once per message of a load)."""
+    return [
+        message
+        for message in messages
+        if (message.include_in_messages if type(message) in _CLASSES else includes(message))
+    ]
+
+
 def includes(message: Any) -> bool:
     """True when the message belongs in the model context (``include_in_messages``)."""
+    if type(message) in _CLASSES:  # the common case first: a stored message of a library class
+        return bool(message.include_in_messages)
     if isinstance(message, dict):
         return bool(message.get("include_in_messages", True))
     if isinstance(message, _Message):
@@ -225,7 +241,19 @@ def repair_context(
     unknown one.
     """
     reading = resolve(dialect)
-    context = [message for message in messages if includes(message)]
+    return repair(
+        [message for message in messages if includes(message)], mid_history, close_last, notice, reading
+    )
+
+
+def repair(
+    context: list[Any], mid_history: ToolBatchPolicy, close_last: bool, notice: str, reading: Dialect
+) -> list[Any]:
+    """`repair_context` of a model context (its messages already filtered by `includes`)."""
+    if reading is NEUTRAL:
+        open_calls = _open_in_order(context)
+        if open_calls == 0 or (open_calls > 0 and not close_last):
+            return context
     repaired: list[Any] = []
     for start, calls_end, end in _segments(context, reading):
         if calls_end == start:
@@ -252,6 +280,48 @@ def repair_context(
             else:
                 repaired.extend(_without_results(results, reading))
     return repaired
+
+
+def _open_in_order(context: Sequence[Any]) -> int:
+    """The calls of the last batch still unanswered, or -1: one pass that proves no repair is due.
+
+    In the neutral dialect a context needs no repair when every result answers the next
+    unanswered call of the batch it follows, in call order, and every batch but the last
+    is whole: `repair` then keeps each message where it is, under any policy, except that
+    ``close_last`` would add results to an open last batch. Anything else (a result out of
+    order, a batch left open in the middle, an orphan, a subclass or another library's
+    object) gives -1, and the full repair decides; so this only skips work, never changes
+    a result (``tests/property/test_tool_batch_fast_path.py`` holds the two equal).
+    """
+    expected: Sequence[Any] = ()
+    answered = 0
+    for message in context:
+        kind = type(message)
+        if kind is ToolMessage:
+            calls: Sequence[Any] = _NO_CALLS
+            answers: Sequence[Any] = (message.tool_call_id,)
+        elif kind is AssistantMessage:
+            calls, answers = [call.id for call in message.tool_calls], _NO_CALLS
+        elif kind in _CLASSES:
+            calls = answers = _NO_CALLS
+        elif kind is dict:
+            calls = [call_id for call_id, _ in _calls(message)]
+            answers = _NO_CALLS if calls else NEUTRAL.answers(message)
+        else:
+            return -1
+        if answers:
+            # `_segments` takes a message as results only when it makes no call.
+            if answered < len(expected) and answers[0] == expected[answered]:
+                answered += 1
+                continue
+            return -1
+        if answered != len(expected):
+            return -1  # a batch left open before the end
+        expected, answered = calls, 0
+    return len(expected) - answered
+
+
+_NO_CALLS: Sequence[Any] = ()
 
 
 def _complete_or_open(expected: Counter[Any], answered: Counter[Any], at_end: bool) -> bool:

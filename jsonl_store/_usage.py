@@ -12,7 +12,7 @@ from . import _codec
 from ._errors import InvalidArgument
 from ._fs import open_regular
 from ._handles import now
-from ._log import FLAGS_READ, Line, scan
+from ._log_reader import FLAGS_READ, Line, scan
 from ._paths import USAGE_NAME
 from ._problems import SKIPPED, Problem, Reporter
 from ._reader import LogReader

@@ -6,11 +6,11 @@ import dataclasses
 from datetime import datetime
 from typing import Any
 
-from ._dialects import message_parts, stored_dialect
+from ._dialects import message_parts, resolve, stored_dialect
 from ._parts import Part
 from ._problems import Problem
 from ._records import ContextSnapshot, ForkPoint, Message, RawMessageRecord
-from ._tool_batches import ToolBatchPolicy, includes, provider_safe, repair_context
+from ._tool_batches import INTERRUPTED_NOTICE, ToolBatchPolicy, model_messages, repair, repair_context
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -88,16 +88,14 @@ class SessionView:
     @property
     def context(self) -> list[Message]:
         """Compacted message and tail messages with ``include_in_messages``, unrepaired."""
-        out: list[Message] = []
-        if self.snapshot is not None and includes(self.snapshot.compacted_message):
-            out.append(self.snapshot.compacted_message)
-        out.extend(r.message for r in self.raw_tail if includes(r.message))
-        return out
+        head = [self.snapshot.compacted_message] if self.snapshot is not None else []
+        return model_messages([*head, *(r.message for r in self.raw_tail)])
 
     @property
     def messages(self) -> list[Message]:
         """The provider-safe model context (spec §5's tool-batch repair; last batch kept open), in the session's `dialect`."""
-        return provider_safe(self.context, dialect=self.dialect)
+        # `provider_safe` without its `includes` pass: `context` has left those messages out.
+        return repair(self.context, "drop", False, INTERRUPTED_NOTICE, resolve(self.dialect))
 
     def model_context(
         self, *, mid_history: ToolBatchPolicy = "drop", close_last: bool = True

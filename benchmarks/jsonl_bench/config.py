@@ -51,6 +51,10 @@ class Sizes:
     #: List lengths (short, long) of the checkpoint() rows: adding one message must cost
     #: the same at either length (issue 9).
     checkpoint_lengths: tuple[int, int] = (1_000, 100_000)
+    #: Messages of the sessions whose whole context load().messages restores, raced with
+    #: reading and parsing the log by hand: about what a 200k-token context
+    #: window holds (1 MiB), and ten times that.
+    context_lengths: tuple[int, ...] = (200, 2_000)
 
 
 FULL = Sizes(
@@ -112,6 +116,7 @@ TINY = Sizes(
     snapshot_lengths=(200, 2_000),
     snapshot_files=50,
     checkpoint_lengths=(100, 2_000),
+    context_lengths=(20, 200),
 )
 
 

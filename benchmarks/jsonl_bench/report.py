@@ -272,6 +272,32 @@ def issue9_targets(results: Results, sizes: Sizes) -> list[Target]:
     ]
 
 
+def plain_targets(results: Results, sizes: Sizes) -> list[Target]:
+    """Where a plain JSONL file handled by hand was the faster way: each raced with it (`plain`)."""
+    return [
+        _ratio_target(
+            results,
+            "whole context, load().messages",
+            "cost ≤ 1.05× reading + orjson-parsing the log by hand",
+            [
+                Ratio(
+                    f"{count:,} messages",
+                    f"jsonl.load_messages.{count}",
+                    f"plain.load_messages.{count}",
+                    at_most=1.05,
+                )
+                for count in sizes.context_lengths
+            ],
+        ),
+        _ratio_target(
+            results,
+            f"append_many({GROUP}), durable, per record",
+            f"cost ≤ 1.05× {GROUP} encoded by hand + 1 write + 1 fdatasync",
+            [Ratio("cost ÷ by hand", "jsonl.append_many64.durable", "plain.group64", at_most=1.05)],
+        ),
+    ]
+
+
 def first_load_note(results: Results, sizes: Sizes) -> str | None:
     """What a process's first load() pays for many snapshot files: one listing, no target."""
     key, of = f"jsonl.load.snapshot_files.first.{sizes.snapshot_files}", "jsonl.load.snapshot_files.first.1"

@@ -19,7 +19,7 @@ from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jsonl_store import _codec, _lines, _log
+from jsonl_store import _codec, _lines, _log_reader
 from jsonl_store._fs import OS_FS
 from jsonl_store._problems import DISCARD
 
@@ -62,9 +62,9 @@ def tiny_buffers() -> Iterator[None]:
     """Chunks of a few bytes and a long-line threshold of 64, for every code path."""
     patch = pytest.MonkeyPatch()
     try:
-        patch.setattr(_log, "CHUNK", 16)
-        patch.setattr(_log, "BACK_CHUNK", 8)
-        patch.setattr(_log, "LONG_LINE", 64)
+        patch.setattr(_log_reader, "CHUNK", 16)
+        patch.setattr(_log_reader, "BACK_CHUNK", 8)
+        patch.setattr(_log_reader, "LONG_LINE", 64)
         patch.setattr(_lines, "_READ", 16)
         yield
     finally:
@@ -79,11 +79,11 @@ def _both(data: bytes) -> tuple[list[tuple[int, bytes, int, bool]], list[tuple[i
         try:
             forward = [
                 (line.offset, line.body, line.end, line.converted)
-                for line in _log.scan(OS_FS, fd, "", 0, len(data), DISCARD)
+                for line in _log_reader.scan(OS_FS, fd, "", 0, len(data), DISCARD)
             ]
             back = [
                 (line.offset, line.body, line.end, line.converted)
-                for line in _log.backward(OS_FS, fd, len(data))
+                for line in _log_reader.backward(OS_FS, fd, len(data))
             ]
         finally:
             os.close(fd)
@@ -118,7 +118,7 @@ def _lines_holding(data: bytes, wanted: bytes | None) -> list[tuple[int, int | N
         file.flush()
         fd = os.open(file.name, os.O_RDONLY)
         try:
-            lines = _log.scan(OS_FS, fd, "", 0, len(data), DISCARD, first_line=1, wanted=wanted)
+            lines = _log_reader.scan(OS_FS, fd, "", 0, len(data), DISCARD, first_line=1, wanted=wanted)
             return [(line.offset, line.number, line.body, line.end) for line in lines]
         finally:
             os.close(fd)

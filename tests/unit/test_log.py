@@ -17,7 +17,7 @@ from jsonl_store import (
     SessionStore,
     UserMessage,
     _codec,
-    _log,
+    _log_reader,
 )
 from jsonl_store._fs import OS_FS, OsFileSystem
 from jsonl_store._paths import cut_name
@@ -43,32 +43,32 @@ def sidecars(root: Path, session_id: str = "s") -> dict[str, bytes]:
     return {n: (directory / n).read_bytes() for n in os.listdir(directory) if ".cut-" in n}
 
 
-def scan_bytes(tmp_path: Path, data: bytes, problems: list[Problem] | None = None) -> list[_log.Line]:
+def scan_bytes(tmp_path: Path, data: bytes, problems: list[Problem] | None = None) -> list[_log_reader.Line]:
     """Run the log scanner over ``data`` written to a file."""
     path = tmp_path / "log"
     path.write_bytes(data)
     fd = os.open(path, os.O_RDONLY)
     reporter = Reporter()
     try:
-        return list(_log.scan(OS_FS, fd, str(path), 0, len(data), reporter, first_line=1))
+        return list(_log_reader.scan(OS_FS, fd, str(path), 0, len(data), reporter, first_line=1))
     finally:
         os.close(fd)
         if problems is not None:
             problems.extend(reporter.problems)
 
 
-def last_good_bytes(tmp_path: Path, data: bytes) -> tuple[int, _log.Line | None]:
+def last_good_bytes(tmp_path: Path, data: bytes) -> tuple[int, _log_reader.Line | None]:
     """Run the backwards search for the last good line over ``data``."""
     path = tmp_path / "log"
     path.write_bytes(data)
     fd = os.open(path, os.O_RDONLY)
     try:
-        return _log.last_good(OS_FS, fd, len(data))
+        return _log_reader.last_good(OS_FS, fd, len(data))
     finally:
         os.close(fd)
 
 
-def text_of(line: _log.Line) -> str:
+def text_of(line: _log_reader.Line) -> str:
     """The ``"t"`` field of a scanned line made by `sealed`."""
     return str(orjson.loads(line.body)["t"])
 
@@ -280,7 +280,7 @@ def test_scan_handles_lines_across_chunk_boundaries(tmp_path: Path, monkeypatch:
     data = sealed("a" * 50) + b"junk\n" + sealed("b") + sealed("c" * 300) + b"torn"
     expected_problems: list[Problem] = []
     expected = scan_bytes(tmp_path, data, expected_problems)
-    monkeypatch.setattr(_log, "CHUNK", 7)
+    monkeypatch.setattr(_log_reader, "CHUNK", 7)
     problems: list[Problem] = []
     assert scan_bytes(tmp_path, data, problems) == expected
     assert problems == expected_problems
@@ -328,7 +328,7 @@ def test_last_good_of_a_file_without_a_good_line_is_zero(tmp_path: Path) -> None
 
 def test_last_good_finds_a_very_long_last_line(tmp_path: Path) -> None:
     """A last line many times the backwards chunk size is still found."""
-    data = sealed("x") + sealed("y" * (5 * _log.BACK_CHUNK + 17))
+    data = sealed("x") + sealed("y" * (5 * _log_reader.BACK_CHUNK + 17))
     end, line = last_good_bytes(tmp_path, data + b"torn")
     assert end == len(data) and line is not None and line.offset == line_starts(data)[1]
 

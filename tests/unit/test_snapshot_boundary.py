@@ -23,7 +23,7 @@ from jsonl_store import (
     _snapshots,
 )
 from jsonl_store._fs import OS_FS
-from jsonl_store._log import scan
+from jsonl_store._log_reader import scan
 from jsonl_store._paths import LOG_NAME
 from jsonl_store._problems import DISCARD
 from jsonl_store.testing import SimulatedFileSystem
