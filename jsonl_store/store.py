@@ -23,6 +23,7 @@ from . import (
     _append,
     _blob_writes,
     _blobs,
+    _catalog,
     _checkpoint,
     _codec,
     _compact,
@@ -171,6 +172,8 @@ class SessionStore:
         # holds only for the real one).
         self._listings = SHARED_LISTINGS if fs is None else Listings()
         self._absences = _forks.SHARED_ABSENCES if fs is None else _forks.Absences()
+        # The derived catalog lives in real files only: a simulated file system lists from its files.
+        self._catalog = _catalog.Catalog(self.root) if fs is None else None
         self._on_problem = on_problem
         self._on_redact = on_redact
         self._handles = Handles(
@@ -199,6 +202,8 @@ class SessionStore:
         After a failed fsync, closing is how a session's writer is recovered.
         """
         self._handles.close()
+        if self._catalog is not None:
+            self._catalog.close()
 
     def __enter__(self) -> Self:
         return self
@@ -753,10 +758,13 @@ class SessionStore:
         """Every session (or the children of ``parent_session_id``), newest activity first."""
         if parent_session_id is not None:
             validate_session_id(parent_session_id)
-        found = []
+        names = self._session_candidates()
+        # The catalog answers for the sessions it checked fresh (spec §21); the rest are read here.
+        listed = self._catalog.listing(names, self._summary) if self._catalog is not None else None
+        found, names = listed if listed is not None else ([], names)
         now = _snapshots_clock()  # before the listing's lstats (`_forks.Absences`)
         absences = self._absences
-        for name in self._session_candidates():
+        for name in names:
             directory = os.path.join(self.root, name)
             try:
                 # One lstat per entry, right before its summary is read: a directory is
@@ -781,9 +789,9 @@ class SessionStore:
                 continue
             if summary is None:
                 continue
-            if parent_session_id is not None and summary.parent_session_id != parent_session_id:
-                continue
             found.append(summary)
+        if parent_session_id is not None:
+            found = [summary for summary in found if summary.parent_session_id == parent_session_id]
         found.sort(key=lambda s: (s.updated_at, s.session_id), reverse=True)
         return found
 
