@@ -124,8 +124,10 @@ class _Seen:
 def _fingerprint(name: str, directory: str, top: os.stat_result, now: int, fork: bool) -> _Seen:
     meta, log = _stat(os.path.join(directory, META_NAME)), _stat(os.path.join(directory, LOG_NAME))
     stats = [top, meta, log]
-    if fork:
-        stats.append(_stat(os.path.join(directory, FORK_NAME)))
+    # fork.json is written once, when the fork is made (spec §8.10): its appearing or going
+    # changes the directory's times, so only a known fork's own file needs a stat of its own.
+    if fork and (point := _stat(os.path.join(directory, FORK_NAME))) is not None:
+        stats.append(point)
     stamp = "|".join(_key(st) for st in stats)
     return _Seen(name, directory, RACY + stamp if _racy(now, stats) else stamp, log)
 
