@@ -448,7 +448,10 @@ def search_ranked(
             raise SessionNotFound(
                 f"session {session_id!r} does not exist in {store.root!r}", session_id=session_id
             )
-        catalog.index_text(store._session_candidates(), store._summary, on_progress)
+        names = store._session_candidates()
+        if not names:
+            return []  # no session (or no root yet): nothing to find, and no catalog to make
+        catalog.index_text(names, store._summary, on_progress)
         return catalog.ranked(query, limit, session_id, role)
     finally:
         if owned:
