@@ -17,7 +17,7 @@ it is created, renamed or removed (a whole-file write of ``meta.json``, a checko
 the files' own when they are written in place. A fingerprint is compared for equality,
 never for "newer", so a clock set back is a change like any other, and one taken while
 the file may still change within the timestamp granularity is marked racy and read
-again next time (`_catalog_index.RACY`). A session the check finds changed has its
+again next time (git's "racily clean" rule, https://git-scm.com/docs/racy-git). A session the check finds changed has its
 summary read from its files, as a listing without the catalog does.
 """
 
@@ -28,6 +28,7 @@ import os
 import re
 import sqlite3
 import stat
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -49,6 +50,7 @@ RACY_NS = 3_000_000_000
 #: A batch of text indexing is committed after this many bytes of logs, so another
 #: process updating the catalog waits for one batch, never for a whole build.
 BATCH_BYTES = 16 << 20
+_META_TAIL, _LOG_TAIL, _FORK_TAIL = (os.sep + name for name in (META_NAME, LOG_NAME, FORK_NAME))
 _ENCODE = msgspec.json.Encoder().encode
 _DECODE = msgspec.json.Decoder(list[SessionSummary]).decode
 #: A word of a ranked query, as FTS5's unicode61 tokenizer splits text
@@ -93,10 +95,17 @@ class RankedHit:
         }
 
 
-def _key(st: os.stat_result | None) -> str:
+_PACK = struct.Struct("<4q").pack
+_ABSENT = bytes(32)
+#: A stamp's length when it covers a fork's fork.json too (four files of four fields).
+_FORK_STAMP = 4 * 32
+
+
+def _key(st: os.stat_result | None) -> bytes:
+    """Inode, size, mtime_ns and ctime_ns, packed (zeros for no file)."""
     if st is None:
-        return "-"
-    return f"{st.st_ino}.{st.st_size}.{st.st_mtime_ns}.{st.st_ctime_ns}"
+        return _ABSENT
+    return _PACK(st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _stat(path: str) -> os.stat_result | None:
@@ -117,19 +126,18 @@ class _Seen:
 
     name: str
     directory: str
-    stamp: str
-    log: os.stat_result | None
+    #: The packed fingerprint; empty when racy, so the next check reads the session again.
+    stamp: bytes
 
 
 def _fingerprint(name: str, directory: str, top: os.stat_result, now: int, fork: bool) -> _Seen:
-    meta, log = _stat(os.path.join(directory, META_NAME)), _stat(os.path.join(directory, LOG_NAME))
+    meta, log = _stat(directory + _META_TAIL), _stat(directory + _LOG_TAIL)
     stats = [top, meta, log]
     # fork.json is written once, when the fork is made (spec §8.10): its appearing or going
     # changes the directory's times, so only a known fork's own file needs a stat of its own.
-    if fork and (point := _stat(os.path.join(directory, FORK_NAME))) is not None:
+    if fork and (point := _stat(directory + _FORK_TAIL)) is not None:
         stats.append(point)
-    stamp = "|".join(_key(st) for st in stats)
-    return _Seen(name, directory, RACY + stamp if _racy(now, stats) else stamp, log)
+    return _Seen(name, directory, b"" if _racy(now, stats) else b"".join(map(_key, stats)))
 
 
 def _marked(snippet: str) -> tuple[str, tuple[tuple[int, int], ...]]:
@@ -246,7 +254,7 @@ class Catalog:
 
 
 def _check(
-    root: str, names: list[str], known: dict[str, tuple[str, bytes | None]], now: int
+    root: str, names: list[str], known: dict[str, tuple[bytes, bytes | None]], now: int
 ) -> tuple[list[bytes], list[_Seen], list[str]]:
     """The freshness check: the summaries still good, the sessions to read again, and the
     entries the caller reads itself."""
@@ -254,22 +262,22 @@ def _check(
     changed: list[_Seen] = []
     odd: list[str] = []
     for name in names:
-        directory = os.path.join(root, name)
+        directory = root + os.sep + name
         try:
             top = os.lstat(directory)
         except FileNotFoundError:
             continue  # deleted since the listing
-        if stat.S_ISREG(top.st_mode):
-            continue  # a file named like a session is none
         if not stat.S_ISDIR(top.st_mode):
-            odd.append(name)
+            if not stat.S_ISREG(top.st_mode):  # a file named like a session is none
+                odd.append(name)
             continue
         row = known.get(name)
-        seen = _fingerprint(name, directory, top, now, fork=row is not None and row[0].count("|") == 3)
-        if row is not None and row[0] == seen.stamp and not seen.stamp.startswith(RACY):
-            if row[1] is not None:
-                good.append(row[1])
-            continue
+        if row is not None and row[0]:
+            seen = _fingerprint(name, directory, top, now, fork=len(row[0]) == _FORK_STAMP)
+            if row[0] == seen.stamp:
+                if row[1] is not None:
+                    good.append(row[1])
+                continue
         changed.append(_fingerprint(name, directory, top, now, fork=True))
     return good, changed, odd
 
@@ -282,7 +290,7 @@ def _refresh(
         for sid, stamp, blob in connection.execute("SELECT session_id, stamp, summary FROM sessions")
     }
     good, changed, odd = _check(root, names, known, time.time_ns())
-    fresh: list[tuple[str, str, bytes | None, str | None]] = []
+    fresh: list[tuple[str, bytes, bytes | None, str | None]] = []
     summaries: list[SessionSummary] = []
     for seen in changed:
         try:
@@ -312,7 +320,7 @@ def _refresh(
 
 
 def _write_summaries(
-    connection: sqlite3.Connection, fresh: list[tuple[str, str, bytes | None, str | None]], gone: list[str]
+    connection: sqlite3.Connection, fresh: list[tuple[str, bytes, bytes | None, str | None]], gone: list[str]
 ) -> None:
     text = _catalog_schema.has_fts5()
     connection.execute("BEGIN IMMEDIATE")
@@ -362,18 +370,20 @@ def _index_all(
     total, done = sum(size for _, _, size in work), 0
     if progress is not None:
         progress(0, total)
-    batch = 0
+    batch, rows = 0, list[_catalog_index.Row]()
     connection.execute("BEGIN IMMEDIATE")
     try:
         for summary, stamp, _ in work:
-            done_now = _index_one(connection, root, summary, stamp)
+            done_now = _index_one(connection, root, summary, stamp, rows)
             done, batch = done + done_now, batch + done_now
             if progress is not None:
                 progress(done, total)
             if batch >= BATCH_BYTES:
+                _catalog_index.insert(connection, rows)
                 connection.execute("COMMIT")
                 connection.execute("BEGIN IMMEDIATE")
-                batch = 0
+                batch, rows = 0, []
+        _catalog_index.insert(connection, rows)
         connection.execute("COMMIT")
     except BaseException:
         connection.execute("ROLLBACK")
@@ -381,8 +391,14 @@ def _index_all(
     return summaries
 
 
-def _index_one(connection: sqlite3.Connection, root: str, summary: SessionSummary, stamp: str) -> int:
-    """Index one session's new records inside the caller's transaction; the bytes read."""
+def _index_one(
+    connection: sqlite3.Connection,
+    root: str,
+    summary: SessionSummary,
+    stamp: str,
+    rows: list[_catalog_index.Row],
+) -> int:
+    """Read one session's new records into ``rows`` inside the caller's transaction; the bytes read."""
     sid = summary.session_id
     # Read again under the write lock: another process may have indexed it meanwhile.
     row = connection.execute(
@@ -395,7 +411,7 @@ def _index_one(connection: sqlite3.Connection, root: str, summary: SessionSummar
     if state.stamp == stamp and not stamp.startswith(RACY) and state.dialect == summary.dialect:
         return 0
     new, read = _catalog_index.index_log(
-        connection, OS_FS, sid, os.path.join(root, sid), summary.dialect, state, stamp
+        connection, OS_FS, sid, os.path.join(root, sid), summary.dialect, state, stamp, rows
     )
     connection.execute(
         "UPDATE sessions SET log_stamp = ?, log_offset = ?, log_sequence = ?, log_anchor = ?, log_dialect = ? "

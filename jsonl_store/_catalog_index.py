@@ -80,13 +80,18 @@ def delete_parts(connection: sqlite3.Connection, session_id: str, *, title: bool
     connection.execute(f"DELETE FROM parts WHERE {where}", (session_id,))
 
 
-def _insert(connection: sqlite3.Connection, rows: list[tuple[str, int, str, str, str, str]]) -> None:
+Row = tuple[str, int, str, str, str, str]
+
+
+def insert(connection: sqlite3.Connection, rows: list[Row]) -> None:
+    """Add ``rows`` (session, sequence, role, kind, field, text) to the table and the index."""
     if not rows:
         return
     (last,) = connection.execute("SELECT coalesce(max(id), 0) FROM parts").fetchone()
     connection.executemany(
         "INSERT INTO parts (session_id, sequence, role, kind, field, text) VALUES (?, ?, ?, ?, ?, ?)", rows
     )
+    # One statement for the whole batch: FTS5 tokenizes the rows in one go.
     connection.execute("INSERT INTO parts_fts (rowid, text) SELECT id, text FROM parts WHERE id > ?", (last,))
 
 
@@ -94,7 +99,7 @@ def index_title(connection: sqlite3.Connection, session_id: str, title: str | No
     """Replace the row of a session's title (none for an untitled session)."""
     delete_parts(connection, session_id, title=True)
     if title:
-        _insert(connection, [(session_id, 0, "", TITLE, TITLE, title)])
+        insert(connection, [(session_id, 0, "", TITLE, TITLE, title)])
 
 
 def _start(state: LogState, stamp: str, dialect: str, reader: LogReader) -> LogState | None:
@@ -124,20 +129,22 @@ def index_log(
     dialect: str,
     state: LogState,
     stamp: str,
+    rows: list[Row],
 ) -> tuple[LogState, int]:
-    """Index what ``state`` has not seen of the session's raw log; the new state and the bytes read.
+    """Read what ``state`` has not seen of the session's raw log into ``rows`` (the caller
+    `insert`s them before its transaction ends); the new state and the bytes read.
 
     ``stamp`` is the log's fingerprint taken before it was opened (`log_stamp`): the state
-    keeps it, so a write after it is seen as a change next time. Runs inside the caller's
-    transaction.
+    keeps it, so a write after it is seen as a change next time. A log read again from
+    the start has its earlier rows deleted first, inside the caller's transaction.
     """
     with LogReader(fs, session_id, directory) as reader:
         resumed = _start(state, stamp, dialect, reader)
         if resumed is None:
-            delete_parts(connection, session_id, title=False)
+            if state.stamp:  # a session never indexed has no record rows to delete
+                delete_parts(connection, session_id, title=False)
             resumed = LogState()
         offset, sequence = resumed.offset, resumed.sequence
-        rows: list[tuple[str, int, str, str, str, str]] = []
         for line, record in reader.records(resumed.offset, resumed.sequence):
             message = record.message
             role = role_of(message)
@@ -147,9 +154,8 @@ def index_log(
                 if text
             )
             offset, sequence = line.end, record.sequence
-        _insert(connection, rows)
         anchor = _anchor(fs, reader.fd, offset) if reader.fd is not None else b""
     return LogState(stamp, offset, sequence, anchor, dialect), offset - resumed.offset
 
 
-__all__ = ["TITLE", "LogState", "delete_parts", "index_log", "index_title", "log_stamp"]
+__all__ = ["TITLE", "LogState", "Row", "delete_parts", "index_log", "index_title", "insert", "log_stamp"]

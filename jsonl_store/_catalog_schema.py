@@ -31,21 +31,21 @@ from ._paths import (
 #: Bumped whenever a table or what a column means changes: a database of another version is
 #: built again (SQLite's ``user_version`` header field, https://www.sqlite.org/pragma.html#pragma_user_version).
 #: The high bit of the low byte tells a database built without FTS5 from one built with it.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _NO_TEXT_FLAG = 0x80
 #: How long a connection waits for another process's write transaction (milliseconds).
 BUSY_TIMEOUT_MS = 30_000
 
 # ``sessions``: one row per session directory. ``stamp`` is the stat fingerprint of the
-# directory and its metadata, raw log and fork files when ``summary`` (the SessionSummary as
-# msgspec JSON; NULL for an entry the listing leaves out) was read from them, with
-# `_catalog_index.RACY` in front when it must be checked again. The ``log_*`` columns are
+# directory and its metadata, raw log and fork files (packed, `_catalog._key`) when
+# ``summary`` (the SessionSummary as msgspec JSON; NULL for an entry the listing leaves
+# out) was read from them; empty when it must be read again (racy). The ``log_*`` columns are
 # how far the raw log's text is indexed (`_catalog_index.LogState`). ``parts``: one row per
 # string of a message part (`_search_text.searchable`), or a title (sequence 0).
 _TABLES = """
 CREATE TABLE sessions (
     session_id TEXT PRIMARY KEY,
-    stamp TEXT NOT NULL,
+    stamp BLOB NOT NULL,
     summary BLOB,
     log_stamp TEXT NOT NULL DEFAULT '',
     log_offset INTEGER NOT NULL DEFAULT 0,
