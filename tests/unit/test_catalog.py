@@ -16,9 +16,11 @@ from jsonl_store import (
     SessionSummary,
     UserMessage,
     _catalog,
+    _catalog_schema,
 )
 from jsonl_store._catalog_schema import SCHEMA_VERSION
 from jsonl_store._paths import CATALOG_DIR, CATALOG_NAME, FileKind, classify_root
+from jsonl_store.cli._main import main
 from jsonl_store.search import search_ranked
 from jsonl_store.testing import SimulatedFileSystem
 
@@ -215,3 +217,31 @@ def test_stored_markers_never_misplace_a_highlight(tmp_path: Path) -> None:
     (hit,) = search_ranked(tmp_path, "needle")
     assert hit.marks == ()
     assert "needle" in hit.snippet
+
+
+def test_without_fts5_listing_still_uses_the_catalog_and_ranking_says_why_not(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SQLite without FTS5: the catalog is made again without the text index, listings stay right,
+    and ranked search raises `CatalogUnavailable` naming FTS5."""
+    monkeypatch.setattr(_catalog_schema, "has_fts5", lambda: False)
+    assert listed(root) == scanned(root)
+    connection = sqlite3.connect(db(root))
+    tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    connection.close()
+    assert "parts_fts" not in tables
+    with pytest.raises(CatalogUnavailable, match="FTS5"):
+        search_ranked(root, "parsing")
+
+
+def test_the_ranked_command_escapes_stored_control_characters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``search --rank`` writes a stored escape sequence as visible text, never raw to the terminal."""
+    with SessionStore(tmp_path) as store:
+        store.append("s", UserMessage(content="evil \x1b[2J\x1b]0;title\x07 payload here"))
+    assert main(["--root", str(tmp_path), "search", "--rank", "payload"]) == 0
+    out = capsys.readouterr().out
+    assert "payload" in out
+    assert "\x1b" not in out and "\x07" not in out
+    assert main(["--root", str(tmp_path), "search", "--rank", "absent"]) == 1
