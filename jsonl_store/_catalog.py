@@ -41,12 +41,15 @@ from . import _catalog_index, _catalog_schema
 from ._catalog_index import RACY, LogState
 from ._errors import CatalogUnavailable, InvalidArgument, UnsafePath, UnsupportedFormat
 from ._fs import OS_FS
-from ._paths import FORK_NAME, LOG_NAME, META_NAME
+from ._paths import FORK_NAME, LOG_NAME, META_NAME, catalog_path
 from ._view import SessionSummary
 
 #: A fingerprint whose times are this close to the check's clock (or after it) is racy.
 #: Wider than any file system's timestamp granularity in use (FAT's 2 s).
 RACY_NS = 3_000_000_000
+#: Below this many sessions, a listing of a store without a catalog reads the files and makes
+#: none (they list in a few milliseconds); a ranked search makes one whatever the count.
+BUILD_AT = 100
 #: A batch of text indexing is committed after this many bytes of logs, so another
 #: process updating the catalog waits for one batch, never for a whole build.
 BATCH_BYTES = 16 << 20
@@ -215,6 +218,8 @@ class Catalog:
         catalog here (a read-only root, a database that cannot be made), so the caller lists
         from the files."""
         names = list(names)
+        if len(names) < BUILD_AT and not os.path.exists(catalog_path(self.root)):
+            return None  # a few sessions list as fast from their files: no catalog is made for them
         with self._lock:
             try:
                 return self._retrying(lambda connection: _refresh(connection, self.root, names, summarise))
@@ -294,7 +299,14 @@ def _refresh(
     summaries: list[SessionSummary] = []
     for seen in changed:
         try:
+            # Checked again right before the read, as a listing without the catalog does: a
+            # directory swapped for a symlink since the check is never read through.
+            if not stat.S_ISDIR(os.lstat(seen.directory).st_mode):
+                odd.append(seen.name)
+                continue
             summary = summarise(seen.name, seen.directory)
+        except FileNotFoundError:
+            continue  # deleted since the check
         except UnsafePath:
             odd.append(seen.name)  # reported by the caller's own read, every time it lists
             continue
@@ -460,4 +472,4 @@ def _ranked(
     return hits
 
 
-__all__ = ["BATCH_BYTES", "RACY_NS", "Catalog", "RankedHit", "fts_query"]
+__all__ = ["BATCH_BYTES", "BUILD_AT", "RACY_NS", "Catalog", "RankedHit", "fts_query"]

@@ -103,7 +103,11 @@ def apply(store: SessionStore, root: Path, operation: tuple[str, str, str]) -> N
 @given(operations=st.lists(OPERATION, max_size=12), racy_ns=st.sampled_from([0, _catalog.RACY_NS]))
 def test_catalog_answers_match_a_full_scan(operations: list[tuple[str, str, str]], racy_ns: int) -> None:
     """Listing and ranked candidates from the catalog equal what reading every file gives, after each step."""
-    with tempfile.TemporaryDirectory() as tmp, mock.patch.object(_catalog, "RACY_NS", racy_ns):
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        mock.patch.object(_catalog, "RACY_NS", racy_ns),
+        mock.patch.object(_catalog, "BUILD_AT", 0),
+    ):
         root = Path(tmp) / "store"
         with SessionStore(root) as store:
             for operation in operations:
