@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._dialects import Dialect, message_parts, register_dialect
 from ._errors import (
+    CatalogUnavailable,
     CorruptSession,
     DurabilityError,
     InvalidArgument,
@@ -96,6 +97,7 @@ __all__ = [
     "AnyMessage",
     "AssistantMessage",
     "AsyncSessionStore",
+    "CatalogUnavailable",
     "CompactedMessage",
     "ContextSnapshot",
     "CorruptSession",

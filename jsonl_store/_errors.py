@@ -102,6 +102,11 @@ class RegexUnavailable(JsonlStoreError, ImportError):
     """A regular expression search needs RE2 (the ``regex`` extra: ``google-re2``), which is not installed."""
 
 
+class CatalogUnavailable(JsonlStoreError, RuntimeError):
+    """Ranked search needs the catalog (spec §21), which cannot be used here: this Python's SQLite
+    has no FTS5, or the store root cannot hold ``.catalog/`` (read-only) or its database."""
+
+
 class ParentMismatch(InvalidArgument):
     """A session already has a different parent; a parent never changes."""
 

@@ -29,9 +29,12 @@ def list_sessions(
     state: StoreState, parent_session_id: str | None, summarize: Summarize
 ) -> list[SessionSummary]:
     """`SessionStore.list_sessions` once its arguments are checked; ``summarize`` reads one summary."""
-    found = []
+    names = candidates(state)
+    # The catalog answers for the sessions it checked fresh (spec §21); the rest are read here.
+    listed = state.catalog.listing(names, summarize) if state.catalog is not None else None
+    found, names = listed if listed is not None else ([], names)
     now = _snapshots_clock()  # before the listing's lstats (`_forks.Absences`)
-    for name in candidates(state):
+    for name in names:
         directory = os.path.join(state.root, name)
         try:
             summary = _summary_of(state, name, directory, now, summarize)
@@ -43,9 +46,9 @@ def list_sessions(
             continue
         if summary is None:
             continue
-        if parent_session_id is not None and summary.parent_session_id != parent_session_id:
-            continue
         found.append(summary)
+    if parent_session_id is not None:
+        found = [summary for summary in found if summary.parent_session_id == parent_session_id]
     found.sort(key=lambda s: (s.updated_at, s.session_id), reverse=True)
     return found
 

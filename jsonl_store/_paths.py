@@ -5,6 +5,8 @@ A session is one directory below the store root, named by its session id::
     <root>/.gitignore                      lock and temporary files stay out of git
     <root>/.gitattributes                  git keeps every file's bytes (no CRLF conversion)
     <root>/.jsonl-store-allow              fingerprints of scan findings that are no secret
+    <root>/.catalog/catalog.sqlite3        the derived catalog (spec §21): never committed
+    <root>/.catalog/.gitignore             ``*``: git ignores the whole catalog directory
     <root>/<session_id>/messages.jsonl     the raw log
     <root>/<session_id>/snapshot-00000001.json
     <root>/<session_id>/meta.json
@@ -60,6 +62,18 @@ BLOBS_DIR = "blobs"
 #: for one of git's files.
 MERGE_TMP_SUFFIX = ".jsonl-store.tmp"
 _BLOB_NAME = re.compile(r"[0-9a-f]{64}")
+#: The derived catalog (spec §21): a directory below the root whose name starts with a dot,
+#: as no session id does, so every walk of the root that looks for sessions passes it by.
+CATALOG_DIR = ".catalog"
+CATALOG_NAME = "catalog.sqlite3"
+#: SQLite's own files beside the database while it is open (https://www.sqlite.org/tempfiles.html).
+CATALOG_SIDECARS = ("-journal", "-wal", "-shm")
+#: The catalog directory's own ignore file: everything in it, itself included, stays out of
+#: git without a line in the user's root `.gitignore` (gitignore(5): a pattern in a
+#: directory's `.gitignore` applies to the paths below it).
+CATALOG_GITIGNORE_TEXT = (
+    "# Written by jsonl_store: the catalog is derived from the sessions; never commit it.\n*\n"
+)
 
 GITIGNORE_TEXT = (
     "# Written by jsonl_store: lock files, unfinished temporary files and the bytes\n"
@@ -303,6 +317,7 @@ class FileKind(enum.Enum):
     GITIGNORE = "git ignore rules"
     GITATTRIBUTES = "git attributes"
     ALLOWLIST = "scan allowlist"
+    CATALOG = "derived catalog"
     OTHER = "not the store's"
 
 
@@ -359,6 +374,11 @@ _ROOT_FILES = {
 }
 
 
+def catalog_path(root: str) -> str:
+    """Where the catalog's database is below ``root``."""
+    return os.path.join(root, CATALOG_DIR, CATALOG_NAME)
+
+
 def classify_root(name: str) -> FileKind:
     """The kind of entry ``name`` is in the store root (`FileKind.OTHER` for one the store never makes).
 
@@ -368,6 +388,8 @@ def classify_root(name: str) -> FileKind:
     """
     if (kind := _ROOT_FILES.get(name)) is not None:
         return kind
+    if name == CATALOG_DIR:
+        return FileKind.CATALOG
     if is_session_id(name):
         return FileKind.SESSION
     if is_deleted_name(name):

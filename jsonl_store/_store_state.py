@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from . import _blob_writes, _codec, _forks, _meta, _redact, _redactions, _session, _sources
+from . import _blob_writes, _catalog, _codec, _forks, _meta, _redact, _redactions, _session, _sources
 from ._errors import (
     InvalidArgument,
     JsonlStoreError,
@@ -77,6 +77,8 @@ class StoreState:
         # the real one, whose directories are the same for every store of this process).
         self.listings = SHARED_LISTINGS if fs is None else Listings()
         self.absences = _forks.SHARED_ABSENCES if fs is None else _forks.Absences()
+        # The derived catalog lives in real files only: a simulated file system lists from its files.
+        self.catalog = _catalog.Catalog(root) if fs is None else None
         self.on_problem = on_problem
         self.on_redact = on_redact
         self.handles = Handles(

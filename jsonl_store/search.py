@@ -41,13 +41,15 @@ from typing import Any
 
 import msgspec
 
-from ._dialects import Dialect, message_parts
-from ._errors import InvalidArgument, SessionNotFound, UnsafePath
+from ._catalog import RankedHit, fts_query
+from ._dialects import message_parts
+from ._errors import CatalogUnavailable, InvalidArgument, SessionNotFound, UnsafePath
 from ._find import find
-from ._parts import ImagePart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, decode_arguments
+from ._parts import ToolCallPart, ToolResultPart, decode_arguments
 from ._paths import BLOBS_DIR, LOG_NAME
 from ._records import RawMessageRecord
 from ._regex import Pattern, compile_linear
+from ._search_text import CONTENT, part_strings, role_of, searchable, strings
 from ._view import SessionSummary
 from .store import SessionStore
 
@@ -70,9 +72,6 @@ _NOT_PLAIN = re.compile("[^!#-%(-.0-;=?-\\[\\]-~]+")
 #: these are confirmed too, whatever else they hold.
 NESTED_ESCAPES = (b"\\\\u", b"\\\\/")
 _ROLES = frozenset({"system", "user", "assistant", "tool", "compacted"})
-#: What a hit's `Hit.field` is when it is the part's own text (the other fields:
-#: ``"name"`` and ``"arguments"`` of a tool call, ``"url"`` of an image).
-CONTENT = "content"
 
 
 @dataclass(frozen=True)
@@ -165,74 +164,6 @@ def _escapes_hiding(needle: bytes) -> tuple[bytes, ...]:
     if not needs_escapes(needle):
         return ()
     return tuple(escape for escape in NESTED_ESCAPES if escape != b"\\\\/" or b"/" in needle)
-
-
-def _strings(value: object, *, keys: bool = False) -> Iterator[str]:
-    """Every string value inside a JSON value (and every key, with ``keys``), depth first, in order."""
-    stack: list[object] = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            yield item
-        elif isinstance(item, dict):
-            pending: list[object] = []
-            for key, inner in item.items():
-                if keys:
-                    pending.append(key)
-                pending.append(inner)
-            stack.extend(reversed(pending))
-        elif isinstance(item, list):
-            stack.extend(reversed(item))
-
-
-def _part_strings(part: Part) -> Iterator[tuple[str, str]]:
-    """Each ``(field, string)`` of one part a search looks at, in order."""
-    if isinstance(part, (TextPart, ReasoningPart)):
-        yield CONTENT, part.text
-    elif isinstance(part, ToolCallPart):
-        if isinstance(part.name, str):
-            yield "name", part.name
-        for text in _strings(part.arguments, keys=True):
-            yield "arguments", text
-    elif isinstance(part, ToolResultPart):
-        if isinstance(part.content, str):
-            yield CONTENT, part.content
-        else:
-            for inner in part.content:
-                for _, text in _part_strings(inner):
-                    yield CONTENT, text
-    elif isinstance(part, ImagePart):
-        if part.url is not None:
-            yield "url", part.url
-    else:
-        # Keys too: an unmapped value is read as stored, where grep would find its keys
-        # (a Codex shell result's metadata, a hosted tool's item).
-        for text in _strings(part.raw, keys=True):
-            yield CONTENT, text
-
-
-def searchable(message: object, dialect: str | Dialect = "neutral") -> Iterator[tuple[str, str, str]]:
-    """Each ``(kind, field, string)`` of a message a search looks at, in the message's order.
-
-    The message is read as parts in ``dialect`` (`jsonl_store.message_parts`), so every
-    dialect is searched alike: text and reasoning; a tool call's name and the strings of
-    its arguments (keys and values, decoded when the dialect stores a JSON string; a
-    custom tool's free-form input is one string); a tool result's output (a string, or
-    the text of its parts); an image's URL (not its bytes); and every string (keys and
-    values) of a part the dialect does not map. Numbers are not text: a search for ``42`` does not find
-    ``{"line": 42}``. Kinds and fields are `Hit`'s.
-    """
-    for part in message_parts(message, dialect):
-        for field, text in _part_strings(part):
-            yield part.kind, field, text
-
-
-def role_of(message: object) -> str:
-    """The role of a stored message (a class instance or a plain dict)."""
-    if isinstance(message, dict):
-        role = message.get("role")
-        return role if isinstance(role, str) else ""
-    return str(getattr(message, "role", ""))
 
 
 def _hit(
@@ -435,7 +366,7 @@ def _record_hits(
     """
     for part in message_parts(message, dialect):
         found = False
-        for field, text in _part_strings(part):
+        for field, text in part_strings(part):
             span = match(text)
             if span is not None:
                 found = found or field != "name"
@@ -459,7 +390,7 @@ def _stored_arguments(
     is the form the dialect stored them in (``decode_arguments`` made them from it).
     """
     stored = message if isinstance(message, dict) else msgspec.to_builtins(message)
-    for text in _strings(stored):
+    for text in strings(stored):
         span = match(text)
         if span is not None and decode_arguments(text) == arguments:
             yield text, span
@@ -472,10 +403,59 @@ def _json_text_strings(text: str, match: Matcher) -> Iterator[tuple[str, tuple[i
     value = decode_arguments(text)
     if isinstance(value, str):
         return  # not valid JSON: the text itself was already matched
-    for inner in _strings(value):
+    for inner in strings(value):
         span = match(inner)
         if span is not None:
             yield inner, span
+
+
+def search_ranked(
+    store_or_root: SessionStore | str | os.PathLike[str],
+    query: str,
+    *,
+    limit: int = 10,
+    session_id: str | None = None,
+    role: str | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> list[RankedHit]:
+    """The best ``limit`` matches of ``query``'s words, best first (FTS5's bm25), from the catalog.
+
+    Every word of ``query`` must be in a part (words as SQLite's unicode61 tokenizer reads
+    them: case and diacritics ignored); a hit is one part of one message (or a title),
+    read as `search` reads it, with a snippet whose matched words are at `RankedHit.marks`.
+    The catalog (``<root>/.catalog/``, spec §21) is brought up to date from the files
+    first: the first call on a store indexes every log, later ones only what was appended
+    since; ``on_progress(done, total)`` counts those bytes. A fork's inherited records are
+    found under the session that holds them. Exact substring and regular expression
+    matches are `search`'s: it never uses the catalog.
+
+    Raises `InvalidArgument` (a `ValueError`) when ``query`` holds no word, ``limit`` is
+    not a positive int or ``role`` is not a role; `CatalogUnavailable` (a `RuntimeError`)
+    when SQLite has no FTS5, the store runs on a simulated file system, or the root cannot
+    hold the catalog.
+    """
+    fts_query(query)  # a query holding no word fails before any file is read
+    if type(limit) is not int or limit < 1:
+        raise InvalidArgument(f"limit must be a positive int, got {limit!r}")
+    if role is not None and role not in _ROLES:
+        raise InvalidArgument(f"role must be one of {sorted(_ROLES)}, got {role!r}")
+    store, owned = _open(store_or_root)
+    try:
+        catalog = store._catalog
+        if catalog is None:
+            raise CatalogUnavailable("ranked search needs the catalog, which a simulated file system has not")
+        if session_id is not None and store.get_session(session_id) is None:
+            raise SessionNotFound(
+                f"session {session_id!r} does not exist in {store.root!r}", session_id=session_id
+            )
+        names = store._session_candidates()
+        if not names:
+            return []  # no session (or no root yet): nothing to find, and no catalog to make
+        catalog.index_text(names, store._summary, on_progress)
+        return catalog.ranked(query, limit, session_id, role)
+    finally:
+        if owned:
+            store.close()
 
 
 def naive_search(store: SessionStore, text: str, *, regex: bool = False) -> Iterator[Hit]:
@@ -494,10 +474,12 @@ __all__ = [
     "CONTEXT",
     "NESTED_ESCAPES",
     "Hit",
+    "RankedHit",
     "naive_search",
     "needle_bytes",
     "needs_escapes",
     "role_of",
     "search",
+    "search_ranked",
     "searchable",
 ]

@@ -122,6 +122,8 @@ class SessionStore:
         After a failed fsync, closing is how a session's writer is recovered.
         """
         self._handles.close()
+        if self._state.catalog is not None:
+            self._state.catalog.close()
 
     def __enter__(self) -> Self:
         return self
@@ -140,6 +142,15 @@ class SessionStore:
     def _sink(self, problem: Problem) -> None:
         """Where damage goes: ``on_problem``, else a warning in the log."""
         self._state.sink(problem)
+
+    @property
+    def _catalog(self) -> _catalog.Catalog | None:
+        """The derived catalog (`StoreState.catalog`; None over a simulated file system)."""
+        return self._state.catalog
+
+    def _session_candidates(self) -> list[str]:
+        """The root's entries named as sessions are, sorted (`_listing.candidates`)."""
+        return _listing.candidates(self._state)
 
     def _summary(self, session_id: str, directory: str, *args: Any, **kwargs: Any) -> SessionSummary | None:
         """The session's summary (`StoreState.summary`)."""

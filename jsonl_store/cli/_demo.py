@@ -23,6 +23,7 @@ from .. import (
     ToolMessage,
     UserMessage,
 )
+from .._paths import FileKind, classify_root
 
 MODEL = "example-model"
 SMALL_MODEL = "example-model-mini"
@@ -319,6 +320,8 @@ def tree(root: str) -> list[str]:
 
     def walk(directory: str, depth: int) -> None:
         for name in sorted(os.listdir(directory)):
+            if depth == 1 and classify_root(name) is FileKind.CATALOG:
+                continue  # derived from the files shown, never committed (spec §21)
             path = os.path.join(directory, name)
             if os.path.isdir(path):
                 entries.append(("    " * depth + name + os.sep, None))

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .. import JsonlStoreError
+from . import _catalog, _export, _git, _import, _search, _secrets, _sessions, _show, _sql, _tail, _tokens
 from . import _commands as c
-from . import _export, _git, _import, _search, _secrets, _sessions, _show, _sql, _tail, _tokens
 from ._safe import encodable, escape
 
 if TYPE_CHECKING:
@@ -239,7 +239,14 @@ def build_parser() -> argparse.ArgumentParser:
     # The example is the import command's own epilog (configure sets it, with the defaults).
     _import.configure(command("import", _import.run, _import.HELP, ""))
 
-    for module in (_search, _export, _git, _secrets, _sql):  # commands whose module adds its own parser
+    for module in (
+        _search,
+        _export,
+        _git,
+        _secrets,
+        _sql,
+        _catalog,
+    ):  # commands whose module adds its own parser
         module.register(command)
     return parser
 

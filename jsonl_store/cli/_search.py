@@ -25,7 +25,8 @@ _MARK_OFF = "\x1b[0m"
 
 EXAMPLE = """jsonl-store search 'week 53'
 jsonl-store search --regex 'week 5[23]' --role tool --session chat-1   # needs jsonl_store[regex]
-jsonl-store search README --json | jq '.[].sequence'"""
+jsonl-store search README --json | jq '.[].sequence'
+jsonl-store search --rank 'date parsing fix'   # best matches first, from the catalog"""
 EXIT_CODES = "exit codes: 0 something matched; 1 nothing matched (as grep); 2 bad input or an unusable store."
 
 
@@ -66,6 +67,12 @@ def label(hit: Hit) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.rank:
+        if args.regex:
+            raise c.CliError("--rank and --regex do not go together: a ranked search matches words")
+        from ._catalog import run_ranked
+
+        return run_ranked(args)
     text: str = args.text
     if any("\ud800" <= char <= "\udfff" for char in text):
         # Bytes of argv that are not UTF-8 (Python decodes them to lone surrogates): no
@@ -110,6 +117,14 @@ def register(command: Register) -> None:
         "--regex",
         action="store_true",
         help="read TEXT as an RE2 regular expression, matched in linear time (the regex extra: google-re2)",
+    )
+    sub.add_argument(
+        "--rank",
+        action="store_true",
+        help="the best matches of TEXT's words first (bm25), from the catalog in ROOT/.catalog (built on first use)",
+    )
+    sub.add_argument(
+        "--limit", metavar="N", type=int, default=10, help="with --rank, how many hits to show (default: 10)"
     )
     sub.add_argument("--session", metavar="ID", help="search only the session ID")
     sub.add_argument(

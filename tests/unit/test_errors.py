@@ -11,6 +11,7 @@ import pytest
 
 import jsonl_store
 from jsonl_store import (
+    CatalogUnavailable,
     CorruptSession,
     DurabilityError,
     InvalidArgument,
@@ -63,6 +64,7 @@ ERRORS: list[tuple[type[JsonlStoreError], type[BaseException] | None]] = [
     (SessionHasForks, OSError),
     (UnsupportedRegex, ValueError),
     (RegexUnavailable, ImportError),
+    (CatalogUnavailable, RuntimeError),
 ]
 
 

@@ -1,0 +1,248 @@
+"""The catalog (spec §21): listings and ranked search answered from ``.catalog/``, always as the files say."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from jsonl_store import (
+    CatalogUnavailable,
+    InvalidArgument,
+    OsFileSystem,
+    SessionStore,
+    SessionSummary,
+    UserMessage,
+    _catalog,
+    _catalog_schema,
+)
+from jsonl_store._catalog_schema import SCHEMA_VERSION
+from jsonl_store._paths import CATALOG_DIR, CATALOG_NAME, FileKind, classify_root
+from jsonl_store.cli._main import main
+from jsonl_store.search import search_ranked
+from jsonl_store.testing import SimulatedFileSystem
+
+
+@pytest.fixture(autouse=True)
+def _no_racy_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fingerprints count as settled at once, so these tests prove the stat check itself, not the
+    racy re-read every file written in the last seconds gets anyway."""
+    monkeypatch.setattr(_catalog, "RACY_NS", 0)
+    monkeypatch.setattr(_catalog, "BUILD_AT", 0)  # a catalog even for these few sessions
+
+
+def scanned(root: Path) -> list[SessionSummary]:
+    """What a listing without the catalog gives: every session's files read (a store on an explicit file system)."""
+    with SessionStore(root, fs=OsFileSystem()) as store:
+        return store.list_sessions()
+
+
+def listed(root: Path) -> list[SessionSummary]:
+    with SessionStore(root) as store:
+        return store.list_sessions()
+
+
+def db(root: Path) -> Path:
+    return root / CATALOG_DIR / CATALOG_NAME
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A store of three sessions, one titled, one a fork, listed once so the catalog exists."""
+    root = tmp_path / "store"
+    with SessionStore(root) as store:
+        store.append("alpha", UserMessage(content="fix the date parsing in the importer"), title="Dates")
+        store.append("alpha", UserMessage(content="the parser now reads week 53"))
+        store.append("beta", UserMessage(content="unrelated chat about lunch"))
+        store.fork("alpha", 1, new_session_id="alpha-fork")
+        store.list_sessions()
+    return root
+
+
+def test_the_catalog_answers_what_the_files_say(root: Path) -> None:
+    """A listing from the catalog equals one read from every session's files, forks and titles included."""
+    assert db(root).exists()
+    assert listed(root) == scanned(root)
+    assert [s.session_id for s in listed(root)] == [s.session_id for s in scanned(root)]
+
+
+def test_the_catalog_directory_ignores_itself_and_is_no_session(root: Path) -> None:
+    """``.catalog`` holds a ``.gitignore`` of ``*``, classifies as the catalog, and no listing or id list names it."""
+    assert (root / CATALOG_DIR / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert classify_root(CATALOG_DIR) is FileKind.CATALOG
+    with SessionStore(root) as store:
+        assert CATALOG_DIR not in store.session_ids()
+        assert store.verify() == []
+
+
+def test_deleting_the_catalog_loses_nothing(root: Path) -> None:
+    """With ``.catalog`` removed, the next listing builds it again and gives the same answer."""
+    before = listed(root)
+    for name in os.listdir(root / CATALOG_DIR):
+        os.unlink(root / CATALOG_DIR / name)
+    os.rmdir(root / CATALOG_DIR)
+    assert listed(root) == before
+    assert db(root).exists()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "wrong-version", "table-gone"])
+def test_a_corrupt_catalog_is_discarded_and_built_again(root: Path, damage: str) -> None:
+    """Garbage bytes, a cut file, another schema version or a missing table: the answer is still the files'."""
+    path = db(root)
+    if damage == "garbage":
+        for suffix in ("-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        path.write_bytes(b"not a database at all\n" * 200)
+    elif damage == "truncated":
+        connection = sqlite3.connect(path)
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        connection.close()
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 3])
+    elif damage == "wrong-version":
+        connection = sqlite3.connect(path)
+        connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 100}")
+        connection.close()
+    else:
+        connection = sqlite3.connect(path)
+        connection.execute("DROP TABLE sessions")
+        connection.close()
+    assert listed(root) == scanned(root)
+    hits = search_ranked(root, "parsing")
+    assert {(hit.session_id, hit.sequence) for hit in hits} == {("alpha", 1)}
+
+
+def test_an_append_by_another_store_is_seen(root: Path) -> None:
+    """A session appended to by another store after the catalog was built is listed with its new count and time."""
+    with SessionStore(root) as reader, SessionStore(root) as writer:
+        reader.list_sessions()
+        writer.append("beta", UserMessage(content="one more"))
+        (beta,) = [s for s in reader.list_sessions() if s.session_id == "beta"]
+    assert beta.message_count == 2
+    assert listed(root) == scanned(root)
+
+
+def test_a_hand_edit_with_the_clock_set_back_is_seen(root: Path) -> None:
+    """meta.json rewritten in place, same size, its mtime set back to the old one: the listing shows the edit."""
+    meta = root / "alpha" / "meta.json"
+    before = meta.stat()
+    text = meta.read_text()
+    assert '"Dates"' in text
+    with open(meta, "r+", encoding="utf-8") as out:
+        out.write(text.replace('"Dates"', '"Datum"'))
+    os.utime(meta, ns=(before.st_atime_ns, before.st_mtime_ns))
+    (alpha,) = [s for s in listed(root) if s.session_id == "alpha"]
+    assert alpha.title == "Datum"
+    assert listed(root) == scanned(root)
+
+
+def test_a_removed_session_is_never_listed_and_a_new_one_always_is(root: Path) -> None:
+    """No phantom and no missing session: a directory removed or copied in by hand is seen at once."""
+    listed(root)
+    for name in os.listdir(root / "beta"):
+        os.unlink(root / "beta" / name)
+    os.rmdir(root / "beta")
+    os.mkdir(root / "gamma")
+    (root / "gamma" / "messages.jsonl").write_bytes((root / "alpha" / "messages.jsonl").read_bytes())
+    ids = [s.session_id for s in listed(root)]
+    assert "beta" not in ids
+    assert "gamma" in ids
+    assert listed(root) == scanned(root)
+    assert {hit.session_id for hit in search_ranked(root, "lunch")} == set()
+
+
+def test_ranked_search_gives_the_best_match_first_with_marked_words(root: Path) -> None:
+    """The part holding both words ranks above one holding one; the snippet marks each matched word."""
+    with SessionStore(root) as store:
+        store.append("beta", UserMessage(content="parsing parsing parsing of a date, the date parsing again"))
+        store.append("beta", UserMessage(content="parsing only"))
+    hits = search_ranked(root, "date parsing", limit=5)
+    assert hits[0].session_id == "beta"
+    assert all("parsing" in (hit.snippet.lower()) for hit in hits)
+    first = hits[0]
+    assert {first.snippet[a:b].lower() for a, b in first.marks} == {"date", "parsing"}
+    assert [hit.score for hit in hits] == sorted(hit.score for hit in hits)
+    assert ("beta", 3) not in {(hit.session_id, hit.sequence) for hit in hits}  # "date" is missing there
+
+
+def test_ranked_search_filters_by_role_and_session_and_finds_titles(root: Path) -> None:
+    """``role`` and ``session_id`` narrow the hits; a title is a hit of sequence 0."""
+    (title,) = search_ranked(root, "dates")
+    assert (title.session_id, title.sequence, title.kind) == ("alpha", 0, "title")
+    assert search_ranked(root, "parsing", role="assistant") == []
+    assert {hit.session_id for hit in search_ranked(root, "parsing", session_id="alpha")} == {"alpha"}
+
+
+def test_ranked_search_reads_only_the_new_bytes_after_an_append(root: Path) -> None:
+    """Once indexed, an append costs the index its own bytes only (O(new bytes)), not the log again."""
+    search_ranked(root, "parsing")
+    log = root / "alpha" / "messages.jsonl"
+    size = log.stat().st_size
+    with SessionStore(root) as store:
+        store.append("alpha", UserMessage(content="zebra crossing"))
+    totals: list[int] = []
+    hits = search_ranked(root, "zebra", on_progress=lambda done, total: totals.append(total))
+    assert [(hit.session_id, hit.sequence) for hit in hits] == [("alpha", 3)]
+    assert totals[-1] == log.stat().st_size - size
+
+
+def test_a_log_rewritten_shorter_is_indexed_again(root: Path) -> None:
+    """A raw log replaced by a shorter one (a checkout, a restore): hits of the lost records go."""
+    log = root / "alpha" / "messages.jsonl"
+    assert search_ranked(root, "week")
+    first = log.read_bytes().splitlines(keepends=True)[0]
+    log.write_bytes(first)
+    assert search_ranked(root, "week") == []
+    assert [hit.sequence for hit in search_ranked(root, "importer")] == [1]
+
+
+def test_ranked_search_refuses_bad_queries_and_simulated_stores(tmp_path: Path) -> None:
+    """A query without a word or a bad limit is an `InvalidArgument`; a simulated store has no catalog."""
+    with pytest.raises(InvalidArgument):
+        search_ranked(tmp_path, "  !! ")
+    with pytest.raises(InvalidArgument):
+        search_ranked(tmp_path, "word", limit=0)
+    store = SessionStore("/store", fs=SimulatedFileSystem())
+    store.append("s", UserMessage(content="word"))
+    with pytest.raises(CatalogUnavailable) as raised:
+        search_ranked(store, "word")
+    assert isinstance(raised.value, RuntimeError)
+
+
+def test_stored_markers_never_misplace_a_highlight(tmp_path: Path) -> None:
+    """Text that holds the snippet's own marker characters is shown unmarked, never highlighted in the wrong place."""
+    with SessionStore(tmp_path) as store:
+        store.append("s", UserMessage(content="a \ufdd0 tricky \ufdd1 needle here"))
+    (hit,) = search_ranked(tmp_path, "needle")
+    assert hit.marks == ()
+    assert "needle" in hit.snippet
+
+
+def test_without_fts5_listing_still_uses_the_catalog_and_ranking_says_why_not(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SQLite without FTS5: the catalog is made again without the text index, listings stay right,
+    and ranked search raises `CatalogUnavailable` naming FTS5."""
+    monkeypatch.setattr(_catalog_schema, "has_fts5", lambda: False)
+    assert listed(root) == scanned(root)
+    connection = sqlite3.connect(db(root))
+    tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    connection.close()
+    assert "parts_fts" not in tables
+    with pytest.raises(CatalogUnavailable, match="FTS5"):
+        search_ranked(root, "parsing")
+
+
+def test_the_ranked_command_escapes_stored_control_characters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``search --rank`` writes a stored escape sequence as visible text, never raw to the terminal."""
+    with SessionStore(tmp_path) as store:
+        store.append("s", UserMessage(content="evil \x1b[2J\x1b]0;title\x07 payload here"))
+    assert main(["--root", str(tmp_path), "search", "--rank", "payload"]) == 0
+    out = capsys.readouterr().out
+    assert "payload" in out
+    assert "\x1b" not in out and "\x07" not in out
+    assert main(["--root", str(tmp_path), "search", "--rank", "absent"]) == 1
