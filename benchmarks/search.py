@@ -22,7 +22,8 @@ once, in a rotating order, so a neighbour's burst falls on all of them alike):
 - ``list(jsonl_store.search(store, NEEDLE))`` in this process, on an open store;
 - ``jsonl-store search NEEDLE`` as a process, its output read through a pipe (Python's
   start-up and imports included), and with ``--baseline DIR`` the same command run with
-  ``PYTHONPATH=DIR`` (the package of another checkout, for a before and after).
+  the ``jsonl_store`` package found in ``DIR`` (another checkout's, for a before and after:
+  ``git archive main jsonl_store | tar -x -C DIR``).
 
 Each figure is the median of ``--repeats`` runs with its spread (half the range, as a share
 of the median); a ratio is median over median. Printed, never asserted.
@@ -96,32 +97,46 @@ def _run(argv: list[str], env: dict[str, str] | None = None) -> int:
     return done.stdout.count(b"\n")
 
 
-def _command(root: str, needle: str) -> list[str]:
-    return [sys.executable, "-m", "jsonl_store.cli", "--root", root, "search", "--", needle]
+#: Runs ``jsonl_store.cli`` from the directory in argv[1]: an editable install's finder
+#: (setuptools' ``__editable__`` module on ``sys.meta_path``) would otherwise answer first.
+_FROM = (
+    "import runpy, sys; "
+    "sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, '__module__', '').startswith('__editable__')]; "
+    "sys.path.insert(0, sys.argv.pop(1)); "
+    "runpy.run_module('jsonl_store.cli', run_name='__main__', alter_sys=True)"
+)
 
 
-def _env(path: str | None) -> dict[str, str]:
+def _command(root: str, needle: str, package: str | None = None) -> list[str]:
+    """The search command; with ``package``, the jsonl_store found in that directory."""
+    start = (
+        [sys.executable, "-m", "jsonl_store.cli"]
+        if package is None
+        else [sys.executable, "-c", _FROM, package]
+    )
+    return [*start, "--root", root, "search", "--", needle]
+
+
+def _env() -> dict[str, str]:
     # As an installed command runs, with its bytecode cached (CI images set
     # PYTHONDONTWRITEBYTECODE, which would make every run compile the package).
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    if path is not None:
-        env["PYTHONPATH"] = path
-    return env
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def _blocks(root: str, needle: str, store: SessionStore, baseline: str | None) -> dict[str, Callable[[], Any]]:
+def _blocks(
+    root: str, needle: str, store: SessionStore, baseline: str | None
+) -> dict[str, Callable[[], Any]]:
     paths = _files(root)
     buffer = bytearray(max(os.path.getsize(path) for path in paths))
-    here = os.path.dirname(_HERE)
     blocks: dict[str, Callable[[], Any]] = {}
     if shutil.which("rg") is not None:
         blocks["rg -F -c"] = lambda: _run(["rg", "-F", "-c", "--", needle, root])
         blocks["rg -F"] = lambda: _run(["rg", "-F", "--", needle, root])
     blocks["read every byte"] = lambda: _read_all(paths, buffer)
     blocks["search()"] = lambda: len(list(search(store, needle)))
-    blocks["jsonl-store search"] = lambda: _run(_command(root, needle), _env(here))
+    blocks["jsonl-store search"] = lambda: _run(_command(root, needle), _env())
     if baseline is not None:
-        blocks["jsonl-store search (baseline)"] = lambda: _run(_command(root, needle), _env(baseline))
+        blocks["jsonl-store search (baseline)"] = lambda: _run(_command(root, needle, baseline), _env())
     return blocks
 
 
@@ -172,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--copies", type=int, default=None, help=f"copies of each session ({COPIES})")
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--store", metavar="ROOT", help="search this store instead of building one")
-    parser.add_argument("--baseline", metavar="DIR", help="also run the command with PYTHONPATH=DIR")
+    parser.add_argument("--baseline", metavar="DIR", help="also run the command of the jsonl_store in DIR")
     parser.add_argument("--keep", action="store_true", help="keep the built store (its path is printed)")
     parser.add_argument("--json", metavar="PATH", help="write every sample there")
     args = parser.parse_args(argv)
