@@ -170,3 +170,68 @@ def test_search_and_naive_search_agree_on_a_damaged_log(
             fast = [(h.session_id, h.sequence, h.field, h.offset) for h in search(store, needle)]
             slow = [(h.session_id, h.sequence, h.field, h.offset) for h in naive_search(store, needle)]
         assert fast == slow
+
+
+#: Text around a needle: what a writer escapes (quote, backslash, controls), what a nested
+#: JSON writer may write as ``\\uXXXX`` (non-ASCII, U+2028, ``<&/``) and plain letters, which
+#: most often make up a needle found on many lines (`_find`'s frequent-byte path).
+AROUND = st.text(st.sampled_from(list('fun ction"\\\n\x01é東\u2028😀</&')), max_size=10)
+
+
+@st.composite
+def carriers(draw: st.DrawFn, needle: str) -> Any:
+    """A message holding ``needle`` (or a near miss) in a string of one of its searched places."""
+    text = draw(AROUND) + draw(st.sampled_from([needle, needle[:-1], needle[1:]])) + draw(AROUND)
+    encode = draw(ENCODERS)
+    kind = draw(st.sampled_from(["user", "reasoning", "call", "result", "chat-call", "json-output"]))
+    if kind == "user":
+        return UserMessage(content=text)
+    if kind == "reasoning":
+        return AssistantMessage(content=None, reasoning=text)
+    if kind == "call":
+        return AssistantMessage(
+            content=None, tool_calls=[ToolCall(id="c", name="f", arguments={text: [text]})]
+        )
+    if kind == "result":
+        return ToolMessage(tool_call_id="c", content=text)
+    if kind == "chat-call":
+        call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": encode({"q": text})}}
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
+    return {"role": "tool", "tool_call_id": "c", "content": encode({"output": text})}
+
+
+@given(
+    data=st.data(),
+    needle=st.text(st.sampled_from(list('fun ction"\\\n\x01é東\u2028😀</&')), min_size=1, max_size=6),
+)
+@settings(max_examples=examples(150))
+def test_search_gives_the_hits_of_a_decode_everything_search_field_by_field(
+    data: st.DataObject, needle: str
+) -> None:
+    """Every field of every hit (snippet and offsets too) is `naive_search`'s, for needles across escapes on many lines."""
+    batches = data.draw(st.lists(st.lists(carriers(needle), min_size=1, max_size=12), min_size=1, max_size=3))
+    with tempfile.TemporaryDirectory() as root, SessionStore(root, durability="none") as store:
+        for index, batch in enumerate(batches):
+            store.append_many(f"s{index}", batch)
+        assert list(search(store, needle)) == list(naive_search(store, needle))
+
+
+@given(
+    filler=st.binary(min_size=1, max_size=40),
+    needle=st.sampled_from([b"function", b"unction", b"KeyError", b"q}z", b"xq"]),
+    every=st.integers(1, 200),
+    count=st.integers(1, 400),
+)
+@settings(max_examples=examples(100))
+def test_find_agrees_with_bytes_find_where_the_needle_is_on_many_lines(
+    filler: bytes, needle: bytes, every: int, count: int
+) -> None:
+    """Over many kilobytes where the needle (or its rarest byte alone) recurs, `find` finds each occurrence in turn."""
+    pieces = [filler + (needle if i % every == 0 else needle[:1] + needle[-1:]) for i in range(count)]
+    data = b"\n".join(pieces)
+    at = expected = -1
+    while True:
+        at, expected = find(data, needle, at + 1), data.find(needle, expected + 1)
+        assert at == expected
+        if at < 0:
+            break
