@@ -235,3 +235,45 @@ def test_find_agrees_with_bytes_find_where_the_needle_is_on_many_lines(
         assert at == expected
         if at < 0:
             break
+
+
+#: What can happen to a blob file after its record was written.
+BLOB_FATES = st.sampled_from(["kept", "missing", "flipped", "short", "not-utf8", "bigger"])
+#: Needles: in a blob's string, in a placeholder's fixed text (`_blobs.placeholder`), or nowhere.
+BLOB_NEEDLES = ["week 53", "week", "unavailable", "damaged", "not UTF-8", "sha256:", "é東", "zzz"]
+
+
+@given(
+    texts=st.lists(
+        st.tuples(st.text(st.sampled_from(list("abc 5é")), max_size=8), st.sampled_from(BLOB_NEEDLES)),
+        min_size=1,
+        max_size=4,
+    ),
+    fates=st.lists(BLOB_FATES, min_size=1, max_size=4),
+    needle=st.sampled_from(BLOB_NEEDLES),
+)
+@settings(max_examples=examples(150))
+def test_search_finds_what_naive_search_finds_in_blob_files_and_their_placeholders(
+    texts: list[tuple[str, str]], fates: list[str], needle: str
+) -> None:
+    """A needle in a blob file only, or in the placeholder of a missing, damaged or resized one, is found as a full read finds it."""
+    with tempfile.TemporaryDirectory() as root:
+        with SessionStore(root, durability="none", blob_threshold=64) as store:
+            store.append("plain", UserMessage(content="nothing large here"))
+            for around, piece in texts:  # each string over the threshold: a blob file per distinct text
+                store.append("large", UserMessage(content=around + piece + "x" * 65))
+        blobs = sorted((Path(root) / "large" / "blobs").iterdir())
+        for path, fate in zip(blobs, fates, strict=False):
+            data = path.read_bytes()
+            if fate == "missing":
+                path.unlink()
+            elif fate == "flipped":
+                path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+            elif fate == "short":
+                path.write_bytes(data[:-1])
+            elif fate == "not-utf8":
+                path.write_bytes(b"\xff" + data[1:])
+            elif fate == "bigger":
+                path.write_bytes(data + b"week 53")
+        with SessionStore(root, on_problem=lambda problem: None) as store:
+            assert list(search(store, needle)) == list(naive_search(store, needle))
