@@ -26,7 +26,9 @@ once, in a rotating order, so a neighbour's burst falls on all of them alike):
   ``git archive main jsonl_store | tar -x -C DIR``).
 
 Each figure is the median of ``--repeats`` runs with its spread (half the range, as a share
-of the median); a ratio is median over median. Printed, never asserted.
+of the median), in wall time and in CPU time (this process's and its children's, user and
+system: what a search costs whatever else the machine runs); a ratio is median over
+median. Printed, never asserted.
 """
 
 from __future__ import annotations
@@ -34,10 +36,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -140,21 +144,39 @@ def _blocks(
     return blocks
 
 
-def measure(root: str, needle: str, repeats: int, baseline: str | None) -> dict[str, Row]:
-    """Each contender's seconds per search of ``needle``, raced."""
+def _cpu() -> float:
+    """CPU seconds of this process and of its waited-for children (user and system)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def measure(
+    root: str, needle: str, repeats: int, baseline: str | None
+) -> tuple[dict[str, Row], dict[str, Row]]:
+    """Each contender's wall seconds per search of ``needle``, raced, and its CPU seconds.
+
+    CPU time is what a search costs whatever the machine's load: on a shared machine a
+    multi-threaded ``rg`` gets more of the cores than a single-threaded Python process,
+    which stretches the wall-time ratio.
+    """
     with SessionStore(root) as store:
         blocks = _blocks(root, needle, store, baseline)
         rows = {name: Row(name, "search", name, []) for name in blocks}
+        cpu = {name: Row(name, "search", name, []) for name in blocks}
 
-        def repeated(call: Callable[[], Any]) -> Callable[[int], None]:
+        def repeated(name: str, call: Callable[[], Any]) -> Callable[[int], None]:
             def block(n: int) -> None:
                 for _ in range(n):
+                    start = _cpu()
                     call()
+                    cpu[name].samples.append(_cpu() - start)
 
             return block
 
-        race([Contender(rows[name], repeated(call), 1) for name, call in blocks.items()], repeats)
-    return rows
+        race([Contender(rows[name], repeated(name, call), 1) for name, call in blocks.items()], repeats)
+    for row in cpu.values():
+        del row.samples[0]  # the race's warm-up
+    return rows, cpu
 
 
 def _ratio(rows: dict[str, Row], key: str, base: str) -> str:
@@ -163,21 +185,23 @@ def _ratio(rows: dict[str, Row], key: str, base: str) -> str:
     return f"{rows[key].median / rows[base].median:.2f}x"
 
 
-def report(rows: dict[str, Row], hits: int, lines: int | None) -> list[str]:
+def report(rows: dict[str, Row], cpu: dict[str, Row], hits: int, lines: int | None) -> list[str]:
     out = [f"  hits: {hits:,}; lines rg prints: {'n/a' if lines is None else f'{lines:,}'}"]
-    for row in rows.values():
+    out.append(f"  {'':<32} {'wall':>9}    {'spread':>6} {'CPU':>9}")
+    for key, row in rows.items():
         spread = f"±{row.spread:.0%}" if row.spread is not None else ""
-        out.append(f"  {row.label:<32} {row.median * 1e3:9.1f} ms {spread:>6}")
-    out.append(
-        f"  search() ÷ rg -F -c: {_ratio(rows, 'search()', 'rg -F -c')}; "
-        f"search() ÷ read every byte: {_ratio(rows, 'search()', 'read every byte')}; "
-        f"jsonl-store search ÷ rg -F: {_ratio(rows, 'jsonl-store search', 'rg -F')}"
-    )
-    if "jsonl-store search (baseline)" in rows:
         out.append(
-            "  jsonl-store search ÷ baseline: "
-            f"{_ratio(rows, 'jsonl-store search', 'jsonl-store search (baseline)')}"
+            f"  {row.label:<32} {row.median * 1e3:9.1f} ms {spread:>6} {cpu[key].median * 1e3:9.1f} ms"
         )
+    pairs = [
+        ("search()", "rg -F -c"),
+        ("search()", "read every byte"),
+        ("jsonl-store search", "rg -F"),
+        ("jsonl-store search", "jsonl-store search (baseline)"),
+    ]
+    for key, base in pairs:
+        if key in rows and base in rows:
+            out.append(f"  {key} ÷ {base}: {_ratio(rows, key, base)} wall, {_ratio(cpu, key, base)} CPU")
     return out
 
 
@@ -214,10 +238,15 @@ def main(argv: list[str] | None = None) -> int:
             with SessionStore(root) as store:
                 hits = sum(1 for _ in search(store, needle))
             lines = _run(["rg", "-F", "--", needle, root]) if shutil.which("rg") else None
-            rows = measure(root, needle, repeats, args.baseline)
+            rows, cpu = measure(root, needle, repeats, args.baseline)
             print(f"{name} needle {needle!r}:")
-            print("\n".join(report(rows, hits, lines)))
-            out[name] = {"needle": needle, "hits": hits, "samples": {k: r.samples for k, r in rows.items()}}
+            print("\n".join(report(rows, cpu, hits, lines)))
+            out[name] = {
+                "needle": needle,
+                "hits": hits,
+                "wall": {k: r.samples for k, r in rows.items()},
+                "cpu": {k: r.samples for k, r in cpu.items()},
+            }
         if args.json:
             with open(args.json, "w", encoding="utf-8") as file:
                 json.dump(out, file, indent=2)
