@@ -51,6 +51,11 @@ NUMBERS_ROOM: Final = 96
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
 KEEP: Final = object()
+#: Why an intact-looking blob file (a regular file of the size its marker names) cannot be
+#: read: the only placeholders (`placeholder`) such a file can give, whose text `search`
+#: checks a needle against without hashing the file.
+DAMAGED: Final = "the file's bytes do not match its SHA-256 (damaged)"
+NOT_UTF8: Final = "the file is not UTF-8"
 
 
 def placeholder(digest: str, reason: str) -> str:
@@ -100,11 +105,11 @@ def read_blob(fs: FileSystem, directory: str, digest: str, size: int) -> tuple[s
     if len(data) != size:
         return None, f"the file has {len(data)} bytes, not {size}"
     if hashlib.sha256(data).hexdigest() != digest:
-        return None, "the file's bytes do not match its SHA-256 (damaged)"
+        return None, DAMAGED
     try:
         return data.decode(), ""
     except UnicodeDecodeError:
-        return None, "the file is not UTF-8"
+        return None, NOT_UTF8
 
 
 def parse_marker(value: dict[str, Any]) -> tuple[str, int] | None:

@@ -22,8 +22,14 @@ from . import _process
 #: ``src/memmem/rarebytes.rs``).
 _COMMON: Final = b' etn"sairo\\dpmlcfu:_,h10g.y-b2x354/kwv869A7=Tz()ICMPESDBURqZNOLjFHG+XWQY'
 _RANK: Final = {byte: rank for rank, byte in enumerate(_COMMON)}
-#: After this many false hits of the rare byte, `find` checks how frequent it is.
-_PATIENCE: Final = 64
+#: After this many false hits of the rare byte, `find` checks how frequent it is. Every
+#: false hit is a turn of a Python loop (about a microsecond): `records(containing=...)`
+#: calls `find` once per line it yields, so a byte that is not rare after all must be
+#: given up on early, or each call pays the whole patience again.
+_PATIENCE: Final = 8
+#: A needle whose rarest byte is among this many most frequent ones (all of ``function``'s
+#: letters are) has no rare byte: `find` leaves it to the substring search at once.
+_FREQUENT: Final = 24
 #: A rare byte seen more often than once per this many bytes is not rare: the rest of
 #: the haystack is left to the substring search.
 _SPACING: Final = 4096
@@ -43,14 +49,17 @@ _process.register("rarest byte of recent needles", rarest.cache_clear)
 def find(data: bytes | mmap.mmap, needle: bytes, start: int = 0) -> int:
     """``data.find(needle, start)`` (``start`` ≥ 0), usually faster.
 
-    The rarest byte is found first and the needle checked around it; when that byte
-    turns out to be frequent (more than one per 4 KiB so far), the rest of ``data`` is
-    left to the substring search, so the worst case stays close to a plain ``find``.
+    The rarest byte is found first and the needle checked around it; when that byte is
+    one of the most frequent in logs (`_FREQUENT`), or turns out to be frequent in
+    ``data`` (more than one per 4 KiB after `_PATIENCE` false hits), the rest of ``data``
+    is left to the substring search, so the worst case stays close to a plain ``find``.
     """
     length = len(needle)
     if length < 2:
         return data.find(needle, start)
     pick = rarest(needle)
+    if _RANK.get(needle[pick], len(_COMMON)) < _FREQUENT:
+        return data.find(needle, start)
     byte = needle[pick : pick + 1]
     at = data.find(byte, start + pick)
     tries = 0

@@ -14,7 +14,9 @@ documented files (docs/guides/store.md, "The session directory"):
    text (spaces the line lacks). Such a run survives all of it. A needle without one is
    looked for as its longest run without controls, ``"``, ``\\`` or space, and the lines
    holding a nested escape (`NESTED_ESCAPES`: ``\\u00e9``, ``\\/`` inside a string) are
-   confirmed too.
+   confirmed too. A session keeping large strings in blob files (spec §5.1) is skipped
+   only when no blob file its log names holds the needle either, and no placeholder for
+   an unreadable blob could (`_blobs_may_hold`).
 2. The **confirmation**: the sessions that pass are read with
    ``SessionStore.records(containing=...)``, which checks the checksum of each line
    holding those bytes, leaves out a batch torn by a crash and decodes only those lines;
@@ -30,6 +32,7 @@ time linear in the text searched, never by Python's backtracking `re`.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import mmap
 import os
@@ -37,12 +40,13 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
+from . import _blobs
 from ._catalog import RankedHit, fts_query
-from ._dialects import message_parts
+from ._dialects import Dialect, message_parts
 from ._errors import CatalogUnavailable, InvalidArgument, SessionNotFound, UnsafePath
 from ._find import find
 from ._parts import ToolCallPart, ToolResultPart, decode_arguments
@@ -71,6 +75,9 @@ _NOT_PLAIN = re.compile("[^!#-%(-.0-;=?-\\[\\]-~]+")
 #: ``\\\\u00e9`` or ``\\\\/`` in the line. When the needle has no plain run, lines holding
 #: these are confirmed too, whatever else they hold.
 NESTED_ESCAPES = (b"\\\\u", b"\\\\/")
+#: A blob marker as the store's writer encodes it (compact JSON, spec §5.1), from its ``{``.
+_MARKER = re.compile(rb'\{"\$blob":"sha256:([0-9a-f]{64})","size":(\d+)\}')
+_T = TypeVar("_T")
 _ROLES = frozenset({"system", "user", "assistant", "tool", "compacted"})
 
 
@@ -189,22 +196,33 @@ def _held(path: str, needles: Sequence[bytes]) -> set[bytes]:
     as found and leaves the judgement to `SessionStore.records`, which reports what it meets.
     """
     everything = set(needles)
+    found = _mapped(
+        path, lambda data: {needle for needle in needles if not needle or find(data, needle) >= 0}
+    )
+    return everything if found is None else found
+
+
+def _mapped(path: str, read: Callable[[bytes | mmap.mmap], _T]) -> _T | None:
+    """``read(the file's bytes)``, or None when ``path`` is no regular file that can be read.
+
+    An empty file is read as ``b""`` (a map cannot be empty).
+    """
     try:
         # O_NONBLOCK: a FIFO in a log's place must not hang the search (docs/guides/agent-loop.md, "Files
         # that are not what they seem"); it is then no regular file, and records() decides.
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
-        return everything
+        return None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            return everything
+            return None
         if info.st_size == 0:
-            return set()
+            return read(b"")
         with mmap.mmap(fd, info.st_size, access=mmap.ACCESS_READ) as data:
-            return {needle for needle in needles if not needle or find(data, needle) >= 0}
+            return read(data)
     except (OSError, ValueError):
-        return everything
+        return None
     finally:
         os.close(fd)
 
@@ -213,12 +231,59 @@ def _has_blobs(log: str) -> bool:
     """Whether the session of the raw log ``log`` keeps large strings in ``blobs/`` (spec §5.1).
 
     The needle may then be in a blob file only, which holds the string's raw bytes, not
-    their JSON form: such a session is always confirmed by records(), which restores them.
+    their JSON form: `_blobs_may_hold` looks there.
     """
     try:
         return stat.S_ISDIR(os.lstat(os.path.join(os.path.dirname(log), BLOBS_DIR)).st_mode)
     except OSError:
         return False
+
+
+def _markers(data: bytes | mmap.mmap) -> dict[str, int] | None:
+    """The blob each marker in a raw log names (digest: size), or None for a ``"$blob"`` that
+    is not a marker exactly as the store's writer encodes it (then nothing is assumed)."""
+    named: dict[str, int] = {}
+    at = find(data, _blobs.KEY_BYTES)
+    while at >= 0:
+        marker = _MARKER.match(data, at - 1)
+        if marker is None:
+            return None
+        named[marker.group(1).decode()] = int(marker.group(2))
+        at = find(data, _blobs.KEY_BYTES, at + 1)
+    return named
+
+
+def _other_or_holding(size: int, needle: bytes, data: bytes | mmap.mmap) -> bool:
+    """Whether a blob file's bytes are not the ``size`` its marker names, or hold ``needle``."""
+    return len(data) != size or find(data, needle) >= 0
+
+
+def _blobs_may_hold(log: str, needle: bytes) -> bool:
+    """Whether a record of the raw log ``log`` may hold ``needle`` in a string kept in a blob file.
+
+    A reader puts each marker's string back (spec §5.1), or, for a blob it cannot read,
+    placeholder text (`_blobs.placeholder`). So a record may match only where a blob file
+    its log names holds the needle's bytes (a blob holds the string's UTF-8, the plain
+    run of `needle_bytes` as it is), or where the placeholder could hold them. That is
+    ruled out only for a marker naming a regular file of the size it says, whose only
+    placeholders are the two fixed texts checked here; anything else (a marker in another
+    form, a missing, short or unreadable file, a needle with no plain run, which a
+    nested escape in the blob may hide) counts as a possible hit, and records() decides.
+    """
+    if needs_escapes(needle):
+        return True
+    named = _mapped(log, _markers)
+    if named is None:
+        return True
+    folder = os.path.join(os.path.dirname(log), BLOBS_DIR)
+    for digest, size in named.items():
+        texts = (_blobs.placeholder(digest, _blobs.DAMAGED), _blobs.placeholder(digest, _blobs.NOT_UTF8))
+        if any(needle in text.encode() for text in texts):
+            return True
+        found = _mapped(os.path.join(folder, digest), functools.partial(_other_or_holding, size, needle))
+        if found is None or found:
+            return True
+    return False
 
 
 def _logs_of(store: SessionStore, summary: SessionSummary) -> list[str]:
@@ -324,8 +389,8 @@ def _search_session(
     if needle:
         wanted = (needle, *_escapes_hiding(needle))
         held = set().union(*(_held(path, wanted) for path in logs))
-        if any(_has_blobs(path) for path in logs):
-            held.add(needle)  # the needle may be in a blob file only: records() restores it
+        if not held and any(_has_blobs(path) and _blobs_may_hold(path, needle) for path in logs):
+            held.add(needle)  # in a blob file only: records() reads every line, blobs restored
         if not held:
             return
         # The same bytes again, line by line: only the lines that hold them are decoded.

@@ -14,7 +14,7 @@ from .. import SessionSummary
 from ..search import CONTENT, Hit, search
 from . import _commands as c
 from . import _safe
-from ._progress import Progress, progress
+from ._progress import Progress, progress, wanted
 from ._term import screen
 
 #: `_main.build_parser`'s ``command(name, handler, help, example)``, which adds one subcommand.
@@ -22,6 +22,10 @@ Register = Callable[[str, c.Command, str, str], argparse.ArgumentParser]
 #: SGR bold red around a match, then a reset (ECMA-48 §8.3.117).
 _MARK_ON = "\x1b[1;31m"
 _MARK_OFF = "\x1b[0m"
+
+#: Hit lines written in one call into a pipe or file: a ``write`` per hit cost about as
+#: much as formatting it. On a terminal each line is written as it is found.
+_BATCH = 256
 
 EXAMPLE = """jsonl-store search 'week 53'
 jsonl-store search --regex 'week 5[23]' --role tool --session chat-1   # needs jsonl_store[regex]
@@ -81,29 +85,45 @@ def run(args: argparse.Namespace) -> int:
         raise c.CliError(f"TEXT is not valid UTF-8 text: '{raw}'")
     store = c.open_store(args)
     with store:
-        total = 1 if args.session else len(store.list_sessions())
+        # The count is the bar's only use: without a bar (a pipe) the sessions are listed
+        # once, by search() itself, not a second time here.
+        total = 1 if args.session else len(store.list_sessions()) if wanted() else None
         found = 0
         hits: list[Hit] = []
+        lines: list[str] = []
         # Colour as every command decides it (`_term.screen`): a terminal, not TERM=dumb,
         # NO_COLOR unset (https://no-color.org/), rich installed.
-        colour = screen(sys.stdout).colour
+        shown = screen(sys.stdout)
+        colour, batch = shown.colour, 1 if shown.tty else _BATCH
         with progress("searching", total) as bar:
-            for hit in search(
-                store,
-                args.text,
-                regex=args.regex,
-                session_id=args.session,
-                role=args.role,
-                on_session=step(bar),
-            ):
-                found += 1
-                if args.json:
-                    hits.append(hit)
-                else:
-                    sys.stdout.write(_safe.encodable(hit_line(hit, colour=colour) + "\n", sys.stdout))
+            try:
+                for hit in search(
+                    store,
+                    args.text,
+                    regex=args.regex,
+                    session_id=args.session,
+                    role=args.role,
+                    on_session=step(bar),
+                ):
+                    found += 1
+                    if args.json:
+                        hits.append(hit)
+                        continue
+                    lines.append(hit_line(hit, colour=colour))
+                    if len(lines) >= batch:
+                        _write(lines)
+            finally:
+                _write(lines)  # the hits found before an error are printed, as before
         if args.json:
             c.emit_json([hit.to_dict() for hit in hits])
     return 0 if found else 1
+
+
+def _write(lines: list[str]) -> None:
+    """Write the pending hit lines in one call, and forget them."""
+    if lines:
+        sys.stdout.write(_safe.encodable("\n".join(lines) + "\n", sys.stdout))
+        lines.clear()
 
 
 def register(command: Register) -> None:

@@ -203,3 +203,21 @@ def test_ctrl_c_stops_a_long_regex_search_with_130_and_no_traceback(tmp_path: Pa
             process.communicate()
     assert process.returncode == 130
     assert b"Traceback" not in err and err.strip() == b""
+
+
+def test_more_hits_than_one_write_holds_are_all_printed_in_order(tmp_path: Path) -> None:
+    """A pipe gets every hit of a search with several hundred hits, each once, in the library's order."""
+    from jsonl_store.cli._search import hit_line
+    from jsonl_store.search import search
+
+    root = tmp_path / "many"
+    with SessionStore(root, durability="none") as store:
+        for session in range(3):
+            store.append_many(
+                f"s{session}", [UserMessage(content=f"line {i} of the log") for i in range(250)]
+            )
+        expected = [hit_line(hit, colour=False) for hit in search(store, "of the log")]
+    done = run(root, "search", "of the log")
+    assert done.returncode == 0
+    assert len(expected) == 750
+    assert done.stdout.decode().splitlines() == expected

@@ -170,3 +170,110 @@ def test_search_and_naive_search_agree_on_a_damaged_log(
             fast = [(h.session_id, h.sequence, h.field, h.offset) for h in search(store, needle)]
             slow = [(h.session_id, h.sequence, h.field, h.offset) for h in naive_search(store, needle)]
         assert fast == slow
+
+
+#: Text around a needle: what a writer escapes (quote, backslash, controls), what a nested
+#: JSON writer may write as ``\\uXXXX`` (non-ASCII, U+2028, ``<&/``) and plain letters, which
+#: most often make up a needle found on many lines (`_find`'s frequent-byte path).
+AROUND = st.text(st.sampled_from(list('fun ction"\\\n\x01é東\u2028😀</&')), max_size=10)
+
+
+@st.composite
+def carriers(draw: st.DrawFn, needle: str) -> Any:
+    """A message holding ``needle`` (or a near miss) in a string of one of its searched places."""
+    text = draw(AROUND) + draw(st.sampled_from([needle, needle[:-1], needle[1:]])) + draw(AROUND)
+    encode = draw(ENCODERS)
+    kind = draw(st.sampled_from(["user", "reasoning", "call", "result", "chat-call", "json-output"]))
+    if kind == "user":
+        return UserMessage(content=text)
+    if kind == "reasoning":
+        return AssistantMessage(content=None, reasoning=text)
+    if kind == "call":
+        return AssistantMessage(
+            content=None, tool_calls=[ToolCall(id="c", name="f", arguments={text: [text]})]
+        )
+    if kind == "result":
+        return ToolMessage(tool_call_id="c", content=text)
+    if kind == "chat-call":
+        call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": encode({"q": text})}}
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
+    return {"role": "tool", "tool_call_id": "c", "content": encode({"output": text})}
+
+
+@given(
+    data=st.data(),
+    needle=st.text(st.sampled_from(list('fun ction"\\\n\x01é東\u2028😀</&')), min_size=1, max_size=6),
+)
+@settings(max_examples=examples(150))
+def test_search_gives_the_hits_of_a_decode_everything_search_field_by_field(
+    data: st.DataObject, needle: str
+) -> None:
+    """Every field of every hit (snippet and offsets too) is `naive_search`'s, for needles across escapes on many lines."""
+    batches = data.draw(st.lists(st.lists(carriers(needle), min_size=1, max_size=12), min_size=1, max_size=3))
+    with tempfile.TemporaryDirectory() as root, SessionStore(root, durability="none") as store:
+        for index, batch in enumerate(batches):
+            store.append_many(f"s{index}", batch)
+        assert list(search(store, needle)) == list(naive_search(store, needle))
+
+
+@given(
+    filler=st.binary(min_size=1, max_size=40),
+    needle=st.sampled_from([b"function", b"unction", b"KeyError", b"q}z", b"xq"]),
+    every=st.integers(1, 200),
+    count=st.integers(1, 400),
+)
+@settings(max_examples=examples(100))
+def test_find_agrees_with_bytes_find_where_the_needle_is_on_many_lines(
+    filler: bytes, needle: bytes, every: int, count: int
+) -> None:
+    """Over many kilobytes where the needle (or its rarest byte alone) recurs, `find` finds each occurrence in turn."""
+    pieces = [filler + (needle if i % every == 0 else needle[:1] + needle[-1:]) for i in range(count)]
+    data = b"\n".join(pieces)
+    at = expected = -1
+    while True:
+        at, expected = find(data, needle, at + 1), data.find(needle, expected + 1)
+        assert at == expected
+        if at < 0:
+            break
+
+
+#: What can happen to a blob file after its record was written.
+BLOB_FATES = st.sampled_from(["kept", "missing", "flipped", "short", "not-utf8", "bigger"])
+#: Needles: in a blob's string, in a placeholder's fixed text (`_blobs.placeholder`), or nowhere.
+BLOB_NEEDLES = ["week 53", "week", "unavailable", "damaged", "not UTF-8", "sha256:", "é東", "zzz"]
+
+
+@given(
+    texts=st.lists(
+        st.tuples(st.text(st.sampled_from(list("abc 5é")), max_size=8), st.sampled_from(BLOB_NEEDLES)),
+        min_size=1,
+        max_size=4,
+    ),
+    fates=st.lists(BLOB_FATES, min_size=1, max_size=4),
+    needle=st.sampled_from(BLOB_NEEDLES),
+)
+@settings(max_examples=examples(150))
+def test_search_finds_what_naive_search_finds_in_blob_files_and_their_placeholders(
+    texts: list[tuple[str, str]], fates: list[str], needle: str
+) -> None:
+    """A needle in a blob file only, or in the placeholder of a missing, damaged or resized one, is found as a full read finds it."""
+    with tempfile.TemporaryDirectory() as root:
+        with SessionStore(root, durability="none", blob_threshold=64) as store:
+            store.append("plain", UserMessage(content="nothing large here"))
+            for around, piece in texts:  # each string over the threshold: a blob file per distinct text
+                store.append("large", UserMessage(content=around + piece + "x" * 65))
+        blobs = sorted((Path(root) / "large" / "blobs").iterdir())
+        for path, fate in zip(blobs, fates, strict=False):
+            data = path.read_bytes()
+            if fate == "missing":
+                path.unlink()
+            elif fate == "flipped":
+                path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+            elif fate == "short":
+                path.write_bytes(data[:-1])
+            elif fate == "not-utf8":
+                path.write_bytes(b"\xff" + data[1:])
+            elif fate == "bigger":
+                path.write_bytes(data + b"week 53")
+        with SessionStore(root, on_problem=lambda problem: None) as store:
+            assert list(search(store, needle)) == list(naive_search(store, needle))
