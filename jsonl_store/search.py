@@ -46,7 +46,7 @@ import msgspec
 
 from . import _blobs
 from ._catalog import RankedHit, fts_query
-from ._dialects import Dialect, message_parts
+from ._dialects import message_parts
 from ._errors import CatalogUnavailable, InvalidArgument, SessionNotFound, UnsafePath
 from ._find import find
 from ._parts import ToolCallPart, ToolResultPart, decode_arguments
