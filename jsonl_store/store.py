@@ -26,6 +26,7 @@ from . import (
     _checkpoint,
     _codec,
     _compact,
+    _depth,
     _dirs,
     _forks,
     _meta,
@@ -242,7 +243,7 @@ class SessionStore:
             # The write is done and must not be reported as failed: an append accepted from
             # a stack with little room left (spec §4's nesting rule) logs from a thread with
             # room instead. The warning may have reached a handler once already.
-            _codec._in_deep_stack(logger.warning, "%s", notice)
+            _depth.in_deep_stack(logger.warning, "%s", notice)
 
     def _report(self, problems: Iterable[Problem]) -> None:
         for problem in problems:

@@ -25,7 +25,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from .._codec import with_deep_stack
+from .._depth import with_deep_stack
 from .._errors import StorageError, storage_error
 from .._folding import Answer
 from .._parts import ImagePart, OtherPart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
