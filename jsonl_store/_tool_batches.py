@@ -46,12 +46,8 @@ from typing import Any, Literal, TypeAlias
 
 import msgspec
 
-from ._dialects import Dialect, resolve
-
-# Re-exported (``as``) for `_resume`, which reads a neutral context with them.
-from ._dialects import _answers as _answers  # noqa: PLC0414
-from ._dialects import _calls as _calls  # noqa: PLC0414
-from ._dialects import _is_result as _is_result  # noqa: PLC0414
+from ._dialect_neutral import Dialect
+from ._dialects import resolve
 from ._records import _Message
 
 #: What to do with an incomplete tool batch in the middle of the history.

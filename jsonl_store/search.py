@@ -41,7 +41,8 @@ from typing import Any
 
 import msgspec
 
-from ._dialects import Dialect, message_parts
+from ._dialect_neutral import Dialect
+from ._dialects import message_parts
 from ._errors import InvalidArgument, SessionNotFound, UnsafePath
 from ._find import find
 from ._parts import ImagePart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, decode_arguments

@@ -39,7 +39,8 @@ from . import (
     _sources,
     _usage,
 )
-from ._dialects import Dialect, stored_dialect
+from ._dialect_neutral import Dialect
+from ._dialects import stored_dialect
 from ._errors import (
     CorruptSession,
     InvalidArgument,

@@ -26,7 +26,8 @@ from typing import Any
 
 from .. import ContextSnapshot, Message, RawMessageRecord, SessionView
 from .._depth import with_deep_stack
-from .._dialects import Dialect, message_parts, resolve
+from .._dialect_neutral import Dialect
+from .._dialects import message_parts, resolve
 from .._folding import Answer, fold
 from .._parts import (
     ImagePart,
