@@ -60,7 +60,7 @@ ALLOWED = {
     ("export/_html.py", '<div class="boundary" id="snapshot-'),
     # The temporary file an export writes beside the page or file the user named,
     # outside any store: not one of the store's names.
-    ("export/_html.py", ".tmp"),
+    ("export/_site.py", ".tmp"),
     ("cli/_export.py", ".tmp"),
 }
 
