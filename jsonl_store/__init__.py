@@ -8,7 +8,8 @@ merge code: the command's start-up is most of a small search's time.
 
 from typing import TYPE_CHECKING, Any
 
-from ._dialects import Dialect, message_parts, register_dialect
+from ._dialect_neutral import Dialect
+from ._dialects import message_parts, register_dialect
 from ._errors import (
     CatalogUnavailable,
     CorruptSession,

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from . import _blob_writes, _codec, _dirs, _meta
+from . import _blob_writes, _codec, _depth, _dirs, _meta, _roundtrip
 from ._errors import InvalidArgument, ParentMismatch, SequenceConflict
 from ._handles import OpenSession, now
 from ._ids import new_uuid7
@@ -110,11 +110,11 @@ def json_object(value: Mapping[str, Any] | None, name: str, redactor: Redactor |
 def redact_deep(redact_json: Callable[[bytes], bytes], data: bytes) -> bytes:
     """``redact_json(data)``, on a deeper stack when the caller's is too short for the value:
     it decodes and walks it, and what `_codec.encode_message` accepted (up to
-    `_codec.MAX_DEPTH` levels, spec §4) must be stored from any call depth."""
+    `_depth.MAX_DEPTH` levels, spec §4) must be stored from any call depth."""
     try:
         return redact_json(data)
     except RecursionError:
-        return _codec._in_deep_stack(redact_json, data)
+        return _depth.in_deep_stack(redact_json, data)
 
 
 def check_session_options(
@@ -123,7 +123,7 @@ def check_session_options(
     if request_id is not None:
         if not isinstance(request_id, str):
             raise InvalidArgument(f"request_id must be a str, got {type(request_id).__name__}")
-        _codec.check_label(request_id, "request_id")
+        _roundtrip.check_label(request_id, "request_id")
     if parent_session_id is not None:
         validate_session_id(parent_session_id)
         if parent_session_id == session_id:
@@ -284,7 +284,7 @@ def payload_of(
     try:
         payload = redact_json(payload)  # first: a secret must never reach a blob file
     except RecursionError:  # `redact_deep`, written out: every append runs this line
-        payload = _codec._in_deep_stack(redact_json, payload)
+        payload = _depth.in_deep_stack(redact_json, payload)
     # Every append pays these two checks (spec §5.1): a memchr for "$" (rarely found),
     # and a length comparison, since only a message this long can hold a string over
     # the threshold. 36 is ord("$"): `int in bytes` is a bare memchr, while `b"$" in

@@ -27,7 +27,7 @@ from ._blobs import (
     read_blob,
     walk,
 )
-from ._codec import with_deep_stack
+from ._depth import with_deep_stack
 from ._errors import InvalidArgument, InvalidMessage, RecordTooLarge, UnsafePath
 from ._fs import FileSystem, describe_mode
 from ._paths import BLOBS_DIR, blob_aside_name, damaged_name, is_blob_name

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import msgspec
 
-from . import _atomic, _codec
+from . import _atomic, _codec, _depth
 from ._errors import UnsafePath
 from ._fs import FileSystem, check_directory
 from ._paths import BLOBS_DIR, is_blob_name
@@ -66,7 +66,7 @@ def placeholder(digest: str, reason: str) -> str:
 def walk(root: dict[str, Any] | list[Any], fix: Callable[[Any], Any]) -> None:
     """Replace, below ``root``, every value for which ``fix`` returns something but `KEEP`.
 
-    Iterative: a message may be nested about a thousand levels deep (`_codec.MAX_DEPTH`),
+    Iterative: a message may be nested about a thousand levels deep (`_depth.MAX_DEPTH`),
     deeper than a recursive walk could go from an arbitrary caller's stack.
     """
     stack: list[Any] = [root]
@@ -133,7 +133,7 @@ def restore(fs: FileSystem, directory: str, body: bytes, reporter: Reporter) -> 
     try:
         return _restore(fs, directory, body, reporter)
     except RecursionError:
-        return _codec._in_deep_stack(_restore, fs, directory, body, reporter)
+        return _depth.in_deep_stack(_restore, fs, directory, body, reporter)
 
 
 def _restore(fs: FileSystem, directory: str, body: bytes, reporter: Reporter) -> bytes:
@@ -189,7 +189,7 @@ def references(body: bytes) -> tuple[list[tuple[str, int]], int]:
         try:
             tree = _decoder.decode(body)
         except RecursionError:
-            tree = _codec._in_deep_stack(_decoder.decode, body)
+            tree = _depth.in_deep_stack(_decoder.decode, body)
     except _codec.DECODE_ERRORS:
         return [], 0  # not a record readers give back: it names nothing
     message = tree.get("message") if type(tree) is dict else None

@@ -11,19 +11,15 @@ without parsing. The line is still plain JSON: ``jq`` and ``grep`` work on it un
 
 from __future__ import annotations
 
-import functools
-import math
-import sys
-import threading
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Final, ParamSpec, TypeVar
+from typing import Any, Final
 
 import msgspec
 
-from . import _process
-from ._errors import InvalidArgument, InvalidMessage, UnsupportedValue
+from ._depth import check_encoded, in_deep_stack, within_depth
+from ._errors import InvalidMessage, UnsupportedValue
 from ._records import (
     MESSAGE_TYPES,
     ROLES,
@@ -31,32 +27,19 @@ from ._records import (
     ContextSnapshot,
     ModelUsage,
     RawMessageRecord,
-    ToolCall,
     UsageRecord,
 )
+from ._roundtrip import explain
 
 CRC_KEY: Final = b',"crc":"'
 SUFFIX_LENGTH: Final = len(CRC_KEY) + 8 + 2  # ,"crc":" + 8 hex digits + "}
 #: The suffix a line's CRC-32 spells, ``SUFFIX % crc``: one comparison checks key and digits.
 SUFFIX: Final = CRC_KEY + b'%08x"}'
-#: The deepest a message, metadata or tags value may nest: JSON objects and arrays inside
-#: each other (spec §4). msgspec encodes and decodes recursively, within the interpreter's
-#: recursion limit less the frames already on the caller's stack, so the limit is checked
-#: on its own (`nesting`), and a value within it that the caller's stack is too deep for is
-#: encoded again in a thread with room (`_in_deep_stack`): what is accepted never depends
-#: on where `append` was called from, and every reader and printer can follow it.
-MAX_DEPTH: Final = 1000
-#: A reader that meets a value too deep for its own stack decodes it again in a fresh
-#: thread with this much room, so whatever a writer accepted (from any stack) reads back.
-DEEP_STACK: Final = 3 * MAX_DEPTH
 
 #: What decoding a line or file that is not what it should be can raise. msgspec decodes
 #: nested JSON recursively and raises RecursionError past the interpreter's limit: a
 #: checksum-valid line nested a thousand levels deep is a bad record, not a crash.
 DECODE_ERRORS: Final = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
-
-T = TypeVar("T")
-P = ParamSpec("P")
 
 _encoder = msgspec.json.Encoder()
 _any_decoder = msgspec.json.Decoder()
@@ -99,71 +82,6 @@ _class_decoders: Final[dict[type, Callable[[bytes], Any]]] = {
 }
 
 
-def nesting(value: object) -> int:
-    """How many JSON objects and arrays deep ``value`` goes (a scalar 0, ``[]`` 1, ``[{}]`` 2).
-
-    Walked without recursion, and stops early once past `MAX_DEPTH`. Message classes
-    count as the objects they encode to.
-    """
-    deepest = 0
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict):
-            children: Iterable[object] = item.values()
-        elif isinstance(item, (list, tuple)):
-            children = item
-        elif isinstance(item, msgspec.Struct):
-            children = [getattr(item, name) for name in item.__struct_fields__]
-        else:
-            continue
-        if level > deepest:
-            deepest = level
-            if deepest > MAX_DEPTH:
-                break
-        stack.extend((child, level + 1) for child in children)
-    return deepest
-
-
-def _check_nesting(value: object, where: str) -> None:
-    if nesting(value) > MAX_DEPTH:
-        raise InvalidMessage(
-            f"value at {where} is nested deeper than {MAX_DEPTH} levels of objects and arrays"
-        )
-
-
-#: A value nested deeper than `MAX_DEPTH` encodes to more than twice as many bytes (an
-#: opening and a closing bracket per level): shorter encodings need no look at their depth.
-_SHALLOW_BYTES: Final = 2 * MAX_DEPTH
-
-
-def _within_depth(encode: Callable[[Any, str], T], value: object, where: str) -> T:
-    """``encode(value, where)`` again on a deeper stack after a RecursionError, for a value
-    within `MAX_DEPTH` (`InvalidMessage` for a deeper one)."""
-    _check_nesting(value, where)
-    return _in_deep_stack(encode, value, where)
-
-
-#: Whether msgspec's recursion counts against `sys.getrecursionlimit()`: on CPython 3.11 C
-#: code shares the interpreter's counter; from 3.12 it has a limit of its own
-#: (https://docs.python.org/3.12/whatsnew/3.12.html, "sys.setrecursionlimit").
-_SHARED_RECURSION_LIMIT: Final = sys.version_info < (3, 12)
-
-
-def _check_encoded(data: bytes, value: object, where: str) -> None:
-    """Refuse a value whose encoding succeeded on a roomy stack but is nested past `MAX_DEPTH`.
-
-    Free in the common case: with the interpreter's limit at most `MAX_DEPTH` and C code
-    counting against it, a value that encoded cannot be deeper. Otherwise fewer brackets
-    than `MAX_DEPTH` in its JSON (those inside strings counted too) mean it cannot be;
-    only the others are walked (`nesting`).
-    """
-    if _SHARED_RECURSION_LIMIT and sys.getrecursionlimit() <= MAX_DEPTH:
-        return
-    if len(data) > _SHALLOW_BYTES and data.count(b"[") + data.count(b"{") > MAX_DEPTH:
-        _check_nesting(value, where)
-
-
 def encode_message(message: object) -> tuple[bytes, bool]:
     """Encode one message; return its JSON bytes and whether it was a plain dict.
 
@@ -173,8 +91,8 @@ def encode_message(message: object) -> tuple[bytes, bool]:
     try:
         encoded = _encode_message(message, "$")
     except RecursionError:
-        return _within_depth(_encode_message, message, "$")
-    _check_encoded(encoded[0], message, "$")
+        return within_depth(_encode_message, message, "$")
+    check_encoded(encoded[0], message, "$")
     return encoded
 
 
@@ -193,13 +111,13 @@ def _encode_message(message: object, where: str) -> tuple[bytes, bool]:
         try:
             data = _encoder.encode(message)
         except _ENCODE_ERRORS:
-            raise _explain(message, "$") from None
+            raise explain(message, "$") from None
         try:
             back = decode(data)
         except msgspec.ValidationError as exc:
             raise InvalidMessage(f"message does not match its class: {exc}") from None
         if back != message:
-            raise _explain(message, "$")
+            raise explain(message, "$")
         return data, False
     if isinstance(message, dict):
         role = message.get("role")
@@ -207,7 +125,7 @@ def _encode_message(message: object, where: str) -> tuple[bytes, bool]:
             raise InvalidMessage(f"a dict message needs 'role' in {sorted(ROLES)}, got {role!r}")
         data = _encode_value(message, "$")
         if _any_decoder.decode(data) != message:
-            raise _explain(message, "$")
+            raise explain(message, "$")
         return data, True
     if isinstance(message, MESSAGE_TYPES):
         data = _encode_value(message, "$")
@@ -216,7 +134,7 @@ def _encode_message(message: object, where: str) -> tuple[bytes, bool]:
         except msgspec.ValidationError as exc:
             raise InvalidMessage(f"message does not match its class: {exc}") from None
         if back != message:
-            raise _explain(message, "$")
+            raise explain(message, "$")
         return data, False
     raise UnsupportedValue(
         f"a message must be a dict with 'role' or one of the message classes, not {type(message).__name__}"
@@ -233,21 +151,21 @@ def encode_json(value: object, where: str = "$") -> bytes:
     try:
         data = _encode_json(value, where)
     except RecursionError:
-        return _within_depth(_encode_json, value, where)
-    _check_encoded(data, value, where)
+        return within_depth(_encode_json, value, where)
+    check_encoded(data, value, where)
     return data
 
 
 def _encode_json(value: object, where: str) -> bytes:
     data = _encode_value(value, where)
     if _any_decoder.decode(data) != value:
-        raise _explain(value, where)
+        raise explain(value, where)
     return data
 
 
 #: What encoding a value JSON cannot carry raises (a lone surrogate: UnicodeEncodeError,
 #: a ValueError; an int past 64 bits: OverflowError). A RecursionError is no fault of the
-#: value's: `_within_depth` handles it.
+#: value's: `within_depth` handles it.
 _ENCODE_ERRORS: Final = (TypeError, OverflowError, ValueError)
 
 
@@ -255,115 +173,8 @@ def _encode_value(value: object, where: str) -> bytes:
     try:
         data = _encoder.encode(value)
     except _ENCODE_ERRORS:
-        raise _explain(value, where) from None
+        raise explain(value, where) from None
     return data
-
-
-def _explain(value: object, where: str) -> InvalidMessage | UnsupportedValue:
-    """Find the first value that cannot round-trip and say where it is (``$.a[0]``).
-
-    Only called on the error path, so it may be slow and thorough. It recurses: on a
-    stack too short for the value it raises RecursionError, and `_within_depth` calls it
-    again from a deeper one.
-    """
-    found = _find_bad(value, where, 0)
-    if found is None:
-        return InvalidMessage(f"value at {where} does not survive a JSON round trip")
-    return found
-
-
-#: The Structs a message is made of; any other Struct inside a message is a value JSON
-#: gives back as a dict, not as itself.
-_SCHEMA_STRUCTS: Final[tuple[type[msgspec.Struct], ...]] = (*MESSAGE_TYPES, ToolCall)
-
-
-def _find_bad(value: object, where: str, depth: int) -> InvalidMessage | UnsupportedValue | None:
-    """The first value in ``value`` JSON cannot give back unchanged, as the error to raise."""
-    if depth > MAX_DEPTH:
-        return InvalidMessage(f"value at {where} is nested deeper than {MAX_DEPTH} levels")
-    kind = type(value)
-    if value is None or kind is bool or kind is int:
-        return None
-    if kind is str or kind is float:
-        return _bad_scalar(value, where)
-    if kind is list:
-        assert isinstance(value, list)
-        return _first_bad(((item, f"{where}[{index}]") for index, item in enumerate(value)), depth)
-    if kind is dict:
-        assert isinstance(value, dict)
-        return _bad_dict(value, where, depth)
-    if isinstance(value, _SCHEMA_STRUCTS):
-        # Walk the fields themselves: converting the message to builtins first would fail
-        # on the very value being looked for (an object()), or turn it into one JSON can
-        # carry (a set into a list, a datetime into a str) and hide it.
-        return _first_bad(
-            ((getattr(value, name), f"{where}.{name}") for name in value.__struct_fields__), depth
-        )
-    return UnsupportedValue(
-        f"value at {where} has type {kind.__name__}, which JSON cannot give back unchanged "
-        "(use dict, list, str, int, float, bool or None)"
-    )
-
-
-def _bad_scalar(value: object, where: str) -> InvalidMessage | None:
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return InvalidMessage(f"string at {where} holds a lone surrogate (not valid UTF-8)")
-        return None
-    assert isinstance(value, float)
-    if not math.isfinite(value):
-        return InvalidMessage(f"number at {where} is {value!r}, which JSON cannot represent")
-    return None
-
-
-def _bad_dict(
-    value: dict[object, object], where: str, depth: int
-) -> InvalidMessage | UnsupportedValue | None:
-    for key, item in value.items():  # in order: the first bad key or value is the one named
-        if type(key) is not str:
-            return UnsupportedValue(f"key {key!r} at {where} is not a str; JSON object keys are strings")
-        bad = _find_bad(key, f"{where} (key {key!r})", depth + 1) or _find_bad(
-            item, f"{where}.{key}", depth + 1
-        )
-        if bad is not None:
-            return bad
-    return None
-
-
-def _first_bad(parts: Iterable[tuple[object, str]], depth: int) -> InvalidMessage | UnsupportedValue | None:
-    for part, where in parts:
-        bad = _find_bad(part, where, depth + 1)
-        if bad is not None:
-            return bad
-    return None
-
-
-def check_label(value: str, name: str) -> None:
-    """Refuse a short identifying string (title, agent name, request id, model) a line cannot hold.
-
-    A lone surrogate is not UTF-8, so no file can hold it. A NUL could be stored as
-    ``\\u0000``, but in a name it is a mistake (a C string cut short) that would reach
-    every terminal and tool that shows the name, so it is refused too. JSON values
-    (messages, metadata, tags) may hold NULs.
-    """
-    if "\x00" in value:
-        raise InvalidArgument(f"{name} must not contain a NUL character, got {value!r}"[:300])
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InvalidArgument(
-                f"{name} holds a lone surrogate at position {exc.start} (not valid UTF-8), got {value!r}"[
-                    :300
-                ]
-            ) from None
-
-
-# ---------------------------------------------------------------------------------------
-# Lines
-# ---------------------------------------------------------------------------------------
 
 
 def seal(body: bytes) -> bytes:
@@ -469,79 +280,6 @@ def encode_record(record: RawMessageRecord) -> bytes:
     return seal(_encoder.encode(record))
 
 
-class _DeepStack:
-    """The lock under which one deep-stack decode at a time raises the recursion limit."""
-
-    mutex = threading.Lock()
-
-    @classmethod
-    def renew(cls) -> None:
-        # In a forked child: a thread of the parent may have held it, and is gone.
-        cls.mutex = threading.Lock()
-
-
-_process.register("deep-stack decode lock", _DeepStack.renew)
-
-#: ``active`` is set in the thread `_in_deep_stack` runs: there is no deeper stack to go to.
-_deep_thread = threading.local()
-
-
-def _in_deep_stack(decode: Callable[..., T], *args: Any) -> T:
-    """``decode(*args)`` again, in a fresh thread whose stack has `DEEP_STACK` levels of room.
-
-    Only ever called after a RecursionError: a value nested close to the limit that a
-    writer accepted from a shallow stack can fail in a reader called from a deeper one.
-    The interpreter's limit is raised for the moment (never lowered), under a lock.
-    """
-    if getattr(_deep_thread, "active", False):
-        # Called from that thread itself (a printer that reads): waiting there for
-        # another such thread would wait for the lock it holds.
-        raise msgspec.DecodeError(f"JSON nested deeper than {DEEP_STACK} levels")
-    outcome: list[Any] = []
-
-    def run() -> None:
-        _deep_thread.active = True
-        try:
-            outcome.append((True, decode(*args)))
-        except BaseException as exc:  # noqa: BLE001 (handed to the calling thread)
-            outcome.append((False, exc))
-
-    with _DeepStack.mutex:
-        limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(limit, DEEP_STACK + 100))
-        try:
-            worker = threading.Thread(target=run, name="jsonl_store-deep-decode")
-            worker.start()
-            worker.join()
-        finally:
-            sys.setrecursionlimit(limit)
-    ok, value = outcome[0]
-    if ok:
-        return value  # type: ignore[no-any-return]
-    if isinstance(value, RecursionError):
-        raise msgspec.DecodeError(f"JSON nested deeper than {DEEP_STACK} levels") from None
-    raise value
-
-
-def with_deep_stack(function: Callable[P, T]) -> Callable[P, T]:
-    """``function``, called again in a thread with `DEEP_STACK` levels of room when the
-    caller's stack is too short for the value it was given.
-
-    For the readers and printers of what `append` accepted (nested up to `MAX_DEPTH`,
-    from any depth of the caller's stack): only for functions without side effects,
-    which may run twice.
-    """
-
-    @functools.wraps(function)
-    def call(*args: P.args, **kwargs: P.kwargs) -> T:
-        try:
-            return function(*args, **kwargs)
-        except RecursionError:
-            return _in_deep_stack(functools.partial(function, *args, **kwargs))
-
-    return call
-
-
 def _decode_with_message(
     body: bytes, key: bytes, plain: msgspec.json.Decoder[Any], typed: msgspec.json.Decoder[Any]
 ) -> Any:
@@ -575,7 +313,7 @@ def decode_record(body: bytes, session_id: str) -> RawMessageRecord:
                 record = _plain_record_decoder.decode(body)
     except RecursionError:
         args = (body, _MESSAGE_KEY, _plain_record_decoder, _typed_record_decoder)
-        record = _in_deep_stack(_decode_with_message, *args)
+        record = in_deep_stack(_decode_with_message, *args)
     _force_setattr(record, "session_id", session_id)
     if record.started_at is None:
         _force_setattr(record, "started_at", record.created_at)
@@ -592,7 +330,7 @@ def decode_snapshot(body: bytes, session_id: str) -> ContextSnapshot:
     try:
         snapshot: ContextSnapshot = _decode_with_message(*args)
     except RecursionError:
-        snapshot = _in_deep_stack(_decode_with_message, *args)
+        snapshot = in_deep_stack(_decode_with_message, *args)
     _force_setattr(snapshot, "session_id", session_id)
     return snapshot
 
@@ -610,7 +348,7 @@ def decode_usage_dict(line: bytes) -> dict[str, Any]:
     try:
         item = _any_decoder.decode(line)
     except RecursionError:
-        item = _in_deep_stack(_any_decoder.decode, line)
+        item = in_deep_stack(_any_decoder.decode, line)
     if not isinstance(item, dict):
         raise msgspec.ValidationError(f"expected a JSON object, got {type(item).__name__}")
     item.pop("crc", None)
@@ -631,7 +369,7 @@ def _head(body: bytes) -> _Head:
     try:
         return _position_decoder.decode(body)
     except RecursionError:  # skipping a deep message recurses too
-        return _in_deep_stack(_position_decoder.decode, body)
+        return in_deep_stack(_position_decoder.decode, body)
 
 
 def record_summary(body: bytes) -> tuple[int, datetime | None]:
@@ -668,7 +406,7 @@ def call_fields(body: bytes) -> CallFields:
     try:
         return _call_decoder.decode(body)
     except RecursionError:  # skipping a deep message recurses too
-        return _in_deep_stack(_call_decoder.decode, body)
+        return in_deep_stack(_call_decoder.decode, body)
 
 
 def record_position(body: bytes) -> tuple[int, int, str]:

@@ -17,7 +17,8 @@ from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ._dialects import Dialect, message_parts
+from ._dialect_neutral import Dialect
+from ._dialects import message_parts
 from ._parts import Part, ToolCallPart, ToolResultPart
 from ._records import RawMessageRecord
 

@@ -13,7 +13,6 @@ import errno
 import fcntl
 import os
 import resource
-import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -23,6 +22,7 @@ from typing import Any
 
 from . import _atomic, _blob_writes, _dirs, _meta, _session, _snapshots
 from ._checkpoint import CheckpointCache
+from ._cleared import clear_deleted
 from ._errors import LockTimeout, SessionNotFound, UnsafePath, UnsupportedFormat
 from ._forks import DamagedFork
 from ._forks import read as _forks_read
@@ -528,48 +528,6 @@ class Handles:
 
 #: How often `Handles.prepare` makes a session directory that other processes keep deleting.
 _PREPARE_ATTEMPTS = 8
-
-
-def clear_deleted(fs: FileSystem, path: str) -> None:
-    """Empty and remove a session directory a delete renamed away (`deleted_name`).
-
-    The log goes first, so a writer waiting for its append lock finds it unlinked at once.
-    Names another process removed meanwhile (a store clearing the same leftovers) are
-    skipped; a directory other than ``blobs`` is not the store's and stays, with its parent.
-    """
-    try:
-        names = sorted(fs.listdir(path), key=lambda name: name != LOG_NAME)
-    except FileNotFoundError:
-        return
-    for name in names:
-        entry = os.path.join(path, name)
-        try:
-            if name == BLOBS_DIR and stat.S_ISDIR(fs.lstat(entry).st_mode):
-                for blob in fs.listdir(entry):
-                    _unlink_if_there(fs, os.path.join(entry, blob))
-                fs.rmdir(entry)
-            else:
-                fs.unlink(entry)
-        except FileNotFoundError:
-            continue
-        except IsADirectoryError:
-            return
-    try:
-        fs.rmdir(path)
-    except FileNotFoundError:
-        pass
-    except OSError as exc:
-        # Another delete of the same id renamed its directory onto this one once it was
-        # empty: what is there now is that delete's to clear.
-        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
-            raise
-
-
-def _unlink_if_there(fs: FileSystem, path: str) -> None:
-    try:
-        fs.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 #: What this process knows of snapshot directories is true for every store on the real

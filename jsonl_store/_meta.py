@@ -14,7 +14,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from . import _atomic, _codec
+from . import _atomic, _codec, _depth, _roundtrip
 from ._errors import InvalidArgument, MetadataConflict, ReadOnlySession, UnsupportedFormat
 from ._fs import FileSystem
 from ._paths import META_NAME
@@ -67,7 +67,7 @@ def decode(data: bytes) -> SessionMeta:
     try:
         return _decoder.decode(data)
     except RecursionError:  # metadata a writer accepted, read from a deeper stack
-        return _codec._in_deep_stack(_decoder.decode, data)
+        return _depth.in_deep_stack(_decoder.decode, data)
 
 
 def read(fs: FileSystem, directory: str) -> SessionMeta | None:
@@ -117,7 +117,7 @@ def check_title(title: str | None) -> None:
     if title is not None:
         if not isinstance(title, str) or not 1 <= len(title) <= MAX_TITLE:
             raise InvalidArgument(f"title must be a str of 1 to {MAX_TITLE} characters, got {title!r}"[:300])
-        _codec.check_label(title, "title")
+        _roundtrip.check_label(title, "title")
 
 
 def check_agent_name(name: str | None) -> None:
@@ -126,7 +126,7 @@ def check_agent_name(name: str | None) -> None:
             raise InvalidArgument(
                 f"agent_name must be a str of 1 to {MAX_AGENT_NAME} characters, got {name!r}"
             )
-        _codec.check_label(name, "agent_name")
+        _roundtrip.check_label(name, "agent_name")
 
 
 _UNSET: Any = object()

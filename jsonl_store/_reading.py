@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import _resume, _session, _usage
-from ._dialects import Dialect, stored_dialect
+from ._dialect_neutral import Dialect
+from ._dialects import stored_dialect
 from ._errors import CorruptSession, InvalidArgument, JsonlStoreError, SequenceConflict
 from ._problems import CORRUPT_KINDS, Reporter
 from ._records import RawMessageRecord

@@ -14,7 +14,8 @@ from typing import Any
 
 import msgspec
 
-from ._dialects import Dialect, resolve
+from ._dialect_neutral import Dialect
+from ._dialects import resolve
 from ._records import MESSAGE_TYPES
 from ._tool_batches import _id_of, _open_calls, _segments, closing_id
 

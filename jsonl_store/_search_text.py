@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ._dialects import Dialect, message_parts
+from ._dialect_neutral import Dialect
+from ._dialects import message_parts
 from ._parts import ImagePart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 
 #: What a hit's `Hit.field` is when it is the part's own text (the other fields:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from . import _blob_writes, _catalog, _codec, _forks, _meta, _redact, _redactions, _session, _sources
+from . import _blob_writes, _catalog, _depth, _forks, _meta, _redact, _redactions, _session, _sources
 from ._errors import (
     InvalidArgument,
     JsonlStoreError,
@@ -123,7 +123,7 @@ class StoreState:
             # The write is done and must not be reported as failed: an append accepted from
             # a stack with little room left (spec §4's nesting rule) logs from a thread with
             # room instead. The warning may have reached a handler once already.
-            _codec._in_deep_stack(logger.warning, "%s", notice)
+            _depth.in_deep_stack(logger.warning, "%s", notice)
 
     # -- a session's directory, metadata, history ---------------------------------------
 

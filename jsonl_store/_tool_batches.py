@@ -46,12 +46,8 @@ from typing import Any, Literal, TypeAlias
 
 import msgspec
 
-from ._dialects import NEUTRAL, Dialect, resolve
-
-# Re-exported (``as``) for `_resume`, which reads a neutral context with them.
-from ._dialects import _answers as _answers  # noqa: PLC0414
-from ._dialects import _calls as _calls  # noqa: PLC0414
-from ._dialects import _is_result as _is_result  # noqa: PLC0414
+from ._dialect_neutral import NEUTRAL, Dialect, chat_calls
+from ._dialects import resolve
 from ._records import MESSAGE_TYPES, AssistantMessage, ToolMessage, _Message
 
 #: What to do with an incomplete tool batch in the middle of the history.
@@ -305,7 +301,7 @@ def _open_in_order(context: Sequence[Any]) -> int:
         elif kind in _CLASSES:
             calls = answers = _NO_CALLS
         elif kind is dict:
-            calls = [call_id for call_id, _ in _calls(message)]
+            calls = [call_id for call_id, _ in chat_calls(message)]
             answers = _NO_CALLS if calls else NEUTRAL.answers(message)
         else:
             return -1

@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from . import _codec
+from . import _codec, _roundtrip
 from ._errors import InvalidArgument
 from ._fs import open_regular
 from ._handles import now
@@ -41,7 +41,7 @@ def encode(record: ModelUsage | Mapping[str, Any], clock: Callable[[], datetime]
             raise InvalidArgument(f"{name} must not be negative, got {getattr(usage, name)}")
     for name in ("model", "request_id"):
         if getattr(usage, name) is not None:
-            _codec.check_label(getattr(usage, name), name)
+            _roundtrip.check_label(getattr(usage, name), name)
     return _codec.encode_usage(usage)
 
 

@@ -19,6 +19,7 @@ from . import (
     _appending,
     _blob_writes,
     _blobs,
+    _catalog,
     _compact,
     _forking,
     _listing,
@@ -32,7 +33,7 @@ from . import (
     _session_edits,
     _usage,
 )
-from ._dialects import Dialect
+from ._dialect_neutral import Dialect
 from ._errors import InvalidArgument, JsonlStoreError
 from ._fs import FileSystem
 from ._meta import Origin

@@ -16,7 +16,7 @@ import msgspec
 import orjson
 
 from .. import Message, Problem, SessionSummary, SessionView
-from .._codec import with_deep_stack
+from .._depth import with_deep_stack
 from ._blocks import Table
 from ._safe import json_escape
 
@@ -25,10 +25,10 @@ WIDTH = 100
 #: Tool arguments and other values shown inline are cut below this many levels of nesting
 #: (shown as ``{…}`` / ``[…]``), so no stored value can make the formatter recurse deeply.
 MAX_DEPTH = 50
-# Whatever append accepts (nested up to `_codec.MAX_DEPTH`) is printed whole by `dumps`
+# Whatever append accepts (nested up to `_depth.MAX_DEPTH`) is printed whole by `dumps`
 # (tail --json, show --json, cat): `dumps`, `message_dict` and `render_message`, which have
 # no side effects, run again on a deeper stack when the caller's is too short for a value
-# (`_codec.with_deep_stack`).
+# (`_depth.with_deep_stack`).
 
 
 # ---------------------------------------------------------------------------------------

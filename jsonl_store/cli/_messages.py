@@ -25,8 +25,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .. import ContextSnapshot, Message, RawMessageRecord, SessionView
-from .._codec import with_deep_stack
-from .._dialects import Dialect, message_parts, resolve
+from .._depth import with_deep_stack
+from .._dialect_neutral import Dialect
+from .._dialects import message_parts, resolve
 from .._folding import Answer, fold
 from .._parts import (
     ImagePart,

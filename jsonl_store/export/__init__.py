@@ -5,9 +5,10 @@ Every function reads through `SessionStore`'s public API (`get_session`, `record
 (`jsonl_store.message_parts`); see docs/guides/importing.md, "Exporting and searching".
 """
 
-from ._html import CSP, INDEX, Listed, export_html, render_html, render_index, to_html
+from ._html import CSP, INDEX, render_html, to_html
 from ._markdown import render_markdown, to_markdown
 from ._markup import available as html_extra_available
+from ._site import Listed, export_html, render_index
 from ._transcript import INLINE_IMAGE_CAP, Entry, Transcript, collect, entries, page_name, to_json, visible
 
 __all__ = [

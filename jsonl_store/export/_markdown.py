@@ -15,7 +15,7 @@ from __future__ import annotations
 import html
 import re
 
-from .._codec import with_deep_stack
+from .._depth import with_deep_stack
 from .._folding import Answer
 from .._parts import ImagePart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, base64_of
 from .._view import SessionSummary

@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from .._codec import with_deep_stack
+from .._depth import with_deep_stack
 from .._dialects import message_parts
 from .._errors import SessionNotFound
 from .._folding import Answer, Folded, fold

@@ -7,7 +7,8 @@ from collections.abc import Callable, Iterable
 
 from .. import InvalidArgument, SessionStore
 from . import _claude_code, _codex, _pi
-from ._engine import Format, import_paths
+from ._engine import import_paths
+from ._events import Format
 from ._report import ImportReport, ImportSourceError
 
 #: ``progress(files done, files in all, the file being imported)``, called before each file and once at the end.

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._engine import Entry
+from ._events import Entry
 
 
 @dataclass

@@ -54,7 +54,7 @@ from typing import Any
 from .. import ModelUsage, encode_session_id
 from . import _source
 from ._branches import Tree
-from ._engine import (
+from ._events import (
     Collector,
     Compaction,
     Entry,

@@ -41,7 +41,7 @@ from datetime import timedelta
 from typing import Any
 
 from .. import ModelUsage
-from ._engine import Collector, Compaction, Entry, Parsed, Target, session_id_for, source_time
+from ._events import Collector, Compaction, Entry, Parsed, Target, session_id_for, source_time
 
 PREFIX = "codex-"
 _FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .. import ModelUsage
-from ._engine import Collector, Compaction, Entry, Parsed, Target, session_id_for, token_count
+from ._events import Collector, Compaction, Entry, Parsed, Target, session_id_for, token_count
 
 PREFIX = "pi-"
 _TRACKED = frozenset({"model_change", "thinking_level_change"})

@@ -29,20 +29,12 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Self
 
-import msgspec
-
-from .._records import CompactedMessage, Message, ModelUsage, RawMessageRecord, UserMessage
-from .._tool_batches import provider_violation
-from .._view import SessionSummary
+from .._records import CompactedMessage, Message, UserMessage
 from ._crash import CrashState, crash_points, crash_states
+from ._session_checks import Expect, Failed, Seen, check_session, fail
 from ._simfs import Fault, SimulatedFileSystem
 from ._workload import (
-    Ack,
-    Append,
-    AppendMany,
     Operation,
-    RecordUsage,
-    Snapshot,
     UpdateSession,
     WorkloadResult,
     run_workload,
@@ -52,16 +44,6 @@ if TYPE_CHECKING:
     from ..store import SessionStore
 
 Durability = Literal["fsync", "none"]
-_USAGE_FIELDS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
-)
-#: Problems load() may report when a state may lose acknowledged data (a power loss under
-#: durability="none"): a snapshot that outlived its records, metadata that was never synced.
-_CRASH_REMAINS = frozenset({"bad-snapshot", "bad-meta"})
 
 
 class RecoveryFailure(AssertionError):
@@ -81,10 +63,6 @@ class RecoveryFailure(AssertionError):
         if self.recovery_state is not None:
             text += "\n\nwhile recovering, crashed again: " + self.recovery_state.report()
         return text
-
-
-class _Failed(Exception):
-    """Internal: one check failed; becomes a RecoveryFailure with the state attached."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -109,189 +87,24 @@ class CheckCounts:
         return self
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Seen:
-    """What readers showed for one session (compared before and after repair)."""
-
-    count: int
-    snapshot_version: int
-    meta_version: int | None
-    usage_count: int
-
-
 def _store(fs: SimulatedFileSystem, root: str, durability: Durability) -> SessionStore:
     from ..store import SessionStore
 
     return SessionStore(root, durability=durability, fs=fs, on_problem=lambda problem: None)
 
 
-def _fail(condition: bool, reason: str) -> None:
-    if not condition:
-        raise _Failed(reason)
-
-
-def _usage_row_matches(row: dict[str, Any], written: ModelUsage | dict[str, Any]) -> bool:
-    fields = msgspec.structs.asdict(written) if isinstance(written, ModelUsage) else written
-    return all(row.get(k, 0) == fields.get(k, 0) for k in _USAGE_FIELDS) and row.get("model") == fields.get(
-        "model"
-    )
-
-
-def _summary_fields(summary: SessionSummary) -> tuple[Any, ...]:
-    return (summary.title, summary.pinned, summary.metadata)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Expect:
-    """What one crash state must show: the workload, the crash point, which promises apply."""
-
-    result: WorkloadResult
-    prefix: int
-    #: Acknowledged operations must be present (fsync durability, or a process crash).
-    acked: bool
-    #: An append_many batch must be present whole or not at all.
-    atomic_batches: bool
-
-
-def _check_records(
-    store: SessionStore, sid: str, expect: _Expect, started: Sequence[Ack], least: int, most: int
-) -> list[RawMessageRecord]:
-    # The raw log: a gap-free prefix of what was written, holding everything acknowledged.
-    records = list(store.records(sid))
-    n = len(records)
-    written = expect.result.written(sid)
-    sequences = [r.sequence for r in records]
-    _fail(sequences == list(range(1, n + 1)), f"{sid}: raw log sequences are {sequences}, not 1..{n}")
-    _fail(n >= least, f"{sid}: acknowledged records lost: {n} records read back, {least} were acknowledged")
-    _fail(n <= most, f"{sid}: {n} records read back, but only {most} had been written at this point")
-    for record, (sequence, message) in zip(records, written, strict=False):
-        _fail(
-            record.message == message,
-            f"{sid}: record {sequence} reads back as {record.message!r}, was written as {message!r}",
-        )
-    for ack in started:
-        if expect.atomic_batches and isinstance(ack.op, AppendMany) and len(ack.records) > 1:
-            first, last = ack.records[0][0], ack.records[-1][0]
-            _fail(
-                not first <= n < last,
-                f"{sid}: append_many of sequences {first}..{last} is partly present (up to {n})",
-            )
-        if isinstance(ack.op, Append) and ack.records and ack.records[0][0] <= n:
-            record = records[ack.records[0][0] - 1]
-            _fail(
-                record.request_id == ack.op.request_id, f"{sid}: record {record.sequence} lost its request_id"
-            )
-    return records
-
-
-def _check_session(store: SessionStore, sid: str, expect: _Expect) -> _Seen:
-    result, prefix, expect_acked = expect.result, expect.prefix, expect.acked
-    started = result.started(sid, prefix)
-    acked = result.acknowledged(sid, prefix) if expect_acked else []
-    # A failed operation may have reached the disk anyway (a write whose fsync failed).
-    failed = [a for a in started if a.error is not None]
-    most = sum(len(a.records) for a in started)
-    least = sum(len(a.records) for a in acked)
-
-    records = _check_records(store, sid, expect, started, least, most)
-    n = len(records)
-
-    # The session context: one written snapshot (never older than acknowledged) plus the tail.
-    view = store.load(sid)
-    unexpected = [p for p in view.problems if not (not expect_acked and p.kind in _CRASH_REMAINS)]
-    _fail(not unexpected, f"{sid}: load() reports crash remains as damage: {[str(p) for p in unexpected]}")
-    snapshots = {a.snapshot.version: a.snapshot for a in started if a.ok and a.snapshot is not None}
-    least_version = max((a.snapshot.version for a in acked if a.snapshot is not None), default=0)
-    boundary = 0
-    if view.snapshot is None:
-        _fail(least_version == 0, f"{sid}: acknowledged snapshot {least_version} lost (load() shows none)")
-    else:
-        got = view.snapshot
-        made = snapshots.get(got.version)
-        _fail(
-            got.version >= least_version,
-            f"{sid}: snapshot {got.version} shown, {least_version} was acknowledged",
-        )
-        if made is None:
-            tried = sum(isinstance(a.op, Snapshot) for a in failed)
-            _fail(
-                got.version <= max(snapshots, default=0) + tried,
-                f"{sid}: load() shows snapshot {got.version}, which was never written",
-            )
-        else:
-            _fail(
-                (got.id, got.compacted_through_sequence, got.compacted_message)
-                == (made.id, made.compacted_through_sequence, made.compacted_message),
-                f"{sid}: snapshot {got.version} reads back as {got!r}, was written as {made!r}",
-            )
-        boundary = got.compacted_through_sequence
-    tail = [r.sequence for r in view.raw_tail]
-    _fail(tail == list(range(boundary + 1, n + 1)), f"{sid}: load() tail is {tail}, records() has 1..{n}")
-    _fail(
-        [r.message for r in view.raw_tail] == [r.message for r in records[boundary:]],
-        f"{sid}: load() tail messages differ from records()",
-    )
-    for policy in ("drop", "close"):
-        context = view.model_context(mid_history=policy, close_last=True)
-        violation = provider_violation(context)
-        _fail(violation is None, f"{sid}: restored context (mid_history={policy!r}) is invalid: {violation}")
-
-    # Metadata: one version that was written, not older than the newest acknowledged.
-    summary = store.get_session(sid)
-    meta_version: int | None = None
-    if summary is None:
-        _fail(not acked, f"{sid}: get_session() is None after acknowledged operations")
-    else:
-        meta_version = summary.version
-        _fail(
-            summary.message_count == n, f"{sid}: message_count {summary.message_count}, {n} records read back"
-        )
-        updates = [a.summary for a in started if a.ok and a.summary is not None]
-        least_meta = max((a.summary.version for a in acked if a.summary is not None), default=0)
-        _fail(
-            summary.version >= least_meta,
-            f"{sid}: metadata version {summary.version}, {least_meta} was acknowledged",
-        )
-        versions = {u.version: _summary_fields(u) for u in updates}
-        if summary.version in versions:
-            _fail(
-                _summary_fields(summary) == versions[summary.version],
-                f"{sid}: metadata version {summary.version} reads back as {_summary_fields(summary)}, "
-                f"was written as {versions[summary.version]}",
-            )
-        else:
-            tried = sum(isinstance(a.op, UpdateSession) for a in failed)
-            _fail(
-                summary.version == 0 or summary.version <= max(versions, default=0) + tried,
-                f"{sid}: metadata version {summary.version} was never written",
-            )
-
-    # Token usage: a prefix of what was recorded, holding everything acknowledged.
-    rows = list(store.usage(sid))
-    recorded = [a.usage for a in result.for_session(sid) if isinstance(a.op, RecordUsage) and a.usage]
-    most_usage = sum(isinstance(a.op, RecordUsage) for a in started)
-    least_usage = sum(isinstance(a.op, RecordUsage) for a in acked)
-    _fail(
-        least_usage <= len(rows) <= most_usage,
-        f"{sid}: {len(rows)} usage records, {least_usage}..{most_usage} expected",
-    )
-    for index, (row, usage) in enumerate(zip(rows, recorded, strict=False)):
-        _fail(_usage_row_matches(row, usage), f"{sid}: usage record {index} reads back as {row}, was {usage}")
-    return _Seen(n, view.snapshot.version if view.snapshot else 0, meta_version, len(rows))
-
-
-def _check_all(store: SessionStore, expect: _Expect) -> dict[str, _Seen]:
+def _check_all(store: SessionStore, expect: Expect) -> dict[str, Seen]:
     result = expect.result
-    seen = {sid: _check_session(store, sid, expect) for sid in result.session_ids}
+    seen = {sid: check_session(store, sid, expect) for sid in result.session_ids}
     listed = {s.session_id for s in store.list_sessions()}
     for sid in result.session_ids:
         if expect.acked and result.acknowledged(sid, expect.prefix):
-            _fail(sid in listed, f"{sid}: missing from list_sessions()")
+            fail(sid in listed, f"{sid}: missing from list_sessions()")
     store.verify()
     return seen
 
 
-def _check_repair(fs: SimulatedFileSystem, root: str, durability: Durability, expect: _Expect) -> None:
+def _check_repair(fs: SimulatedFileSystem, root: str, durability: Durability, expect: Expect) -> None:
     store = _store(fs, root, durability)
     before = _check_all(store, expect)
     for sid in expect.result.session_ids:
@@ -299,15 +112,15 @@ def _check_repair(fs: SimulatedFileSystem, root: str, durability: Durability, ex
     once = fs.tree()
     for sid in expect.result.session_ids:
         again = store.repair(sid)
-        _fail(not again, f"{sid}: a second repair still finds {[str(p) for p in again]}")
+        fail(not again, f"{sid}: a second repair still finds {[str(p) for p in again]}")
     twice = fs.tree()
     if once != twice:
         changed = sorted(
             set(once) ^ set(twice) | {p for p in once.keys() & twice.keys() if once[p] != twice[p]}
         )
-        raise _Failed(f"a second repair changed files: {changed}")
+        raise Failed(f"a second repair changed files: {changed}")
     left = store.verify()
-    _fail(not left, f"verify() after repair reports {[str(p) for p in left]}")
+    fail(not left, f"verify() after repair reports {[str(p) for p in left]}")
     store.close()
     after = _check_all(_store(fs, root, durability), expect)
     for sid, seen in before.items():
@@ -315,7 +128,7 @@ def _check_repair(fs: SimulatedFileSystem, root: str, durability: Durability, ex
         if seen.meta_version is None:
             # Unreadable metadata is rebuilt with defaults: the documented repair.
             wanted = dataclasses.replace(seen, meta_version=after[sid].meta_version)
-        _fail(wanted == after[sid], f"{sid}: repair changed what readers see: {seen} -> {after[sid]}")
+        fail(wanted == after[sid], f"{sid}: repair changed what readers see: {seen} -> {after[sid]}")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -333,7 +146,7 @@ class _Resumed:
 
 
 def _check_resume(
-    fs: SimulatedFileSystem, root: str, durability: Durability, expect: _Expect
+    fs: SimulatedFileSystem, root: str, durability: Durability, expect: Expect
 ) -> dict[str, _Resumed]:
     """Resume each session after the crash: compact what was recovered, then append."""
     store = _store(fs, root, durability)
@@ -353,12 +166,12 @@ def _check_resume(
         snapshot_at = len(fs.trace)
         message: Message = UserMessage(content="appended after the crash")
         sequence = store.append(sid, message)
-        _fail(
+        fail(
             sequence == len(before) + 1,
             f"{sid}: append after the crash got {sequence}, expected {len(before) + 1}",
         )
         after = [r.message for r in store.records(sid)]
-        _fail(
+        fail(
             after == [*before, message],
             f"{sid}: append after the crash did not land after the recovered records",
         )
@@ -377,29 +190,29 @@ def _check_resume_crashed(
     for sid, resume in resumed.items():
         records = list(store.records(sid))
         sequences = [r.sequence for r in records]
-        _fail(sequences == list(range(1, len(records) + 1)), f"{sid}: raw log sequences are {sequences}")
+        fail(sequences == list(range(1, len(records) + 1)), f"{sid}: raw log sequences are {sequences}")
         messages = [r.message for r in records]
         whole = [*resume.before, resume.message]
-        _fail(
+        fail(
             messages == whole[: len(messages)] and len(messages) >= (resume.least if expect_new else 0),
             f"{sid}: records recovered before the append were changed or lost",
         )
         if expect_new and state.prefix >= resume.appended_at:
-            _fail(messages == whole, f"{sid}: the acknowledged append after the crash was lost")
+            fail(messages == whole, f"{sid}: the acknowledged append after the crash was lost")
         view = store.load(sid)
         version = view.snapshot.version if view.snapshot else 0
         # Only a snapshot the resume itself made was acknowledged to it; one it merely saw
         # (made by the crashed process, its name never fsynced) may still be lost.
         if expect_new and state.prefix >= resume.snapshot_at and resume.new_version != resume.old_version:
-            _fail(
+            fail(
                 version == resume.new_version,
                 f"{sid}: snapshot {resume.new_version}, acknowledged after the crash, was lost "
                 f"(load() shows {version or 'none'}; problems: {[str(p) for p in view.problems]})",
             )
         store.repair(sid)
         again = store.repair(sid)
-        _fail(not again, f"{sid}: a second repair still finds {[str(p) for p in again]}")
-        _fail([r.message for r in store.records(sid)] == messages, f"{sid}: repair changed the records")
+        fail(not again, f"{sid}: a second repair still finds {[str(p) for p in again]}")
+        fail([r.message for r in store.records(sid)] == messages, f"{sid}: repair changed the records")
     store.close()
 
 
@@ -431,7 +244,7 @@ def check_crash_state(
     Raises `RecoveryFailure` saying what failed, with the state and its trace.
     """
     acked = durability == "fsync" or state.kind == "process"
-    expect = _Expect(result, state.prefix, acked, atomic_batches)
+    expect = Expect(result, state.prefix, acked, atomic_batches)
     current: CrashState | None = None
     try:
         recovery = state.filesystem(volatile=volatile_restart)
@@ -449,7 +262,7 @@ def check_crash_state(
         for current in _sample(resumed, recovery_states, seed + 1):
             _check_resume_crashed(current, root, durability, sessions, volatile_restart)
             checked += 1
-    except _Failed as exc:
+    except Failed as exc:
         raise RecoveryFailure(str(exc), state, current) from None
     except Exception as exc:
         detail = "".join(traceback.format_exception(exc)[-6:])

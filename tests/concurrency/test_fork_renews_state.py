@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from helpers import fails_after
 
-from jsonl_store import SessionStore, UserMessage, _codec, _find, _ids, _lines, _process
+from jsonl_store import SessionStore, UserMessage, _depth, _find, _ids, _lines, _process
 from jsonl_store._lock import FileLock
 from jsonl_store.testing import _simfs
 
@@ -98,7 +98,7 @@ def _stale(store: SessionStore, file_lock: FileLock, parent: int) -> list[str]:
         stale.append("the store's descriptor cache is no longer registered")
     if not _free(_ids._clock.lock) or _ids._tails:
         stale.append("uuid7 clock or tails")
-    if not _free(_codec._DeepStack.mutex):
+    if not _free(_depth._DeepStack.mutex):
         stale.append("deep-stack lock")
     if _simfs._normalized:
         stale.append("simulated path cache")
@@ -137,7 +137,7 @@ def test_a_forked_child_finds_every_registered_lock_free_and_every_cache_empty(t
         for session in store._handles._sessions.values():
             _held(stack, session.mutex)
         _held(stack, _ids._clock.lock)
-        _held(stack, _codec._DeepStack.mutex)
+        _held(stack, _depth._DeepStack.mutex)
         assert _ids._tails and _simfs._normalized
         report = _in_child(child)
     assert report == "ok"

@@ -32,7 +32,8 @@ from jsonl_store import (
     message_parts,
     register_dialect,
 )
-from jsonl_store._dialects import NEUTRAL, Call, resolve
+from jsonl_store._dialect_neutral import NEUTRAL, Call
+from jsonl_store._dialects import resolve
 
 TEXT = st.text(max_size=8)
 IDS = st.text("abc123_-", min_size=1, max_size=6)

@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jsonl_store._dialects import NEUTRAL, NeutralDialect
+from jsonl_store._dialect_neutral import NEUTRAL, NeutralDialect
 from jsonl_store._records import (
     AssistantMessage,
     CompactedMessage,

@@ -11,7 +11,8 @@ import os
 import re
 from pathlib import Path
 
-from jsonl_store import CompactedMessage, SessionStore, UserMessage, _paths
+import jsonl_store
+from jsonl_store import CompactedMessage, SessionStore, UserMessage
 from jsonl_store._paths import (
     ALLOW_NAME,
     BLOBS_DIR,
@@ -41,7 +42,7 @@ from jsonl_store._paths import (
 )
 from jsonl_store.importers import import_claude_code
 
-PACKAGE = Path(_paths.__file__).parent
+PACKAGE = Path(jsonl_store.__file__).parent
 #: Real Claude Code transcripts, committed with their attribution (tests/importers/data/README.md).
 TRANSCRIPTS = Path(__file__).resolve().parents[1] / "importers" / "data" / "claude-code"
 
@@ -60,7 +61,7 @@ ALLOWED = {
     ("export/_html.py", '<div class="boundary" id="snapshot-'),
     # The temporary file an export writes beside the page or file the user named,
     # outside any store: not one of the store's names.
-    ("export/_html.py", ".tmp"),
+    ("export/_site.py", ".tmp"),
     ("cli/_export.py", ".tmp"),
 }
 

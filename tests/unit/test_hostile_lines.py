@@ -17,7 +17,7 @@ import pytest
 from helpers import classes
 
 from jsonl_store import CompactedMessage, InvalidArgument, Problem, SessionStore, UserMessage, _codec
-from jsonl_store._codec import MAX_DEPTH, nesting
+from jsonl_store._depth import MAX_DEPTH, nesting
 from jsonl_store._fs import OS_FS
 from jsonl_store._paths import LOG_NAME, META_NAME, USAGE_NAME
 

@@ -1,4 +1,4 @@
-"""The nesting limit (spec §4, `_codec.MAX_DEPTH`): exact, whatever the caller's stack, and every reader and exporter follows it."""
+"""The nesting limit (spec §4, `_depth.MAX_DEPTH`): exact, whatever the caller's stack, and every reader and exporter follows it."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jsonl_store import AssistantMessage, InvalidMessage, SessionStore, ToolCall, ToolMessage
-from jsonl_store._codec import MAX_DEPTH, nesting
+from jsonl_store._depth import MAX_DEPTH, nesting
 from jsonl_store.export import to_html, to_json, to_markdown
 
 T = TypeVar("T")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jsonl_store import SessionStore, UserMessage, _codec, _ids, _process
+from jsonl_store import SessionStore, UserMessage, _depth, _ids, _process
 from jsonl_store.testing import _simfs
 
 PACKAGE = Path(_process.__file__).parent
@@ -77,11 +77,11 @@ def test_reset_empties_every_registered_cache_and_renews_its_locks(tmp_path: Pat
     store = SessionStore(tmp_path, durability="none")
     store.append("s", UserMessage(content="before"))
     _simfs._normalize("/x/./y")
-    lock = _codec._DeepStack.mutex
+    lock = _depth._DeepStack.mutex
     assert _ids._tails and _simfs._normalized
     _process.reset()
     assert not _ids._tails and not _simfs._normalized
-    assert _codec._DeepStack.mutex is not lock
+    assert _depth._DeepStack.mutex is not lock
     store.append("s", UserMessage(content="after"))
     assert len(list(store.records("s"))) == 2
 
