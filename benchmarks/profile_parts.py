@@ -48,6 +48,7 @@ sys.path[:0] = [p for p in (_HERE, os.path.dirname(_HERE)) if p not in sys.path]
 from jsonl_bench import floor as floors  # noqa: E402
 from jsonl_bench import workload  # noqa: E402
 
+import jsonl_store._redact_prefilter as prefilter  # noqa: E402
 from jsonl_store import SessionStore, UserMessage, _append, _codec, _meta, _redact, _session  # noqa: E402
 from jsonl_store._handles import now  # noqa: E402
 from jsonl_store._ids import new_uuid7  # noqa: E402
@@ -122,7 +123,7 @@ def measure_code(repeat: int) -> list[tuple[str, float, float]]:
 
     def gate(byte: bytes, before: frozenset[int] | None, pattern: re.Pattern[bytes]) -> Callable[[], object]:
         at = data.find(byte)
-        return lambda: at >= 0 and _redact._holds(data, at, byte, before, pattern)
+        return lambda: at >= 0 and prefilter._holds(data, at, byte, before, pattern)
 
     def scan(pattern: re.Pattern[bytes]) -> Callable[[], object]:
         return lambda: list(pattern.finditer(data))
@@ -133,12 +134,15 @@ def measure_code(repeat: int) -> list[tuple[str, float, float]]:
         ("decoding the value (what a text search needs)", lambda: _redact._decode(data)),
         *(
             (f"gate {byte.decode()!r}", gate(byte, before, pattern))
-            for byte, before, pattern in _redact._LARGE_GATES
+            for byte, before, pattern in prefilter._LARGE_GATES
         ),
-        ("separators '=' (whole scan)", scan(_redact._EQUALS_GATE)),
-        ("separators ':' and '://' (whole scan)", scan(_redact._LARGE_COLON)),
-        ("'-': tokens and curl -u (whole scan)", scan(_redact._LARGE_DASH)),
-        ("the separators' lines, judged (_line_checked)", lambda: _redact._line_checked(data)),
+        ("separators '=' (whole scan)", scan(prefilter._EQUALS_GATE)),
+        ("separators ':' and '://' (whole scan)", scan(prefilter._LARGE_COLON)),
+        ("'-': tokens and curl -u (whole scan)", scan(prefilter._LARGE_DASH)),
+        (
+            "the separators' lines, judged (_line_checked)",
+            lambda: prefilter._line_checked(data, _redact._line_holds),
+        ),
         ("Redactor.redact_json, whole", lambda: DEFAULT.redact_json(data)),
     ]
     return [(name, us / 1000, spread) for name, call in parts for us, spread in [_median(call, 5, repeat)]]
