@@ -36,7 +36,7 @@ from ._redact_names import _NAME_REVERSED as _NAME_REVERSED  # noqa: PLC0414
 from ._redact_names import _assignments, _passwords, _sample
 from ._redact_names import _judge as _judge  # noqa: PLC0414
 from ._redact_names import _value_after as _value_after  # noqa: PLC0414
-from ._redact_prefilter import _ANY, _NONE, _gate, _large_may_hold
+from ._redact_prefilter import _ANY, _NONE, Screen, _gate, _large_may_hold, screen
 from ._redact_prefilter import _BIG as _BIG  # noqa: PLC0414
 from ._redact_rules import _ANCHORS_IN_TEXT, _LOOKBACK, BUILTIN, _combined, _compile, _key_block_end
 from ._redact_rules import BUILTIN_KINDS as BUILTIN_KINDS  # noqa: PLC0414
@@ -140,6 +140,8 @@ class Redactor:
     def __init__(self, patterns: Iterable[Any] = (), *, builtin: bool = True) -> None:
         self._extra = _compile(patterns)
         self._builtin = bool(builtin)
+        #: `_screen`, once compiled (an empty list before).
+        self._screens: list[Screen | None] = []
 
     def __repr__(self) -> str:
         extra = [kind for kind, _ in self._extra]
@@ -238,11 +240,18 @@ class Redactor:
         if not self._builtin:
             return None
         if len(data) > _BIG:
-            return self.redact if _large_may_hold(data, _line_holds) else None
+            return self.redact if _large_may_hold(data, _line_holds, self._screen()) else None
         gate = _gate(data)
         if gate == _NONE:
             return None
         return self.redact if gate == _ANY else self._redact_named
+
+    def _screen(self) -> Screen | None:
+        """The RE2 pass over a large value's bytes (`_redact_prefilter.screen`), compiled the
+        first time this redactor meets one; None without the ``regex`` extra."""
+        if not self._screens:  # two threads may both compile it: the first one kept is used
+            self._screens.append(screen())
+        return self._screens[0]
 
 
 class CallableRedactor(Redactor):

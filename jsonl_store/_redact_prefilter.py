@@ -10,9 +10,10 @@ so nothing here decodes a value.
 
 from __future__ import annotations
 
+import importlib
 import re
-from collections.abc import Callable
-from typing import Final
+from collections.abc import Callable, Iterator
+from typing import Final, Protocol
 
 from ._redact_names import _ENDINGS
 
@@ -179,16 +180,20 @@ def _jump(
     return at >= 0 and pattern.search(data, at) is not None
 
 
-def _large_may_hold(data: bytes, line_holds: LineJudge) -> bool:
+def _large_may_hold(data: bytes, line_holds: LineJudge, screen: Screen | None = None) -> bool:
     """Whether a string of the large encoded ``data`` may hold a certain secret: False means
     `Redactor.redact_json` leaves it as it is, without decoding it.
 
     Code holds name-based candidates on every page, nearly none of them certain, and
-    decoding a megabyte and searching all of its text cost more than appending it (spec §18
-    bounds what redaction adds to an append of 1 MB of code output). So: the formats'
-    gates (`_LARGE_GATES`), then each place where a name-based value, a password, a Slack
-    webhook or a token with a '-' can be (`_line_checked`) is searched on its line alone.
+    decoding a megabyte and searching all of its text cost more than appending it (the
+    benchmarks race an append of 1 MB of code output with and without redaction). So each
+    place where a secret can be has its line alone judged: with a ``screen`` (`screen`),
+    the places one RE2 pass finds (`_screened`); without, the formats' gates
+    (`_LARGE_GATES`), then each place where a name-based value, a password, a Slack
+    webhook or a token with a '-' can be (`_line_checked`).
     """
+    if screen is not None:
+        return _screened(data, screen, line_holds)
     for byte, before, pattern in _LARGE_GATES:
         at = data.find(byte)
         if at >= 0 and _holds(data, at, byte, before, pattern):
@@ -375,3 +380,78 @@ def _gate(data: bytes) -> int:
     if len(data) > _BIG:
         return _NAMED
     return _NAMED if _named_gate(data) else _NONE
+
+
+class _ScreenMatch(Protocol):
+    def start(self) -> int: ...
+
+
+class Screen(Protocol):
+    """A compiled RE2 pattern over bytes, as google-re2 gives it (it ships no types)."""
+
+    def finditer(self, data: bytes) -> Iterator[_ScreenMatch]: ...
+
+
+#: Every place a secret of a built-in kind can be in an encoded JSON value, as one pattern
+#: for RE2, which matches an alternation of every piece in one pass over the bytes in
+#: time linear in them (https://github.com/google/re2/wiki/WhyRE2), where CPython's engine
+#: needs a pass per piece that starts with a different byte (`_GATES`, `_EQUALS_GATE`,
+#: `_LARGE_COLON`, `_LARGE_DASH`). It matches wherever those do, and more: a secret word
+#: then up to 8 bytes of gap before a separator (`_NAME_REVERSED_BYTES` read forwards, as
+#: `_named_before` allows it), an Azure key's name, a URL with user info (up to the '@',
+#: never past a newline's escape, so no match hides a place on the next line), curl's
+#: ``-u``, and the pieces of `_GATES`, each written forwards (RE2 has no look-behind).
+_SCREEN: Final = (
+    rb"""(?i:(?:password|passwd|secret|token|credentials?|pass|pwd"""
+    rb"""|(?:api|access|private|secret|auth)[_.\-]?key)[ \t"'\\t]{0,8}[=:])"""
+    rb"|Key[=:]"
+    rb'|://(?:[^/\s"@\\]|\\[^n])*@|hooks\.slack\.com/'
+    rb"|-(?:u|-user)(?:[ =]|\\t)"
+    rb"|-----BEGIN|sk-(?:ant-|proj-|svcacct-|admin-|[A-Za-z0-9]{20})|glpat-[A-Za-z0-9_\-]{20}"
+    rb"|xox[abeoprs]-[A-Za-z0-9\-]{10}|xapp-[0-9]-|pypi-AgE"
+    rb"|A(?:KIA|SIA|Iza)|eyJ|uthorization|UTHORIZATION|SG\.[A-Za-z0-9_\-]{22}\.|SK[0-9a-fA-F]{32}|ccessKey"
+    rb"|gh[pousr]_[A-Za-z0-9]{36}|github_pat_|[sr]k_(?:live|test)_|aws_secret_access_key"
+    rb"|AWS_SECRET_ACCESS_KEY|npm_[A-Za-z0-9]{36}|:_authToken"
+)
+
+
+def screen() -> Screen | None:
+    """`_SCREEN` compiled by RE2 (google-re2, the ``regex`` extra), or None without it.
+
+    Latin-1, so each byte is one character whatever the value holds; an older binding
+    that cannot compile it leaves the gates of this module in place.
+    """
+    try:
+        engine = importlib.import_module("re2")
+    except ImportError:
+        return None
+    try:
+        options = engine.Options()
+        options.encoding = engine.Options.Encoding.LATIN1
+        options.log_errors = False
+        compiled: Screen = engine.compile(_SCREEN, options)
+    except (AttributeError, TypeError, ValueError, engine.error):
+        return None
+    return compiled
+
+
+def _screened(data: bytes, screen: Screen, line_holds: LineJudge) -> bool:
+    """`_large_may_hold` with `_SCREEN`: each place it finds has its line judged, as
+    `_line_checked` judges them, but a private key's header, whose block spans lines."""
+    checked: set[int] = set()
+    budget = len(data) // _LINE_SHARE
+    for match in screen.finditer(data):
+        at = match.start()
+        if data.startswith(b"-----BEGIN", at):
+            return True
+        line = _line_at(data, at)
+        if line is None:
+            return True
+        start, end = line
+        if start not in checked:
+            if len(checked) >= budget:
+                return True
+            checked.add(start)
+            if line_holds(data[start:end]):
+                return True
+    return False
