@@ -18,9 +18,11 @@ that does it, as medians of ``--updates`` calls, beside the floor's durable file
 replacement (`jsonl_bench.floor.replace_file`) timed in turn with them.
 
 The third splits redaction of the benchmark's 1 MB code output (`workload.code_output`,
-issue 20's hardest case) into its passes over the encoded value, beside the one-byte
-``bytes.find`` (memchr) and the regular-expression scan for one byte that no pass can
-go below, and the decoding a pass over the text would need first.
+redaction's hardest common case) into its passes over the encoded value, beside the
+one-byte ``bytes.find`` (memchr) and the regular-expression scan for one byte that no
+pass of Python's engine can go below, and the decoding a pass over the text would need
+first; then the one RE2 pass that replaces those passes with the ``regex`` extra, and
+the whole of `Redactor.redact_json` with it and without it.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ import jsonl_store._redact_prefilter as prefilter  # noqa: E402
 from jsonl_store import SessionStore, UserMessage, _append, _codec, _meta, _redact, _session  # noqa: E402
 from jsonl_store._handles import now  # noqa: E402
 from jsonl_store._ids import new_uuid7  # noqa: E402
-from jsonl_store._redact import DEFAULT  # noqa: E402
+from jsonl_store._redact import DEFAULT, Redactor  # noqa: E402
 
 
 def _median(call: Callable[[], object], number: int, repeat: int) -> tuple[float, float]:
@@ -143,7 +145,21 @@ def measure_code(repeat: int) -> list[tuple[str, float, float]]:
             "the separators' lines, judged (_line_checked)",
             lambda: prefilter._line_checked(data, _redact._line_holds),
         ),
-        ("Redactor.redact_json, whole", lambda: DEFAULT.redact_json(data)),
+    ]
+    screen = prefilter.screen()
+    gated = Redactor()
+    gated._screens.append(None)  # as without the regex extra
+    if screen is not None:
+        parts += [
+            ("the RE2 screen (one pass, regex extra)", lambda: list(screen.finditer(data))),
+            (
+                "its places' lines, judged (_screened)",
+                lambda: prefilter._screened(data, screen, _redact._line_holds),
+            ),
+        ]
+    parts += [
+        ("Redactor.redact_json, whole, without the screen", lambda: gated.redact_json(data)),
+        ("Redactor.redact_json, whole (the default)", lambda: DEFAULT.redact_json(data)),
     ]
     return [(name, us / 1000, spread) for name, call in parts for us, spread in [_median(call, 5, repeat)]]
 

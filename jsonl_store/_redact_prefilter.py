@@ -5,7 +5,8 @@ The literal pieces every built-in pattern needs are looked for in the encoded by
 (`_GATES`, a necessary condition, see its comment); only a value that holds one is
 decoded and redacted. A value over `_BIG` (a long tool output) has only the lines those
 pieces are on judged (`_large_may_hold`), each by a function the caller gives (`LineJudge`),
-so nothing here decodes a value.
+so nothing here decodes a value. Those places are found by one RE2 pass (`screen`, with the
+``regex`` extra), or else by a pass of Python's engine per piece.
 """
 
 from __future__ import annotations
