@@ -18,9 +18,11 @@ that does it, as medians of ``--updates`` calls, beside the floor's durable file
 replacement (`jsonl_bench.floor.replace_file`) timed in turn with them.
 
 The third splits redaction of the benchmark's 1 MB code output (`workload.code_output`,
-issue 20's hardest case) into its passes over the encoded value, beside the one-byte
-``bytes.find`` (memchr) and the regular-expression scan for one byte that no pass can
-go below, and the decoding a pass over the text would need first.
+redaction's hardest common case) into its passes over the encoded value, beside the
+one-byte ``bytes.find`` (memchr) and the regular-expression scan for one byte that no
+pass of Python's engine can go below, and the decoding a pass over the text would need
+first; then the one RE2 pass that replaces those passes with the ``regex`` extra, and
+the whole of `Redactor.redact_json` with it and without it.
 """
 
 from __future__ import annotations
@@ -48,10 +50,11 @@ sys.path[:0] = [p for p in (_HERE, os.path.dirname(_HERE)) if p not in sys.path]
 from jsonl_bench import floor as floors  # noqa: E402
 from jsonl_bench import workload  # noqa: E402
 
+import jsonl_store._redact_prefilter as prefilter  # noqa: E402
 from jsonl_store import SessionStore, UserMessage, _append, _codec, _meta, _redact, _session  # noqa: E402
 from jsonl_store._handles import now  # noqa: E402
 from jsonl_store._ids import new_uuid7  # noqa: E402
-from jsonl_store._redact import DEFAULT  # noqa: E402
+from jsonl_store._redact import DEFAULT, Redactor  # noqa: E402
 
 
 def _median(call: Callable[[], object], number: int, repeat: int) -> tuple[float, float]:
@@ -122,7 +125,7 @@ def measure_code(repeat: int) -> list[tuple[str, float, float]]:
 
     def gate(byte: bytes, before: frozenset[int] | None, pattern: re.Pattern[bytes]) -> Callable[[], object]:
         at = data.find(byte)
-        return lambda: at >= 0 and _redact._holds(data, at, byte, before, pattern)
+        return lambda: at >= 0 and prefilter._holds(data, at, byte, before, pattern)
 
     def scan(pattern: re.Pattern[bytes]) -> Callable[[], object]:
         return lambda: list(pattern.finditer(data))
@@ -133,13 +136,30 @@ def measure_code(repeat: int) -> list[tuple[str, float, float]]:
         ("decoding the value (what a text search needs)", lambda: _redact._decode(data)),
         *(
             (f"gate {byte.decode()!r}", gate(byte, before, pattern))
-            for byte, before, pattern in _redact._LARGE_GATES
+            for byte, before, pattern in prefilter._LARGE_GATES
         ),
-        ("separators '=' (whole scan)", scan(_redact._EQUALS_GATE)),
-        ("separators ':' and '://' (whole scan)", scan(_redact._LARGE_COLON)),
-        ("'-': tokens and curl -u (whole scan)", scan(_redact._LARGE_DASH)),
-        ("the separators' lines, judged (_line_checked)", lambda: _redact._line_checked(data)),
-        ("Redactor.redact_json, whole", lambda: DEFAULT.redact_json(data)),
+        ("separators '=' (whole scan)", scan(prefilter._EQUALS_GATE)),
+        ("separators ':' and '://' (whole scan)", scan(prefilter._LARGE_COLON)),
+        ("'-': tokens and curl -u (whole scan)", scan(prefilter._LARGE_DASH)),
+        (
+            "the separators' lines, judged (_line_checked)",
+            lambda: prefilter._line_checked(data, _redact._line_holds),
+        ),
+    ]
+    screen = prefilter.screen()
+    gated = Redactor()
+    gated._screens.append(None)  # as without the regex extra
+    if screen is not None:
+        parts += [
+            ("the RE2 screen (one pass, regex extra)", lambda: list(screen.finditer(data))),
+            (
+                "its places' lines, judged (_screened)",
+                lambda: prefilter._screened(data, screen, _redact._line_holds),
+            ),
+        ]
+    parts += [
+        ("Redactor.redact_json, whole, without the screen", lambda: gated.redact_json(data)),
+        ("Redactor.redact_json, whole (the default)", lambda: DEFAULT.redact_json(data)),
     ]
     return [(name, us / 1000, spread) for name, call in parts for us, spread in [_median(call, 5, repeat)]]
 

@@ -83,9 +83,13 @@ def test_nesting_is_the_depth_of_the_json_brackets(value: Any) -> None:
     """`nesting` agrees with the deepest run of open brackets in the value's JSON (strings hold none here)."""
     data = msgspec.json.encode(value).decode()
     deepest = level = 0
-    in_string = False
-    for index, char in enumerate(data):
-        if char == '"' and (index == 0 or data[index - 1] != "\\"):
+    in_string = escaped = False
+    for char in data:
+        if in_string and escaped:
+            escaped = False  # the character after a backslash is part of its escape
+        elif in_string and char == "\\":
+            escaped = True
+        elif char == '"':
             in_string = not in_string
         elif not in_string and char in "[{":
             level += 1

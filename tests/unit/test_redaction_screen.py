@@ -1,0 +1,83 @@
+"""The RE2 screen of large values: used when google-re2 is installed, the gates otherwise, the same secrets gone."""
+
+from __future__ import annotations
+
+import importlib
+import types
+
+import msgspec
+import pytest
+from helpers import needs_re2
+
+from jsonl_store import Redactor, redact_text
+from jsonl_store import _redact_prefilter as prefilter
+from jsonl_store._redact import _line_holds
+
+_CODE = "    x = f(a, b)\n    self.token = token\n    if key: return\n" * 2000
+_TOKEN_LINE = "API_TOKEN=aB3dE5gH7jK9mN1pQ2rS4t"
+
+
+def _stored(redactor: Redactor, content: str) -> str:
+    data = msgspec.json.encode({"role": "tool", "content": content})
+    assert len(data) > prefilter._BIG
+    out: str = msgspec.json.decode(redactor.redact_json(data))["content"]
+    return out
+
+
+def test_without_google_re2_there_is_no_screen_and_the_gates_still_redact(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With `re2` unimportable `screen()` is None, and a large value loses its secret through the gates."""
+    real = importlib.import_module
+
+    def no_re2(name: str, package: str | None = None) -> types.ModuleType:
+        if name == "re2":
+            raise ImportError("no google-re2 here")
+        return real(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", no_re2)
+    assert prefilter.screen() is None
+    redactor = Redactor()
+    content = f"{_CODE}{_TOKEN_LINE}\n{_CODE}"
+    assert redactor._screen() is None
+    assert _stored(redactor, content) == redact_text(content) != content
+    assert "aB3dE5gH7jK9mN1pQ2rS4t" not in _stored(redactor, content)
+
+
+@needs_re2
+def test_the_default_redactor_screens_large_values_with_re2() -> None:
+    """With the regex extra a redactor compiles the screen once and keeps it; code without a secret comes back as it is."""
+    redactor = Redactor()
+    data = msgspec.json.encode({"role": "tool", "content": _CODE})
+    assert redactor.redact_json(data) is data
+    assert redactor._screen() is not None
+    assert redactor._screen() is redactor._screen()
+
+
+@needs_re2
+def test_a_url_with_user_info_does_not_hide_a_secret_on_the_next_line() -> None:
+    """A URL whose user info would run on to an '@' on the next line stops at the line's end: the token there is found."""
+    screen = prefilter.screen()
+    assert screen is not None
+    token = "ghp_" + "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zA1bC2d"
+    content = f"{_CODE}see http://host\n{token}@example\n{_CODE}"
+    data = msgspec.json.encode({"role": "tool", "content": content})
+    assert prefilter._screened(data, screen, _line_holds)
+    assert token not in _stored(Redactor(), content)
+    assert _stored(Redactor(), content) == redact_text(content)
+
+
+@needs_re2
+def test_a_private_key_header_in_a_large_value_sends_all_of_it_to_redaction() -> None:
+    """A key block spans lines, so its header alone makes the screen answer True, and the block is removed whole."""
+    screen = prefilter.screen()
+    assert screen is not None
+    block = (
+        "-----BEGIN PRIVATE KEY-----\n"
+        + ("MIIEvQIBADANBgkqhkiG9w0BAQEFAASC" * 2 + "\n") * 8
+        + "-----END PRIVATE KEY-----"
+    )
+    content = f"{_CODE}{block}\n{_CODE}"
+    data = msgspec.json.encode({"role": "tool", "content": content})
+    assert prefilter._screened(data, screen, lambda line: False)
+    assert "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC" not in _stored(Redactor(), content)
