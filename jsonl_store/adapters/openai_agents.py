@@ -89,7 +89,7 @@ import importlib
 import itertools
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from jsonl_store import (
     INTERRUPTED_NOTICE,
@@ -106,6 +106,8 @@ from jsonl_store import (
     close_interrupted,
     encode_session_id,
 )
+
+from ._in_thread import run_to_completion
 
 try:
     from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
@@ -166,8 +168,6 @@ def _title(session_id: str) -> str:
     text = repr(session_id)
     return text if len(text) <= _TITLE_LENGTH else text[: _TITLE_LENGTH - 1] + "\u2026"
 
-
-T = TypeVar("T")
 
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 
@@ -290,30 +290,6 @@ def _append(store: SessionStore, session_id: str, items: list[Any], title: str |
         store.append_many(session_id, [{"role": _role(item), "content": item} for item in items], title=title)
 
 
-async def _run_to_completion(call: Callable[[], T]) -> T:
-    """Run a write in a thread and wait for its outcome even if the caller is cancelled.
-
-    A write that started is not abandoned halfway (the SDK's ``_await_mutation`` does the
-    same for SQLiteSession): the cancellation is raised once the outcome is known.
-    """
-    task = asyncio.ensure_future(asyncio.to_thread(call))
-    cancelled: asyncio.CancelledError | None = None
-    while not task.done():
-        try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError as exc:
-            cancelled = cancelled or exc
-    try:
-        result = task.result()
-    except BaseException:
-        if cancelled is not None:
-            raise cancelled from None
-        raise
-    if cancelled is not None:
-        raise cancelled from None
-    return result
-
-
 class JsonlSession:
     """An OpenAI Agents SDK ``Session`` kept in a jsonl_store session below ``root``.
 
@@ -409,7 +385,7 @@ class JsonlSession:
                 return
             except LockTimeout:
                 pass  # another writer holds the lock: wait for it in a thread
-        await _run_to_completion(lambda: self._add_items(items, self.store))
+        await run_to_completion(lambda: self._add_items(items, self.store))
 
     async def pop_item(self) -> Any | None:
         """Take the newest item off the history and return it; None when it is empty.
@@ -417,12 +393,12 @@ class JsonlSession:
         Atomic across threads and processes: no item is returned by two pops.
         """
         self._check_open()
-        return await _run_to_completion(self._pop_item)
+        return await run_to_completion(self._pop_item)
 
     async def clear_session(self) -> None:
         """Empty the history (the log keeps the records; see the module's docstring)."""
         self._check_open()
-        await _run_to_completion(self._clear_session)
+        await run_to_completion(self._clear_session)
 
     async def _get_compaction_snapshot(
         self, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
@@ -450,7 +426,7 @@ class JsonlSession:
             expected = live[start:]
             if not expected:
                 return False
-            return await _run_to_completion(
+            return await run_to_completion(
                 lambda: self._replace_suffix(expected, list(output), last, prune_prefix)
             )
 
@@ -470,7 +446,7 @@ class JsonlSession:
         self._check_open()
         if not isinstance(notice, str) or not notice:
             raise InvalidArgument(f"notice must be a non-empty str, got {notice!r}")
-        return await _run_to_completion(lambda: self._close_interrupted(notice))
+        return await run_to_completion(lambda: self._close_interrupted(notice))
 
     # -- the work, in a worker thread ----------------------------------------------------
 
