@@ -67,5 +67,7 @@ async def run_to_completion(call: Callable[[], T]) -> T:
         except asyncio.CancelledError as exc:
             cancelled = cancelled or exc
     if cancelled is not None:
+        if not outcome.cancelled():
+            outcome.exception()  # retrieved, so asyncio does not log it as never retrieved
         raise cancelled from None
     return outcome.result()
