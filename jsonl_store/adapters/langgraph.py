@@ -34,11 +34,10 @@ cannot do without a rewrite.
 from __future__ import annotations
 
 import asyncio
-import math
 import secrets
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
 
 from jsonl_store import InvalidArgument, SessionStore, decode_session_id, encode_session_id
 from jsonl_store.adapters._langgraph_log import KEY, Saved, Thread, Typed, Version, pack
@@ -57,11 +56,13 @@ try:
         get_checkpoint_metadata,
     )
     from langgraph.checkpoint.serde.base import SerializerProtocol
-    from pydantic import BaseModel
 except ImportError as exc:  # pragma: no cover - exercised in an environment without the extra
     raise ImportError(
         'jsonl_store.adapters.langgraph needs LangGraph: pip install "jsonl_store[langgraph]"'
     ) from exc
+
+from ._in_thread import run_to_completion
+from ._langgraph_shown import note, readable, redact_strings, step_label
 
 __all__ = ["JsonlCheckpointSaver"]
 
@@ -71,7 +72,6 @@ AGENT_NAME = "langgraph"
 #: its own: LangGraph's routing channels (``branch:to:...``) hold such values every step.
 INLINE = 256
 
-T = TypeVar("T")
 #: Messages to append (the class's ``list`` method hides the builtin in its body).
 Records = list[dict[str, Any]]
 Tuples = list[CheckpointTuple]
@@ -87,131 +87,6 @@ def _configurable(config: RunnableConfig) -> dict[str, Any]:
 
 def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
-
-
-def _readable(item: Any) -> dict[str, Any]:
-    """A list element as the store's own message, for people and the store's readers.
-
-    LangChain messages map to their roles (an AI message's tool calls to the store's
-    ``tool_calls``); anything else is a system message kept out of the session context.
-    The exact element is in the record's data; this copy only needs to be storable
-    (`_shown`), so it never makes a put fail.
-    """
-    kind = getattr(item, "type", None) if isinstance(item, BaseMessage) else None
-    content = _shown(getattr(item, "content", None))
-    if kind == "human":
-        return {"role": "user", "content": content}
-    if kind == "system":
-        return {"role": "system", "content": content}
-    if kind == "ai":
-        calls = [
-            {
-                "id": str(call.get("id") or ""),
-                "name": str(call.get("name", "")),
-                "arguments": _shown(call.get("args", {})),
-            }
-            for call in getattr(item, "tool_calls", ())
-        ]
-        return {"role": "assistant", "content": content, **({"tool_calls": calls} if calls else {})}
-    if kind == "tool":
-        return {
-            "role": "tool",
-            "tool_call_id": str(getattr(item, "tool_call_id", "")),
-            "content": content,
-            **({"is_error": True} if getattr(item, "status", None) == "error" else {}),
-        }
-    label = f"a LangChain {kind} message" if kind else f"a {type(item).__name__}"
-    return {"role": "system", "content": f"langgraph: {label}", "include_in_messages": False}
-
-
-def _shown(value: Any, depth: int = 0) -> Any:
-    """``value`` as JSON the store keeps unchanged (spec §5): for the readable copy only.
-
-    Tuples become lists, keys strings, and what JSON cannot hold (bytes, NaN, a lone
-    surrogate, an object, nesting past 100 levels) its ``repr``.
-    """
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return int(value)  # an IntEnum as its number
-    if isinstance(value, float):
-        return float(value) if math.isfinite(value) else repr(value)
-    if isinstance(value, str):
-        text = str.__str__(value)  # a str enum as its text
-        return text if text.isascii() or _encodes(text) else repr(text)
-    if depth < 100 and isinstance(value, (list, tuple)):
-        return [_shown(item, depth + 1) for item in value]
-    if depth < 100 and isinstance(value, dict):
-        # "$blob" is the store's marker key (spec §5.1): a message may not hold it.
-        return {
-            (repr(key) if key == "$blob" else _shown(str(key), depth + 1)): _shown(item, depth + 1)
-            for key, item in value.items()
-        }
-    return repr(value)
-
-
-def _encodes(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate, which the store refuses (spec §5)
-        return False
-    return True
-
-
-def _redact_strings(value: Any, redact: Callable[[str], str]) -> Any:
-    """A copy of ``value`` with ``redact`` applied to every string in it; ``value`` itself
-    when none changed.
-
-    Reaches into what LangGraph state holds: strings, lists, tuples, dicts (keys too) and
-    pydantic models (LangChain messages among them) field by field. Objects of other types
-    are stored as the serializer writes them, unredacted.
-    """
-    if isinstance(value, str):
-        new = redact(value)
-        return value if new == value else new
-    if type(value) in (list, tuple):
-        items = [_redact_strings(item, redact) for item in value]
-        if all(a is b for a, b in zip(items, value, strict=True)):
-            return value
-        return items if type(value) is list else tuple(items)
-    if type(value) is dict:
-        pairs = [(_redact_strings(k, redact), _redact_strings(v, redact)) for k, v in value.items()]
-        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(pairs, value.items(), strict=True)):
-            return value
-        return dict(pairs)
-    if isinstance(value, BaseModel):
-        changes = {}
-        for name in type(value).model_fields:
-            field = getattr(value, name, None)
-            new = _redact_strings(field, redact)
-            if new is not field:
-                changes[name] = new
-        return value.model_copy(update=changes) if changes else value
-    return value
-
-
-def _note(text: str, entry: dict[str, Any]) -> dict[str, Any]:
-    """A record of the checkpointer's own, shown as one line and kept out of the context."""
-    return {"role": "system", "content": f"langgraph: {text}", "include_in_messages": False, KEY: entry}
-
-
-async def _run_to_completion(call: Callable[[], T]) -> T:
-    """Run a write in a thread; a cancelled caller still waits for its outcome.
-
-    A write that started is not abandoned halfway: the cancellation is raised once the
-    write is done (or failed), so the thread's index and its log never disagree.
-    """
-    task = asyncio.ensure_future(asyncio.to_thread(call))
-    cancelled: asyncio.CancelledError | None = None
-    while not task.done():
-        try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError as exc:
-            cancelled = cancelled or exc
-    if cancelled is not None:
-        task.exception()  # retrieved, so asyncio does not log it as never retrieved
-        raise cancelled
-    return task.result()
 
 
 class JsonlCheckpointSaver(BaseCheckpointSaver[str]):
@@ -418,8 +293,8 @@ class JsonlCheckpointSaver(BaseCheckpointSaver[str]):
                 if as_given is not None:
                     given[(ns, channel, version)] = as_given
             meta = self._redacted(get_checkpoint_metadata(config, metadata))
-            head = _note(
-                f"checkpoint {checkpoint['id']}" + (f" in {ns}" if ns else "") + _step(meta),
+            head = note(
+                f"checkpoint {checkpoint['id']}" + (f" in {ns}" if ns else "") + step_label(meta),
                 {
                     "op": "checkpoint",
                     "ns": ns,
@@ -475,23 +350,23 @@ class JsonlCheckpointSaver(BaseCheckpointSaver[str]):
                     data = as_given if kept is item else self.serde.dumps_typed(kept)
                     # The readable copy is made of the item as given: the store redacts
                     # it and reports that it did (spec §18.1), as for any message.
-                    payload.append({**_readable(item), KEY: {"op": "item", **where, "data": pack(data)}})
+                    payload.append({**readable(item), KEY: {"op": "item", **where, "data": pack(data)}})
                 plan = {"v": version, "base": previous if start else None, "n": len(value) - start}
                 return plan, given[start:] if changed else None
         packed = pack(self.serde.dumps_typed(self._redacted(value)))
         if len(packed[1]) <= INLINE:
             return {"v": version, "data": packed}, None
-        payload.append(_note(f"{channel} = a new value", {"op": "value", **where, "data": packed}))
+        payload.append(note(f"{channel} = a new value", {"op": "value", **where, "data": packed}))
         return {"v": version}, None
 
     def _redacted(self, value: Any) -> Any:
         """``value`` with the store's redaction applied to its strings (itself if none changed).
 
         The serializer's bytes are base64 in the log, where the store's redaction cannot
-        see a secret, so the adapter applies it to the value first (`_redact_strings`).
+        see a secret, so the adapter applies it to the value first (`redact_strings`).
         """
         redactor = self.store.redactor
-        return value if redactor is None else _redact_strings(value, redactor.redact)
+        return value if redactor is None else redact_strings(value, redactor.redact)
 
     def _append(self, session_id: str, thread: Thread, messages: Records) -> bool:
         """Append ``messages`` in one batch; True when ``thread`` now indexes them too."""
@@ -533,8 +408,8 @@ class JsonlCheckpointSaver(BaseCheckpointSaver[str]):
             if kept:
                 entry = {"op": "writes", "ns": ns, "id": checkpoint_id, "task": task_id, "path": task_path}
                 names = ", ".join(dict.fromkeys(write["ch"] for write in kept))
-                note = _note(f"task {task_id[:8]} wrote {names}", {**entry, "writes": kept})
-                self._append(session_id, thread, [note])
+                record = note(f"task {task_id[:8]} wrote {names}", {**entry, "writes": kept})
+                self._append(session_id, thread, [record])
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread's session: every checkpoint and write of every namespace."""
@@ -603,7 +478,7 @@ class JsonlCheckpointSaver(BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """`put`, in a worker thread, finished even if the caller is cancelled."""
-        return await _run_to_completion(lambda: self.put(config, checkpoint, metadata, new_versions))
+        return await run_to_completion(lambda: self.put(config, checkpoint, metadata, new_versions))
 
     async def aput_writes(
         self,
@@ -613,18 +488,12 @@ class JsonlCheckpointSaver(BaseCheckpointSaver[str]):
         task_path: str = "",
     ) -> None:
         """`put_writes`, in a worker thread, finished even if the caller is cancelled."""
-        await _run_to_completion(lambda: self.put_writes(config, writes, task_id, task_path))
+        await run_to_completion(lambda: self.put_writes(config, writes, task_id, task_path))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """`copy_thread`, in a worker thread."""
-        await _run_to_completion(lambda: self.copy_thread(source_thread_id, target_thread_id))
+        await run_to_completion(lambda: self.copy_thread(source_thread_id, target_thread_id))
 
     async def adelete_thread(self, thread_id: str) -> None:
         """`delete_thread`, in a worker thread."""
-        await _run_to_completion(lambda: self.delete_thread(thread_id))
-
-
-def _step(metadata: Any) -> str:
-    """`` (step 3, loop)`` for a checkpoint's one-line note, when its metadata says."""
-    step, source = metadata.get("step"), metadata.get("source")
-    return f" (step {step}, {source})" if step is not None and source else ""
+        await run_to_completion(lambda: self.delete_thread(thread_id))

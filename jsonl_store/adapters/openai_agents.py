@@ -84,12 +84,10 @@ messages, which here wrap the items).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import importlib
 import itertools
-import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from jsonl_store import (
     INTERRUPTED_NOTICE,
@@ -104,8 +102,13 @@ from jsonl_store import (
     SnapshotConflict,
     UnsupportedValue,
     close_interrupted,
-    encode_session_id,
 )
+
+from . import _agents_ids as ids
+from . import _agents_items as log
+from ._agents_ids import DIGEST_PREFIX, directory_name
+from ._agents_items import MARKER
+from ._in_thread import run_to_completion
 
 try:
     from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
@@ -122,16 +125,8 @@ _Snapshot: Any = getattr(importlib.import_module("agents.memory.session"), "_Com
 if TYPE_CHECKING:
     from agents.memory.session import Session
 
-__all__ = ["JsonlSession", "SessionClosed"]
+__all__ = ["DIGEST_PREFIX", "MARKER", "JsonlSession", "SessionClosed", "directory_name"]
 
-#: The key of the record metadata that marks a pop or a clear, and of the session
-#: metadata that keeps the SDK's id of a session whose directory is not named by it.
-MARKER = "openai_agents"
-#: What a directory named by a digest starts with: `encode_session_id` starts a name with
-#: ``_`` only before ``.`` or ``-``, so no encoded id begins so.
-DIGEST_PREFIX = "_sha256-"
-#: A title holds 1 to 200 characters (spec §7).
-_TITLE_LENGTH = 200
 #: How long an append made on the event loop waits for the append lock (spec §13) before
 #: it goes to a worker thread instead (see `JsonlSession.add_items`).
 INLINE_LOCK_WAIT = 0.001
@@ -141,177 +136,6 @@ INLINE_READ_LIMIT = 100
 
 class SessionClosed(JsonlStoreError, RuntimeError):
     """A `JsonlSession` was used after ``close()``, which the SDK's own sessions refuse too."""
-
-
-def directory_name(session_id: str) -> str:
-    """The session directory's name for an SDK session id (see the module's docstring)."""
-    if not isinstance(session_id, str):
-        raise InvalidSessionId(f"an SDK session id must be a str, not {type(session_id).__name__}")
-    try:
-        return encode_session_id(session_id)
-    except InvalidSessionId:
-        try:
-            data = session_id.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidSessionId(
-                f"session id {session_id!r} holds a lone surrogate, which no file can hold"
-            ) from None
-        return DIGEST_PREFIX + hashlib.sha256(data).hexdigest()
-
-
-def _title(session_id: str) -> str:
-    """The id as a title (1 to 200 characters, no NUL): itself, or its repr shortened."""
-    if session_id and len(session_id) <= _TITLE_LENGTH and "\x00" not in session_id:
-        return session_id
-    text = repr(session_id)
-    return text if len(text) <= _TITLE_LENGTH else text[: _TITLE_LENGTH - 1] + "\u2026"
-
-
-T = TypeVar("T")
-
-_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
-
-
-def _role(item: Any) -> str:
-    """Who made an item, in the store's roles (for people and ``jsonl-store show`` only)."""
-    if not isinstance(item, dict):
-        return "user"
-    role = _ROLES.get(item.get("role"))  # type: ignore[arg-type]
-    if role is not None:
-        return role
-    kind = item.get("type")
-    return "tool" if isinstance(kind, str) and kind.endswith("_output") else "assistant"
-
-
-def _op(record: RawMessageRecord) -> str | None:
-    """``"pop"`` or ``"clear"`` for a marker record, ``"item"`` for an item, None for others."""
-    marker = record.metadata.get(MARKER)
-    if isinstance(marker, dict):
-        op = marker.get("op")
-        return op if op in ("pop", "clear") else None
-    message = record.message
-    if isinstance(message, dict):
-        if _suffix_pops(message):
-            return "pop"
-        if isinstance(message.get("content"), dict):
-            return "item"
-    return None
-
-
-def _suffix_pops(message: dict[str, Any]) -> int:
-    """How many items a suffix replacement's marker message takes (0: it is none)."""
-    marker = message.get(MARKER)
-    if isinstance(marker, dict) and marker.get("op") == "pop" and isinstance(marker.get("items"), list):
-        return len(marker["items"])
-    return 0
-
-
-def _popped(record: RawMessageRecord) -> int:
-    """How many items a pop record takes: one, or a suffix replacement's count."""
-    message = record.message
-    return (_suffix_pops(message) if isinstance(message, dict) else 0) or 1
-
-
-def _dropped(record: RawMessageRecord) -> list[int]:
-    """The sequences of the oldest items a suffix replacement pruned (``"drop"``), if any."""
-    message = record.message
-    marker = message.get(MARKER) if isinstance(message, dict) else None
-    drop = marker.get("drop") if isinstance(marker, dict) else None
-    return [n for n in drop if type(n) is int] if isinstance(drop, list) else []
-
-
-def _item(record: RawMessageRecord) -> Any:
-    """The SDK item an item record holds."""
-    message = record.message
-    assert isinstance(message, dict), "only item records are asked for their item"
-    return message["content"]
-
-
-def _scan_back(records: list[RawMessageRecord], limit: int) -> tuple[list[RawMessageRecord], bool]:
-    """The live items among ``records`` (a tail of the log), newest first, at most ``limit``.
-
-    The flag says whether the answer is final: ``limit`` items found or a clear met, so
-    records before these cannot add to it.
-    """
-    pending = 0  # pops seen whose item is further back
-    # Items a suffix replacement pruned from the front, by sequence: never the item a pop
-    # took (a pop takes the newest live item, a pruning lists live ones only).
-    dropped: set[int] = set()
-    live: list[RawMessageRecord] = []
-    for record in reversed(records):
-        op = _op(record)
-        if op == "clear":
-            return live, True
-        if op == "pop":
-            pending += _popped(record)
-            dropped.update(_dropped(record))
-        elif op == "item" and record.sequence not in dropped:
-            if pending:
-                pending -= 1
-            else:
-                live.append(record)
-                if len(live) == limit:
-                    return live, True
-    return live, False
-
-
-def _fold(records: list[RawMessageRecord]) -> list[RawMessageRecord]:
-    """The live items after reading ``records`` forward: clears empty it, pops take the last."""
-    live: list[RawMessageRecord] = []
-    for record in records:
-        op = _op(record)
-        if op == "item":
-            live.append(record)
-        elif op == "clear":
-            live.clear()
-        elif op == "pop":
-            dropped = set(_dropped(record))
-            live = [item for item in live if item.sequence not in dropped] if dropped else live
-            del live[max(0, len(live) - _popped(record)) :]
-    return live
-
-
-def _json_normalized(items: list[Any]) -> list[Any]:
-    """The items as SQLiteSession gives them back: through ``json.dumps`` and ``json.loads``.
-
-    Only needed for values the store refuses to keep unchanged (a tuple, a ``str`` enum);
-    a value JSON cannot carry raises ``TypeError`` here, as SQLiteSession's ``add_items`` does.
-    """
-    return [json.loads(json.dumps(item)) for item in items]
-
-
-def _append(store: SessionStore, session_id: str, items: list[Any], title: str | None) -> None:
-    """The items as one all-or-nothing append; one item through ``append``, the store's
-    flat path for a single message (an ``append_many`` of one costs more)."""
-    if len(items) == 1:
-        item = items[0]
-        store.append(session_id, {"role": _role(item), "content": item}, title=title)
-    else:
-        store.append_many(session_id, [{"role": _role(item), "content": item} for item in items], title=title)
-
-
-async def _run_to_completion(call: Callable[[], T]) -> T:
-    """Run a write in a thread and wait for its outcome even if the caller is cancelled.
-
-    A write that started is not abandoned halfway (the SDK's ``_await_mutation`` does the
-    same for SQLiteSession): the cancellation is raised once the outcome is known.
-    """
-    task = asyncio.ensure_future(asyncio.to_thread(call))
-    cancelled: asyncio.CancelledError | None = None
-    while not task.done():
-        try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError as exc:
-            cancelled = cancelled or exc
-    try:
-        result = task.result()
-    except BaseException:
-        if cancelled is not None:
-            raise cancelled from None
-        raise
-    if cancelled is not None:
-        raise cancelled from None
-    return result
 
 
 class JsonlSession:
@@ -409,7 +233,7 @@ class JsonlSession:
                 return
             except LockTimeout:
                 pass  # another writer holds the lock: wait for it in a thread
-        await _run_to_completion(lambda: self._add_items(items, self.store))
+        await run_to_completion(lambda: self._add_items(items, self.store))
 
     async def pop_item(self) -> Any | None:
         """Take the newest item off the history and return it; None when it is empty.
@@ -417,12 +241,12 @@ class JsonlSession:
         Atomic across threads and processes: no item is returned by two pops.
         """
         self._check_open()
-        return await _run_to_completion(self._pop_item)
+        return await run_to_completion(self._pop_item)
 
     async def clear_session(self) -> None:
         """Empty the history (the log keeps the records; see the module's docstring)."""
         self._check_open()
-        await _run_to_completion(self._clear_session)
+        await run_to_completion(self._clear_session)
 
     async def _get_compaction_snapshot(
         self, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
@@ -450,11 +274,11 @@ class JsonlSession:
             expected = live[start:]
             if not expected:
                 return False
-            return await _run_to_completion(
+            return await run_to_completion(
                 lambda: self._replace_suffix(expected, list(output), last, prune_prefix)
             )
 
-        return _Snapshot([_item(record) for record in live], complete, replace_suffix)
+        return _Snapshot([log.item(record) for record in live], complete, replace_suffix)
 
     # -- beyond the protocol -------------------------------------------------------------
 
@@ -470,7 +294,7 @@ class JsonlSession:
         self._check_open()
         if not isinstance(notice, str) or not notice:
             raise InvalidArgument(f"notice must be a non-empty str, got {notice!r}")
-        return await _run_to_completion(lambda: self._close_interrupted(notice))
+        return await run_to_completion(lambda: self._close_interrupted(notice))
 
     # -- the work, in a worker thread ----------------------------------------------------
 
@@ -505,11 +329,11 @@ class JsonlSession:
         sid = self.store_session_id
         if limit is None:
             view = self.store.load(sid)
-            return _fold(view.raw_tail), view.last_sequence
+            return log.fold(view.raw_tail), view.last_sequence
         window = max(limit, 2)
         while True:
             records = self.store.tail(sid, window)
-            live, final = _scan_back(records, limit)
+            live, final = log.scan_back(records, limit)
             if final or len(records) < window:
                 live.reverse()
                 return live, records[-1].sequence if records else 0
@@ -521,17 +345,17 @@ class JsonlSession:
         if limit == 0:
             return []
         live, _ = self._live(limit)
-        return [_item(record) for record in live]
+        return [log.item(record) for record in live]
 
     def _add_items(self, items: list[Any], store: SessionStore) -> None:
         self._claim()
         # The title only counts when this append makes the session (spec §9.8, rule 8).
-        title = None if self._claimed else _title(self.session_id)
+        title = None if self._claimed else ids.title(self.session_id)
         try:
-            _append(store, self.store_session_id, items, title)
+            log.append_items(store, self.store_session_id, items, title)
         except UnsupportedValue:
             # raises TypeError for what JSON cannot carry
-            _append(store, self.store_session_id, _json_normalized(items), title)
+            log.append_items(store, self.store_session_id, log.json_normalized(items), title)
         self._name()
 
     def _pop_item(self) -> Any | None:
@@ -550,7 +374,7 @@ class JsonlSession:
                 )
             except SequenceConflict:
                 continue  # the log moved (maybe another pop took this item): read again
-            return _item(top)
+            return log.item(top)
 
     def _replace_suffix(
         self,
@@ -567,7 +391,7 @@ class JsonlSession:
                 return False
             front = live[: len(live) - len(expected)]
             drop = [
-                record.sequence for record in itertools.takewhile(lambda r: prune_prefix(_item(r)), front)
+                record.sequence for record in itertools.takewhile(lambda r: prune_prefix(log.item(r)), front)
             ]
             if drop:
                 operation["drop"] = drop
@@ -577,7 +401,7 @@ class JsonlSession:
             "include_in_messages": False,
             MARKER: operation,
         }
-        messages = [marker, *({"role": _role(item), "content": item} for item in output)]
+        messages = [marker, *({"role": log.role(item), "content": item} for item in output)]
         try:
             self.store.append_many(self.store_session_id, messages, expected_last_sequence=last)
         except SequenceConflict:
@@ -588,7 +412,7 @@ class JsonlSession:
         self._claim()
         sid = self.store_session_id
         last = self.store.tail(sid, 1)
-        if not last or _op(last[0]) == "clear":
+        if not last or log.op(last[0]) == "clear":
             return  # no session, or already clear: nothing to record
         marker = {"role": "system", "content": "clear_session", "include_in_messages": False}
         sequence = self.store.append(sid, marker, metadata={MARKER: {"op": "clear"}})
@@ -611,7 +435,7 @@ class JsonlSession:
     def _close_interrupted(self, notice: str) -> list[Any]:
         while True:
             live, last = self._live(None)
-            items = [_item(record) for record in live]
+            items = [log.item(record) for record in live]
             # The core's rule for Responses items (calls and outputs paired by call_id,
             # consecutive calls one batch); the closing outputs come after the batch, at the end.
             closed = close_interrupted(items, notice=notice, dialect="openai-responses")
@@ -619,7 +443,7 @@ class JsonlSession:
             outputs = closed[len(items) :]
             if not outputs:
                 return []
-            messages = [{"role": _role(output), "content": output} for output in outputs]
+            messages = [{"role": log.role(output), "content": output} for output in outputs]
             try:
                 self.store.append_many(self.store_session_id, messages, expected_last_sequence=last)
             except SequenceConflict:

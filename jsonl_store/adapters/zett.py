@@ -5,20 +5,15 @@
 does (``zett_agent/_sql_storage.py``), so ``BaseSessionPersistenceExtension`` restores
 the same context from either; `JsonlSessionExtension` is that extension over it.
 
-- a zett message is stored as a plain dict record: the fields zett's own codec
-  (``zett_agent.storage.encode_messages``) gives it, plus the store's ``role``. An
-  ``AgentMessage``, which has no provider role, is ``"user"`` with ``"zett_kind":
-  "agent"``; a failed tool result also has the store's ``"is_error": true``. Loading
-  decodes it with ``decode_messages``, the call zett's SQL storage makes, so the
-  objects are equal to those zett wrote. A message's own ``persist`` flag is kept as
-  ``zett_persist`` (the store reads ``persist`` as "do not write"; zett's storage
-  writes what it is given);
+- a zett message is stored as a plain dict record: the fields zett's own codec gives
+  it, plus the store's ``role`` (``_zett_records`` says how), and reads back equal;
 - an append without timing gets ``MessageTiming.instant()``, as in the SQL storage;
 - a later append's ``title``/``agent_name`` update the session, as the SQL storage's
   do, but as a runtime update: a title a user set (``SessionStore.update_session``)
   stays;
 - bad input, a parent that differs from the session's, and a stale or misplaced
-  snapshot raise ``ValueError`` with the SQL storage's words, which zett's callers
+  snapshot raise `ZettCompatError` (a ``ValueError``, as zett raises, and a
+  `jsonl_store.JsonlStoreError`) with the SQL storage's words, which zett's callers
   match (the store's own error, `SnapshotConflict` or `InvalidArgument`, is its
   ``__cause__``);
 - session ids are free-form strings: `jsonl_store.encode_session_id` names the
@@ -38,7 +33,6 @@ storage, so the log gets what the SQL storage would get.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -56,292 +50,23 @@ try:
         SessionView,
     )
     from zett_agent.ids import new_uuid7
-    from zett_agent.json_types import JsonValue, json_object
+    from zett_agent.json_types import JsonValue
     from zett_agent.messages import AnyMessage, AssistantMessage
     from zett_agent.model import ModelUsage
-    from zett_agent.storage import MESSAGE_TYPES, MessageKind, decode_messages, encode_messages
+    from zett_agent.storage import MessageKind
     from zett_agent.sync_runtime import SyncMethodsMixin
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
     raise ImportError('jsonl_store.adapters.zett needs zett-agent: pip install "jsonl_store[zett]"') from exc
 
 # The store's public API only, as any user of it would write (no private module).
 import jsonl_store as core
-from jsonl_store import (
-    InvalidArgument,
-    InvalidMessage,
-    InvalidSessionId,
-    SessionNotFound,
-    SessionStore,
-    SnapshotConflict,
-    decode_session_id,
-    encode_session_id,
-)
+from jsonl_store import InvalidArgument, SessionNotFound, SessionStore, SnapshotConflict, encode_session_id
 
-__all__ = ["JsonlSessionExtension", "JsonlSessionStorage"]
+from . import _zett_records as codec
+from . import _zett_rules as rules
+from ._zett_rules import ZettCompatError
 
-#: The store's role for each zett message kind (spec: roles are system, user, assistant,
-#: tool, compacted). An ``AgentMessage`` is sent to providers as a user message.
-_ROLES: dict[MessageKind, str] = {
-    MessageKind.SYSTEM: "system",
-    MessageKind.USER: "user",
-    MessageKind.ASSISTANT: "assistant",
-    MessageKind.TOOL: "tool",
-    MessageKind.CHECKPOINT: "compacted",
-    MessageKind.AGENT: "user",
-}
-_KINDS: dict[str, MessageKind] = {
-    "system": MessageKind.SYSTEM,
-    "user": MessageKind.USER,
-    "assistant": MessageKind.ASSISTANT,
-    "tool": MessageKind.TOOL,
-    "compacted": MessageKind.CHECKPOINT,
-}
-_KIND_KEY = "zett_kind"
-_PERSIST_KEY = "zett_persist"
-_ERROR_KEY = "is_error"
-#: Keys the adapter adds to zett's fields; no zett message class has a field of these names.
-_OWN_KEYS = ("role", _KIND_KEY, _PERSIST_KEY, _ERROR_KEY)
-
-
-def _kind(message: object) -> MessageKind:
-    for kind, cls in MESSAGE_TYPES.items():
-        if type(message) is cls:
-            return kind
-    raise ValueError(f"Unsupported message type: {type(message).__name__}")
-
-
-def _to_record(message: AnyMessage | CompactedMessage) -> dict[str, Any]:
-    """The record a zett message is stored as: zett's own encoding, with the store's role."""
-    kind = _kind(message)
-    [envelope] = json.loads(encode_messages([message]))
-    record: dict[str, Any] = {"role": _ROLES[kind]}
-    if kind is MessageKind.AGENT:
-        record[_KIND_KEY] = "agent"
-    data: dict[str, Any] = envelope["data"]
-    if not data.pop("persist", True):
-        record[_PERSIST_KEY] = False
-    if not data.get("attributes"):
-        data.pop("attributes", None)  # the default, {}: short lines
-    record.update(data)
-    if kind is MessageKind.TOOL and not data["success"]:
-        record[_ERROR_KEY] = True  # what the store's readers (jsonl-store show, resume) look for
-    return record
-
-
-def _from_record(stored: object) -> AnyMessage:
-    """The zett message a record holds: the one `_to_record` stored, equal to it."""
-    if not isinstance(stored, dict):
-        stored = _from_native(stored)
-    kind = MessageKind.AGENT if stored.get(_KIND_KEY) == "agent" else _KINDS[stored["role"]]
-    data = {key: value for key, value in stored.items() if key not in _OWN_KEYS}
-    if _PERSIST_KEY in stored:
-        data["persist"] = stored[_PERSIST_KEY]
-    if kind is MessageKind.TOOL:
-        # A result another writer added (SessionStore.resume's closing result names no
-        # success and maybe no tool): the store's is_error stands for zett's success.
-        data.setdefault("success", not stored.get(_ERROR_KEY, False))
-        data.setdefault("name", "")
-    [message] = decode_messages(json.dumps([{"kind": int(kind), "data": data}], ensure_ascii=False))
-    return message
-
-
-def _from_native(message: object) -> dict[str, Any]:
-    """A record written with the store's own message classes, in zett's field names."""
-    if isinstance(message, core.ToolMessage):
-        content = message.content if isinstance(message.content, str) else json.dumps(message.content)
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "name": message.name or "",
-                "content": content, "success": not message.is_error,
-                "include_in_messages": message.include_in_messages}  # fmt: skip
-    if isinstance(message, core.AssistantMessage):
-        calls = [{"id": c.id, "name": c.name, "arguments": c.arguments if isinstance(c.arguments, dict) else {}}
-                 for c in message.tool_calls]  # fmt: skip
-        content = message.content if isinstance(message.content, str) else ""
-        return {"role": "assistant", "content": content, "reasoning": message.reasoning, "tool_calls": calls,
-                "include_in_messages": message.include_in_messages}  # fmt: skip
-    if isinstance(message, core.SystemMessage | core.UserMessage | core.CompactedMessage):
-        content = message.content if isinstance(message.content, str) else json.dumps(message.content)
-        return {"role": message.role, "content": content, "include_in_messages": message.include_in_messages}
-    raise ValueError(f"Stored message is not one zett-agent can read: {message!r}")
-
-
-def _timing(timing: MessageTiming) -> core.MessageTiming:
-    return core.MessageTiming(
-        started_at=timing.started_at,
-        completed_at=timing.completed_at,
-        duration_ns=timing.duration_ns,
-        reasoning_started_at=timing.reasoning_started_at,
-        reasoning_completed_at=timing.reasoning_completed_at,
-        reasoning_duration_ns=timing.reasoning_duration_ns,
-        content_started_at=timing.content_started_at,
-        content_completed_at=timing.content_completed_at,
-        content_duration_ns=timing.content_duration_ns,
-    )
-
-
-def _usage(usage: ModelUsage) -> core.ModelUsage:
-    return core.ModelUsage(
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cache_read_tokens=usage.cache_read_tokens,
-        cache_write_tokens=usage.cache_write_tokens,
-        reasoning_tokens=usage.reasoning_tokens,
-    )
-
-
-def _message(session_id: str, sequence: int, stored: object) -> AnyMessage:
-    """The zett message a record holds. A record in another tool's shape (a Claude Code or
-    Codex session an import stored as written) is an `InvalidMessage` naming the record, not
-    pydantic's validation error, which quotes the stored text."""
-    try:
-        return _from_record(stored)
-    except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
-        raise InvalidMessage(
-            f"record #{sequence} of session {session_id!r} is not a message zett-agent can read "
-            "(another tool's shape, as an import stores it: jsonl-store show reads it)",
-            session_id=session_id,
-        ) from exc
-
-
-def _record(session_id: str, record: core.RawMessageRecord) -> RawMessageRecord:
-    started_at = record.started_at or record.created_at  # a record appended without timing
-    return RawMessageRecord(
-        id=record.id,
-        session_id=session_id,
-        request_id=record.request_id or "",
-        sequence=record.sequence,
-        message=_message(session_id, record.sequence, record.message),
-        metadata=record.metadata,
-        tags=record.tags,
-        started_at=started_at,
-        completed_at=record.completed_at or started_at,
-        duration_ns=record.duration_ns,
-        reasoning_started_at=record.reasoning_started_at,
-        reasoning_completed_at=record.reasoning_completed_at,
-        reasoning_duration_ns=record.reasoning_duration_ns,
-        content_started_at=record.content_started_at,
-        content_completed_at=record.content_completed_at,
-        content_duration_ns=record.content_duration_ns,
-        input_tokens=record.input_tokens,
-        output_tokens=record.output_tokens,
-        cache_read_tokens=record.cache_read_tokens,
-        cache_write_tokens=record.cache_write_tokens,
-        reasoning_tokens=record.reasoning_tokens,
-        created_at=record.created_at,
-        updated_at=record.updated_at,
-    )
-
-
-def _snapshot(session_id: str, snapshot: core.ContextSnapshot) -> ContextSnapshot:
-    compacted = _message(session_id, snapshot.compacted_through_sequence, snapshot.compacted_message)
-    if not isinstance(compacted, CompactedMessage):
-        raise ValueError("Context snapshot must contain exactly one CompactedMessage")
-    return ContextSnapshot(
-        id=snapshot.id,
-        session_id=session_id,
-        version=snapshot.version,
-        compacted_message=compacted,
-        compacted_through_sequence=snapshot.compacted_through_sequence,
-        created_at=snapshot.created_at,
-        updated_at=snapshot.updated_at,
-    )
-
-
-def _parent(stored: str | None) -> str | None:
-    return decode_session_id(stored) if stored is not None else None
-
-
-def _stored(session_id: str) -> str | None:
-    """The directory name of a zett session id; None for an id no directory can have (``""``),
-    which names no session, as an id the SQL storage never saw names none there."""
-    try:
-        return encode_session_id(session_id)
-    except InvalidSessionId:
-        return None
-
-
-# -- zett's session management rules, in the words of its SQL storage -------------------
-# (``zett_agent/_sql_storage.py``: ``create_session``, ``list_sessions``, ``update_session``;
-# the same in zett-agent 0.1.17, 0.2.0 and 0.2.1). zett's callers match these texts.
-
-#: Where zett's ``update_session`` keeps its time: the SQL storage moves ``updated_at``
-#: (the order of ``list_sessions``) on an update, and a store session's own ``updated_at``
-#: is its last record's time.
-_UPDATED_KEY = "zett_updated_at"
-_CONFLICT = "Snapshot conflict; reload the session"
-_OUTSIDE = "Snapshot boundary must identify an existing Raw Log message"
-_BEHIND = "Snapshot boundary must advance beyond the previous checkpoint"
-
-
-def _session_type_code(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError("session_type must be an integer code")
-    if value < 0:
-        raise ValueError("session_type cannot be negative")
-    return int(value)
-
-
-def _title(title: str | None) -> str | None:
-    """A title as zett stores one given to ``create_session`` or ``update_session``: stripped."""
-    if title is None:
-        return None
-    title = title.strip()
-    if not title or len(title) > 200:
-        raise ValueError("Session title must contain between 1 and 200 characters")
-    return title
-
-
-def _agent_name(agent_name: str | None) -> str | None:
-    if agent_name is None:
-        return None
-    agent_name = agent_name.strip()
-    if not agent_name or len(agent_name) > 64:
-        raise ValueError("Agent name must contain between 1 and 64 characters")
-    return agent_name
-
-
-def _page(limit: int, offset: int) -> None:
-    if limit < 1:
-        raise ValueError("limit must be positive")
-    if offset < 0:
-        raise ValueError("offset cannot be negative")
-
-
-def _updated_at(summary: core.SessionSummary) -> datetime:
-    """The session's last activity as zett counts it: its last record or zett's last update."""
-    stamp = summary.metadata.get(_UPDATED_KEY)
-    try:
-        updated = datetime.fromisoformat(stamp) if isinstance(stamp, str) else None
-    except ValueError:
-        updated = None  # edited by hand: the records' time stands
-    if updated is None or updated.tzinfo is None:
-        return summary.updated_at
-    return max(summary.updated_at, updated)
-
-
-def _summary(session_id: str, summary: core.SessionSummary) -> SessionSummary:
-    """The store's summary as zett's, under zett's id for the session."""
-    return SessionSummary(
-        session_id=session_id,
-        parent_session_id=_parent(summary.parent_session_id),
-        session_type=summary.session_type,
-        title=summary.title,
-        agent_name=summary.agent_name,
-        message_count=summary.message_count,
-        created_at=summary.created_at,
-        updated_at=_updated_at(summary),
-    )
-
-
-def _listing_key(summary: core.SessionSummary) -> tuple[datetime, str] | None:
-    """Where a session goes in zett's list: (last activity, zett's id). None when no zett id
-    names it or its parent (``a.b``, made with the store's own API: ``encode_session_id``
-    never makes it, so zett could not open it)."""
-    try:
-        session_id = decode_session_id(summary.session_id)
-        _parent(summary.parent_session_id)
-    except InvalidSessionId:
-        return None
-    return _updated_at(summary), session_id
+__all__ = ["JsonlSessionExtension", "JsonlSessionStorage", "ZettCompatError"]
 
 
 class JsonlSessionStorage(SyncMethodsMixin):
@@ -356,7 +81,7 @@ class JsonlSessionStorage(SyncMethodsMixin):
 
     def __init__(self, root: str | os.PathLike[str], **store_options: Any) -> None:
         self.store = SessionStore(root, **store_options)
-        #: The store's clock, for the time zett's update_session keeps (`_UPDATED_KEY`).
+        #: The store's clock, for the time zett's update_session keeps (`rules.UPDATED_KEY`).
         self._clock: Callable[[], datetime] = store_options.get("clock") or (lambda: datetime.now(UTC))
         #: Each session's parent, once seen: a parent never changes, so an append needs
         #: no metadata read to check it (zett's SQL storage checks it on every append).
@@ -385,27 +110,27 @@ class JsonlSessionStorage(SyncMethodsMixin):
     ) -> int:
         """Append one immutable raw-log record and return its sequence (zett's rules, see the module)."""
         if title is not None and (not title.strip() or len(title) > 200):
-            raise ValueError("Session title must contain between 1 and 200 characters")
+            raise ZettCompatError(rules.TITLE_LENGTH)
         if agent_name is not None and (not agent_name.strip() or len(agent_name) > 64):
-            raise ValueError("Agent name must contain between 1 and 64 characters")
+            raise ZettCompatError(rules.AGENT_NAME_LENGTH)
         if usage is not None and not isinstance(message, AssistantMessage):
-            raise ValueError("Model usage belongs only to assistant messages")
-        if _kind(message) is MessageKind.CHECKPOINT:
-            raise ValueError("Checkpoints belong in snapshots, not raw logs")
+            raise ZettCompatError("Model usage belongs only to assistant messages")
+        if codec.kind(message) is MessageKind.CHECKPOINT:
+            raise ZettCompatError("Checkpoints belong in snapshots, not raw logs")
         options: dict[str, Any] = {
             "request_id": request_id,
-            "timing": _timing(timing or MessageTiming.instant()),
-            "usage": _usage(usage) if usage is not None else None,
-            "metadata": json_object(metadata, field_name="Message metadata"),
-            "tags": json_object(tags, field_name="Message tags", nonempty_keys=True),
+            "timing": codec.timing(timing or MessageTiming.instant()),
+            "usage": codec.usage(usage) if usage is not None else None,
+            "metadata": rules.json_fields(metadata, field_name="Message metadata"),
+            "tags": rules.json_fields(tags, field_name="Message tags", nonempty_keys=True),
             "title": title,
             "agent_name": agent_name,
         }
         if parent_session_id is not None and parent_session_id == session_id:
             # SQL stores a session as its own parent; the store refuses one (a parent chain
             # must end), so this is refused in the words zett's create_session uses for it.
-            raise ValueError("parent_session_id must differ from session_id")
-        record = _to_record(message)
+            raise ZettCompatError(rules.OWN_PARENT)
+        record = codec.to_record(message)
         return await asyncio.to_thread(self._append, session_id, record, parent_session_id, options)
 
     async def snapshot(
@@ -415,10 +140,10 @@ class JsonlSessionStorage(SyncMethodsMixin):
         compacted_through_sequence: int,
         expected_version: int,
     ) -> ContextSnapshot:
-        """Create one immutable checkpoint; ``ValueError`` for a stale version or a bad boundary."""
+        """Create one immutable checkpoint; `ZettCompatError` for a stale version or a bad boundary."""
         if type(compacted_message) is not CompactedMessage:
-            raise ValueError("Context snapshot must contain exactly one CompactedMessage")
-        record = _to_record(compacted_message)
+            raise ZettCompatError(rules.ONE_COMPACTED)
+        record = codec.to_record(compacted_message)
         return await asyncio.to_thread(
             self._snapshot, session_id, record, compacted_through_sequence, expected_version
         )
@@ -434,13 +159,13 @@ class JsonlSessionStorage(SyncMethodsMixin):
     ) -> list[RawMessageRecord]:
         """One page of the whole raw log, snapshots ignored, as zett's SQL storage gives it to a UI."""
         if after_sequence < 0:
-            raise ValueError("after_sequence cannot be negative")
+            raise ZettCompatError("after_sequence cannot be negative")
         if through_sequence is not None and through_sequence < 1:
-            raise ValueError("through_sequence must be positive")
+            raise ZettCompatError("through_sequence must be positive")
         if limit < 1:
-            raise ValueError("limit must be positive")
+            raise ZettCompatError("limit must be positive")
         if offset < 0:
-            raise ValueError("offset cannot be negative")
+            raise ZettCompatError("offset cannot be negative")
         return await asyncio.to_thread(
             self._list, session_id, after_sequence, through_sequence, limit, offset
         )
@@ -454,15 +179,15 @@ class JsonlSessionStorage(SyncMethodsMixin):
         agent_name: str | None = None,
         session_type: int = 0,  # zett's own sessions' type (zett_agent.storage)
     ) -> SessionSummary:
-        """An empty session (a new UUIDv7 id when none is given); ``ValueError`` if it exists."""
+        """An empty session (a new UUIDv7 id when none is given); `ZettCompatError` if it exists."""
         resolved_id = session_id or new_uuid7()
         if not resolved_id.strip():
-            raise ValueError("session_id cannot be empty")
+            raise ZettCompatError("session_id cannot be empty")
         if parent_session_id is not None and not parent_session_id.strip():
-            raise ValueError("parent_session_id cannot be empty")
+            raise ZettCompatError("parent_session_id cannot be empty")
         if parent_session_id == resolved_id:
-            raise ValueError("parent_session_id must differ from session_id")
-        fields = (_title(title), _agent_name(agent_name), _session_type_code(session_type))
+            raise ZettCompatError(rules.OWN_PARENT)
+        fields = (rules.title(title), rules.agent_name(agent_name), rules.session_type_code(session_type))
         return await asyncio.to_thread(self._create, resolved_id, parent_session_id, *fields)
 
     async def list_sessions(
@@ -473,8 +198,8 @@ class JsonlSessionStorage(SyncMethodsMixin):
         offset: int = 0,
     ) -> list[SessionSummary]:
         """One page of the store's sessions (of ``session_types``), latest activity first."""
-        _page(limit, offset)
-        codes = tuple(_session_type_code(value) for value in session_types) if session_types else None
+        rules.page(limit, offset)
+        codes = tuple(rules.session_type_code(value) for value in session_types) if session_types else None
         return await asyncio.to_thread(self._list_sessions, codes, limit, offset)
 
     async def count_messages(self, session_id: str) -> int:
@@ -496,8 +221,8 @@ class JsonlSessionStorage(SyncMethodsMixin):
         """Set the title or agent name (a user's change, which later runtime updates leave);
         None for an unknown session."""
         if title is None and agent_name is None:
-            raise ValueError("At least one session field must be supplied")
-        changes = {"title": _title(title), "agent_name": _agent_name(agent_name)}
+            raise ZettCompatError("At least one session field must be supplied")
+        changes = {"title": rules.title(title), "agent_name": rules.agent_name(agent_name)}
         given = {name: value for name, value in changes.items() if value is not None}
         return await asyncio.to_thread(self._update, session_id, given)
 
@@ -521,43 +246,43 @@ class JsonlSessionStorage(SyncMethodsMixin):
         # Two processes creating one id at once both succeed here (SQL's second one fails
         # with the database's IntegrityError, no ValueError either).
         if self.store.get_session(stored_id) is not None:
-            raise ValueError(f"Session already exists: {session_id}")
+            raise ZettCompatError(f"Session already exists: {session_id}")
         summary = self.store.create_session(
             stored_id, title=title, agent_name=agent_name, parent_session_id=stored_parent, session_type=kind
         )
         self._parents[stored_id] = summary.parent_session_id
-        return _summary(session_id, summary)
+        return rules.summary_of(session_id, summary)
 
     def _list_sessions(self, codes: tuple[int, ...] | None, limit: int, offset: int) -> list[SessionSummary]:
         found = [
             (key, stored)
             for stored in self.store.list_sessions()
             if codes is None or stored.session_type in codes
-            if (key := _listing_key(stored)) is not None
+            if (key := rules.listing_key(stored)) is not None
         ]
         # SQL's order: ORDER BY updated_at DESC, id DESC (zett's ids, not directory names);
         # zett's summaries are made for the page only.
         found.sort(key=lambda item: item[0], reverse=True)
-        return [_summary(key[1], stored) for key, stored in found[offset : offset + limit]]
+        return [rules.summary_of(key[1], stored) for key, stored in found[offset : offset + limit]]
 
     def _get(self, session_id: str) -> SessionSummary | None:
-        stored_id = _stored(session_id)
+        stored_id = rules.stored(session_id)
         summary = self.store.get_session(stored_id) if stored_id is not None else None
-        return _summary(session_id, summary) if summary is not None else None
+        return rules.summary_of(session_id, summary) if summary is not None else None
 
     def _update(self, session_id: str, changes: dict[str, Any]) -> SessionSummary | None:
-        stored_id = _stored(session_id)
+        stored_id = rules.stored(session_id)
         if stored_id is None:
             return None
-        activity = {_UPDATED_KEY: self._clock().isoformat()}
+        activity = {rules.UPDATED_KEY: self._clock().isoformat()}
         try:
             summary = self.store.update_session(stored_id, metadata=activity, **changes)
         except SessionNotFound:
             return None
-        return _summary(session_id, summary)
+        return rules.summary_of(session_id, summary)
 
     def _delete(self, session_id: str) -> bool:
-        stored_id = _stored(session_id)
+        stored_id = rules.stored(session_id)
         if stored_id is None:
             return False
         # A session made again after its deletion may have another parent.
@@ -567,30 +292,30 @@ class JsonlSessionStorage(SyncMethodsMixin):
     def _list(
         self, session_id: str, after: int, through: int | None, limit: int, offset: int
     ) -> list[RawMessageRecord]:
-        stored_id = _stored(session_id)
+        stored_id = rules.stored(session_id)
         if stored_id is None:
             return []  # no session has that id, as in SQL
         records = self.store.records(stored_id, after=after)
         try:
             wanted = takewhile(lambda r: through is None or r.sequence <= through, records)
-            return [_record(session_id, record) for record in islice(wanted, offset, offset + limit)]
+            return [codec.record_of(session_id, record) for record in islice(wanted, offset, offset + limit)]
         finally:
             close = getattr(records, "close", None)  # stop reading at the page's end
             if close is not None:
                 close()
 
     def _load(self, session_id: str) -> SessionView:
-        stored_id = _stored(session_id)
+        stored_id = rules.stored(session_id)
         if stored_id is None:
             return SessionView(session_type=0)  # an unknown session, as in SQL
         view = self.store.load(stored_id)
         return SessionView(
-            parent_session_id=_parent(view.parent_session_id),
+            parent_session_id=rules.parent(view.parent_session_id),
             session_type=view.session_type,
             title=view.title,
             agent_name=view.agent_name,
-            snapshot=_snapshot(session_id, view.snapshot) if view.snapshot is not None else None,
-            raw_tail=[_record(session_id, record) for record in view.raw_tail],
+            snapshot=codec.snapshot_of(session_id, view.snapshot) if view.snapshot is not None else None,
+            raw_tail=[codec.record_of(session_id, record) for record in view.raw_tail],
         )
 
     def _append(
@@ -608,7 +333,7 @@ class JsonlSessionStorage(SyncMethodsMixin):
         # zett's SQL storage refuses any other parent than the session's, None included;
         # the store itself only refuses a different one it is given.
         if stored_id in self._parents and self._parents[stored_id] != stored_parent:
-            raise ValueError("Session parent cannot change after creation")
+            raise ZettCompatError("Session parent cannot change after creation")
         sequence = self.store.append(stored_id, record, parent_session_id=stored_parent, **options)
         self._parents[stored_id] = stored_parent
         if summary is not None and (
@@ -641,13 +366,13 @@ class JsonlSessionStorage(SyncMethodsMixin):
         try:
             snapshot = self.store.snapshot(stored_id, record, compacted_through_sequence, expected_version)
         except SnapshotConflict as exc:
-            raise ValueError(_CONFLICT) from exc
+            raise ZettCompatError(rules.CONFLICT) from exc
         except (SessionNotFound, InvalidArgument) as exc:
             reason = self._refusal(stored_id, compacted_through_sequence, expected_version)
             if reason is None:
                 raise  # a refusal SQL has no words for: a fork's boundary before its branch, a size
-            raise ValueError(reason) from exc
-        return _snapshot(session_id, snapshot)
+            raise ZettCompatError(reason) from exc
+        return codec.snapshot_of(session_id, snapshot)
 
     def _refusal(self, stored_id: str, through: int, expected_version: int) -> str | None:
         """What zett's SQL storage says of a snapshot the store refused, checked in its order
@@ -656,11 +381,11 @@ class JsonlSessionStorage(SyncMethodsMixin):
         summary = self.store.get_session(stored_id)
         latest = self.store.load(stored_id).snapshot if summary is not None else None
         if (latest.version if latest is not None else 0) != expected_version:
-            return _CONFLICT
+            return rules.CONFLICT
         if through < 1 or through > (summary.message_count if summary is not None else 0):
-            return _OUTSIDE
+            return rules.OUTSIDE
         if latest is not None and through <= latest.compacted_through_sequence:
-            return _BEHIND
+            return rules.BEHIND
         return None
 
 

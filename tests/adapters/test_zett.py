@@ -40,8 +40,8 @@ from zett_agent.resume import ResumeKind, classify_resume  # noqa: E402
 from zett_agent.stop import StopInfo, StopReason  # noqa: E402
 from zett_agent.storage import SQLiteSessionStorage  # noqa: E402
 
-from jsonl_store import SessionStore, is_provider_valid  # noqa: E402
-from jsonl_store.adapters.zett import JsonlSessionStorage  # noqa: E402
+from jsonl_store import JsonlStoreError, SessionStore, is_provider_valid  # noqa: E402
+from jsonl_store.adapters.zett import JsonlSessionStorage, ZettCompatError  # noqa: E402
 
 #: The zett-agent releases these tests passed with; the extra's floor is the oldest.
 TESTED_ZETT_VERSIONS = ("0.1.17", "0.2.0", "0.2.1")
@@ -376,6 +376,43 @@ def test_zett_errors_are_the_value_errors_zett_sqlite_storage_raises(tmp_path: P
 
     jsonl, sql = both(tmp_path)
     assert asyncio.run(attempts(jsonl)) == asyncio.run(attempts(sql))
+
+
+def test_zett_refusals_are_typed_value_errors_that_keep_zetts_text_and_pickle(tmp_path: Path) -> None:
+    """Each refusal is a ZettCompatError: caught by ``except ValueError`` and ``except JsonlStoreError``, zett's text, picklable."""
+    summary = CompactedMessage(content="Earlier: greetings.")
+
+    async def refusals(storage: JsonlSessionStorage) -> list[ValueError]:
+        await storage.append("s", "r", UserMessage(content="hi"))
+        calls = [
+            storage.append("s", "r", UserMessage(content="x"), title=" "),
+            storage.append("s", "r", UserMessage(content="x"), metadata={"bad": float("nan")}),
+            storage.append("s", "r", UserMessage(content="x"), parent_session_id="s"),
+            storage.create_session(session_id="s"),
+            storage.list_sessions(limit=0),
+            storage.update_session("s"),
+            storage.snapshot("s", summary, 9, 0),
+        ]
+        caught = []
+        for call in calls:
+            with pytest.raises(ValueError) as raised:
+                await call
+            caught.append(raised.value)
+        return caught
+
+    errors = asyncio.run(refusals(JsonlSessionStorage(tmp_path)))
+    assert all(type(error) is ZettCompatError and isinstance(error, JsonlStoreError) for error in errors)
+    assert [str(error) for error in errors] == [
+        "Session title must contain between 1 and 200 characters",
+        "Message metadata must be JSON serializable",
+        "parent_session_id must differ from session_id",
+        "Session already exists: s",
+        "limit must be positive",
+        "At least one session field must be supplied",
+        "Snapshot boundary must identify an existing Raw Log message",
+    ]
+    copies = [pickle.loads(pickle.dumps(error)) for error in errors]
+    assert [(type(copy), str(copy)) for copy in copies] == [(ZettCompatError, str(error)) for error in errors]
 
 
 def test_a_stale_snapshot_keeps_the_stores_conflict_as_its_cause(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from zett_agent.extensions.persistence import ContextSnapshot, RawMessageRecord,
 from zett_agent.messages import UserMessage  # noqa: E402
 from zett_agent.storage import SQLiteSessionStorage  # noqa: E402
 
-from jsonl_store.adapters.zett import JsonlSessionStorage  # noqa: E402
+from jsonl_store.adapters.zett import JsonlSessionStorage, ZettCompatError  # noqa: E402
 
 IDS = st.sampled_from(["a", "b:1", "c/x y"])
 #: Mostly valid values, so that most calls change something; a few bad ones, for the errors.
@@ -127,6 +127,15 @@ async def call(storage: Any, step: tuple[Any, ...], renamed: set[str]) -> object
     return await lookup(args[0])
 
 
+def error_name(storage: Any, error: Exception) -> str:
+    """The class zett's callers catch: where zett's storage raises ValueError, ours raises
+    `ZettCompatError` (a ValueError with the same text, and a JsonlStoreError); a bare
+    ValueError from ours is named apart, so it never matches."""
+    if isinstance(storage, JsonlSessionStorage) and type(error) in (ZettCompatError, ValueError):
+        return "ValueError" if type(error) is ZettCompatError else "ValueError, not a ZettCompatError"
+    return type(error).__name__
+
+
 def answers(storage: Any, program: list[tuple[Any, ...]]) -> list[object]:
     """Each call's answer, or its error's type and text."""
 
@@ -138,7 +147,7 @@ def answers(storage: Any, program: list[tuple[Any, ...]]) -> list[object]:
                 try:
                     found.append(comparable(await call(storage, step, renamed)))
                 except Exception as error:  # noqa: BLE001 - the error is the answer compared
-                    found.append((type(error).__name__, str(error)))
+                    found.append((error_name(storage, error), str(error)))
         finally:
             await storage.close()
         return found

@@ -34,7 +34,7 @@ from zett_agent.model import ModelEvent, ModelRequest, ModelResponse, RetryOptio
 from zett_agent.storage import SQLiteSessionStorage  # noqa: E402
 
 from jsonl_store import InvalidMessage, SessionStore, encode_session_id  # noqa: E402
-from jsonl_store.adapters.zett import JsonlSessionExtension, JsonlSessionStorage  # noqa: E402
+from jsonl_store.adapters.zett import JsonlSessionExtension, JsonlSessionStorage, ZettCompatError  # noqa: E402
 from jsonl_store.importers import import_claude_code  # noqa: E402
 
 T = TypeVar("T")
@@ -82,11 +82,15 @@ def on(backend: str, tmp_path: Path, scenario: Callable[[Any], Awaitable[T]]) ->
     return asyncio.run(run())
 
 
-async def refusal(call: Awaitable[object]) -> str:
-    """The text of the ``ValueError`` (exactly that type, as zett raises it) a call raises."""
+async def refusal(storage: Any, call: Awaitable[object]) -> str:
+    """The text of the ``ValueError`` a call raises: exactly a ValueError from zett's storage,
+    exactly a `ZettCompatError` (a ValueError with zett's text, and a JsonlStoreError) from ours."""
     with pytest.raises(ValueError) as caught:
         await call
-    assert type(caught.value) is ValueError, type(caught.value)
+    expected = (
+        ZettCompatError if isinstance(storage, JsonlSessionStorage | JsonlSessionExtension) else ValueError
+    )
+    assert type(caught.value) is expected, type(caught.value)
     return str(caught.value)
 
 
@@ -197,8 +201,8 @@ def test_create_session_refuses_an_id_in_use(backend: str, tmp_path: Path) -> No
         await storage.create_session(session_id="made")
         await say(storage, "written", "hi")
         return [
-            await refusal(storage.create_session(session_id="made", title="Again")),
-            await refusal(storage.create_session(session_id="written")),
+            await refusal(storage, storage.create_session(session_id="made", title="Again")),
+            await refusal(storage, storage.create_session(session_id="written")),
         ]
 
     assert on(backend, tmp_path, scenario) == [
@@ -228,7 +232,7 @@ def test_create_session_refuses_bad_fields_in_zetts_words(
     """Each bad field of create_session is a ValueError with zett's text, and nothing is made."""
 
     async def scenario(storage: Any) -> tuple[str, list[SessionSummary]]:
-        return await refusal(storage.create_session(**fields)), await storage.list_sessions()
+        return await refusal(storage, storage.create_session(**fields)), await storage.list_sessions()
 
     assert on(backend, tmp_path, scenario) == (message, [])
 
@@ -238,7 +242,7 @@ def test_an_appends_parent_must_be_the_created_sessions(backend: str, tmp_path: 
 
     async def scenario(storage: Any) -> tuple[str, int, SessionSummary | None]:
         await storage.create_session(session_id="child", parent_session_id="root")
-        error = await refusal(say(storage, "child", "hi"))
+        error = await refusal(storage, say(storage, "child", "hi"))
         return (
             error,
             await say(storage, "child", "hi", parent_session_id="root"),
@@ -254,7 +258,9 @@ def test_an_append_naming_its_own_session_as_parent_is_refused_in_zetts_words(tm
     """SQL's append stores a session as its own parent; ours refuses, with zett's create_session text."""
 
     async def scenario(storage: Any) -> tuple[str, SessionSummary | None]:
-        return await refusal(say(storage, "s", "hi", parent_session_id="s")), await storage.get_session("s")
+        return await refusal(
+            storage, say(storage, "s", "hi", parent_session_id="s")
+        ), await storage.get_session("s")
 
     assert on("jsonl", tmp_path, scenario) == ("parent_session_id must differ from session_id", None)
     sql = on("sqlite", tmp_path, lambda storage: say(storage, "s", "hi", parent_session_id="s"))
@@ -273,7 +279,7 @@ def test_a_session_another_process_deleted_and_made_again_takes_its_new_parent(
             await other.delete_session("s")
             await say(other, "s", "anew")
             sequence = await say(storage, "s", "from the first storage")
-            error = await refusal(say(storage, "s", "with the old parent", parent_session_id="p"))
+            error = await refusal(storage, say(storage, "s", "with the old parent", parent_session_id="p"))
             return sequence, error, await storage.get_session("s")
         finally:
             await other.close()
@@ -365,7 +371,8 @@ def test_update_session_refuses_bad_fields_in_zetts_words(
     async def scenario(storage: Any) -> list[object]:
         await storage.create_session(session_id="s", title="Kept")
         errors: list[object] = [
-            await refusal(storage.update_session(session_id, **fields)) for session_id in ("s", "nobody")
+            await refusal(storage, storage.update_session(session_id, **fields))
+            for session_id in ("s", "nobody")
         ]
         return [*errors, await storage.get_session("s")]
 
@@ -453,7 +460,7 @@ def test_list_sessions_refuses_bad_pages_in_zetts_words(
 
     async def scenario(storage: Any) -> str:
         await storage.create_session(session_id="s")
-        return await refusal(storage.list_sessions(**query))
+        return await refusal(storage, storage.list_sessions(**query))
 
     assert on(backend, tmp_path, scenario) == message
 
@@ -502,7 +509,7 @@ def test_list_raw_messages_refuses_bad_pages_in_zetts_words(
 
     async def scenario(storage: Any) -> str:
         await say(storage, "s", "hi")
-        return await refusal(storage.list_raw_messages("s", **query))
+        return await refusal(storage, storage.list_raw_messages("s", **query))
 
     assert on(backend, tmp_path, scenario) == message
 
@@ -558,7 +565,7 @@ def test_a_snapshot_refusal_is_zetts_value_error(
             await say(storage, "s", text)
         if compacted:
             await storage.snapshot("s", summary, 2, 0)
-        error = await refusal(storage.snapshot("s", summary, through, version))
+        error = await refusal(storage, storage.snapshot("s", summary, through, version))
         return error, await storage.load("s")
 
     error, view = on(backend, tmp_path, scenario)
@@ -575,7 +582,10 @@ def test_a_snapshot_of_an_unknown_or_empty_session_is_refused(
     async def scenario(storage: Any) -> list[str]:
         await storage.create_session(session_id="empty")
         summary = CompactedMessage(content="Nothing.")
-        return [await refusal(storage.snapshot(name, summary, 1, version)) for name in ("nobody", "empty")]
+        return [
+            await refusal(storage, storage.snapshot(name, summary, 1, version))
+            for name in ("nobody", "empty")
+        ]
 
     assert on(backend, tmp_path, scenario) == [message, message]
 
