@@ -41,7 +41,7 @@ sys.path[:0] = [p for p in (_HERE, os.path.dirname(_HERE)) if p not in sys.path]
 import msgspec  # noqa: E402
 
 from jsonl_store import OsFileSystem, SessionStore, SessionSummary  # noqa: E402
-from jsonl_store._catalog_schema import discard  # noqa: E402
+from jsonl_store._session.catalog_schema import discard  # noqa: E402
 from jsonl_store.search import search_ranked  # noqa: E402
 
 WORDS = [

@@ -33,7 +33,7 @@ sys.path[:0] = [p for p in (_HERE, os.path.dirname(_HERE)) if p not in sys.path]
 from jsonl_bench import jsonl, plain  # noqa: E402
 
 from jsonl_store import SessionStore  # noqa: E402
-from jsonl_store._tool_batches import provider_safe  # noqa: E402
+from jsonl_store._context.tool_batches import provider_safe  # noqa: E402
 
 
 def main() -> None:
@@ -94,7 +94,7 @@ def main() -> None:
 
 
 def _record_type() -> type:
-    from jsonl_store import _codec
+    from jsonl_store._format import codec as _codec
 
     return _codec._TypedRecord
 

@@ -50,11 +50,16 @@ sys.path[:0] = [p for p in (_HERE, os.path.dirname(_HERE)) if p not in sys.path]
 from jsonl_bench import floor as floors  # noqa: E402
 from jsonl_bench import workload  # noqa: E402
 
-import jsonl_store._redact_prefilter as prefilter  # noqa: E402
-from jsonl_store import SessionStore, UserMessage, _append, _codec, _meta, _redact, _session  # noqa: E402
-from jsonl_store._handles import now  # noqa: E402
-from jsonl_store._ids import new_uuid7  # noqa: E402
-from jsonl_store._redact import DEFAULT, Redactor  # noqa: E402
+import jsonl_store._text.redact_prefilter as prefilter  # noqa: E402
+from jsonl_store import SessionStore, UserMessage  # noqa: E402
+from jsonl_store._format import codec as _codec  # noqa: E402
+from jsonl_store._format.ids import new_uuid7  # noqa: E402
+from jsonl_store._ops import append as _append  # noqa: E402
+from jsonl_store._session import meta as _meta  # noqa: E402
+from jsonl_store._session import summary as _session  # noqa: E402
+from jsonl_store._session.handles import now  # noqa: E402
+from jsonl_store._text import redact as _redact  # noqa: E402
+from jsonl_store._text.redact import DEFAULT, Redactor  # noqa: E402
 
 
 def _median(call: Callable[[], object], number: int, repeat: int) -> tuple[float, float]:

@@ -42,7 +42,7 @@ sys.path[:0] = [p for p in (_ROOT, os.path.join(_ROOT, "tests")) if p not in sys
 
 from fake_secrets import Labelled, labelled, removed_whole  # noqa: E402
 
-from jsonl_store._redact import DEFAULT  # noqa: E402
+from jsonl_store._text.redact import DEFAULT  # noqa: E402
 
 #: Installed packages whose sources join the corpus (those missing are skipped).
 PACKAGES = (

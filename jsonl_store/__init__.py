@@ -8,8 +8,18 @@ merge code: the command's start-up is most of a small search's time.
 
 from typing import TYPE_CHECKING, Any
 
-from ._dialect_neutral import Dialect
-from ._dialects import message_parts, register_dialect
+from ._context.dialect_neutral import Dialect
+from ._context.dialects import message_parts, register_dialect
+from ._context.parts import ImagePart, OtherPart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from ._context.tool_batches import (
+    INTERRUPTED_NOTICE,
+    close_interrupted,
+    is_provider_valid,
+    provider_safe,
+    provider_violation,
+    repair_context,
+)
+from ._context.view import SessionSummary, SessionView
 from ._errors import (
     CatalogUnavailable,
     CorruptSession,
@@ -37,12 +47,8 @@ from ._errors import (
     UnsupportedRegex,
     UnsupportedValue,
 )
-from ._fs import FileSystem, OsFileSystem
-from ._gitattributes import install_gitattributes
-from ._parts import ImagePart, OtherPart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from ._paths import decode_session_id, encode_session_id
-from ._problems import Problem, ProblemKind
-from ._records import (
+from ._format.names import decode_session_id, encode_session_id
+from ._format.records import (
     AnyMessage,
     AssistantMessage,
     CompactedMessage,
@@ -57,39 +63,33 @@ from ._records import (
     ToolMessage,
     UserMessage,
 )
-from ._redact import BUILTIN_KINDS as REDACTION_KINDS
-from ._redact import Redactor, redact_text
-from ._redactions import Redaction
-from ._tool_batches import (
-    INTERRUPTED_NOTICE,
-    close_interrupted,
-    is_provider_valid,
-    provider_safe,
-    provider_violation,
-    repair_context,
-)
+from ._io.fs import FileSystem, OsFileSystem
+from ._log.problems import Problem, ProblemKind
+from ._ops.gitattributes import install_gitattributes
+from ._text.redact import BUILTIN_KINDS as REDACTION_KINDS
+from ._text.redact import Redactor, redact_text
+from ._text.redactions import Redaction
 from ._usage_report import UsageRow, usage_report
-from ._view import SessionSummary, SessionView
 from .store import SessionStore
 
 if TYPE_CHECKING:
-    from ._merge import MergeResult, merge_logs, merge_meta, merge_session_file, merge_usage
-    from ._providers import to_anthropic, to_openai_chat, to_openai_responses
-    from ._secrets import SecretFinding
+    from ._context.providers import to_anthropic, to_openai_chat, to_openai_responses
+    from ._ops.merge import MergeResult, merge_logs, merge_meta, merge_session_file, merge_usage
+    from ._ops.secrets import SecretFinding
     from .aio import AsyncSessionStore
 
 #: The names imported on first use, and the module each comes from.
 _LAZY = {
     "AsyncSessionStore": "aio",
-    "MergeResult": "_merge",
-    "SecretFinding": "_secrets",
-    "merge_logs": "_merge",
-    "merge_meta": "_merge",
-    "merge_session_file": "_merge",
-    "merge_usage": "_merge",
-    "to_anthropic": "_providers",
-    "to_openai_chat": "_providers",
-    "to_openai_responses": "_providers",
+    "MergeResult": "_ops.merge",
+    "SecretFinding": "_ops.secrets",
+    "merge_logs": "_ops.merge",
+    "merge_meta": "_ops.merge",
+    "merge_session_file": "_ops.merge",
+    "merge_usage": "_ops.merge",
+    "to_anthropic": "_context.providers",
+    "to_openai_chat": "_context.providers",
+    "to_openai_responses": "_context.providers",
 }
 
 __all__ = [

@@ -17,9 +17,9 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from . import _prices
+from ._context.view import SessionSummary
 from ._errors import InvalidArgument, SessionNotFound
-from ._records import ModelUsage
-from ._view import SessionSummary
+from ._format.records import ModelUsage
 from .store import SessionStore
 
 By = Literal["session", "day", "month", "model", "project"]

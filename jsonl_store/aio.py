@@ -14,11 +14,11 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
-from ._blobs import DEFAULT_MAX_RECORD_BYTES, DEFAULT_THRESHOLD
-from ._fs import FileSystem
-from ._problems import Problem
-from ._records import RawMessageRecord
-from ._redactions import Redaction
+from ._format.records import RawMessageRecord
+from ._io.fs import FileSystem
+from ._log.blobs import DEFAULT_MAX_RECORD_BYTES, DEFAULT_THRESHOLD
+from ._log.problems import Problem
+from ._text.redactions import Redaction
 from .store import Durability, RedactSetting, SessionStore
 
 T = TypeVar("T")

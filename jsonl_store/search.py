@@ -44,17 +44,17 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from . import _blobs
-from ._catalog import RankedHit, fts_query
-from ._dialects import message_parts
+from ._context.dialects import message_parts
+from ._context.parts import ToolCallPart, ToolResultPart, decode_arguments
+from ._context.search_text import CONTENT, part_strings, role_of, searchable, strings
+from ._context.view import SessionSummary
 from ._errors import CatalogUnavailable, InvalidArgument, SessionNotFound, UnsafePath
-from ._find import find
-from ._parts import ToolCallPart, ToolResultPart, decode_arguments
-from ._paths import BLOBS_DIR, LOG_NAME
-from ._records import RawMessageRecord
-from ._regex import Pattern, compile_linear
-from ._search_text import CONTENT, part_strings, role_of, searchable, strings
-from ._view import SessionSummary
+from ._format.names import BLOBS_DIR, LOG_NAME
+from ._format.records import RawMessageRecord
+from ._log import blobs as _blobs
+from ._session.catalog import RankedHit, fts_query
+from ._text.find import find
+from ._text.regex import Pattern, compile_linear
 from .store import SessionStore
 
 #: Characters of context kept on each side of a match in `Hit.snippet`.

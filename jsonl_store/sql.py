@@ -27,12 +27,12 @@ from typing import Any
 import msgspec
 import orjson
 
-from ._dialects import message_parts
+from ._context.dialects import message_parts
+from ._context.parts import ImagePart, OtherPart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from ._context.view import SessionSummary
 from ._errors import InvalidArgument
-from ._parts import ImagePart, OtherPart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from ._paths import LOG_NAME, USAGE_NAME, snapshot_name
-from ._problems import UNUSABLE_KINDS, Problem
-from ._view import SessionSummary
+from ._format.names import LOG_NAME, USAGE_NAME, snapshot_name
+from ._log.problems import UNUSABLE_KINDS, Problem
 from .store import SessionStore
 
 try:
@@ -450,8 +450,8 @@ def _session_row(summary: SessionSummary) -> dict[str, Any]:
 
 
 def _snapshot_rows(store: SessionStore, summaries: list[SessionSummary]) -> Iterator[dict[str, Any]]:
-    from . import _snapshots  # the read side's own snapshot reading (spec §6, §8)
-    from ._fs import OS_FS
+    from ._io.fs import OS_FS
+    from ._log import snapshots as _snapshots  # the read side's own snapshot reading (spec §6, §8)
 
     for summary in summaries:
         directory = os.path.join(store.root, summary.session_id)

@@ -14,38 +14,36 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Self
 
-from . import (
-    _append,
-    _appending,
-    _blob_writes,
-    _blobs,
-    _catalog,
-    _compact,
-    _forking,
-    _listing,
-    _maintenance,
-    _meta,
-    _process,
-    _reading,
-    _redact,
-    _redactions,
-    _saves,
-    _session_edits,
-    _usage,
-)
-from ._dialect_neutral import Dialect
+from . import _process
+from ._context.dialect_neutral import Dialect
+from ._context.tool_batches import INTERRUPTED_NOTICE
+from ._context.view import SessionSummary, SessionView
 from ._errors import InvalidArgument, JsonlStoreError
-from ._fs import FileSystem
-from ._meta import Origin
-from ._paths import validate_session_id
-from ._problems import UNUSABLE_KINDS, Problem
-from ._records import ContextSnapshot, Message, MessageTiming, ModelUsage, RawMessageRecord
-from ._store_state import UNSET, StoreState, check_options, checked_root, failure, storage_errors
-from ._tool_batches import INTERRUPTED_NOTICE
-from ._view import SessionSummary, SessionView
+from ._format.names import validate_session_id
+from ._format.records import ContextSnapshot, Message, MessageTiming, ModelUsage, RawMessageRecord
+from ._io.fs import FileSystem
+from ._log import blob_writes as _blob_writes
+from ._log import blobs as _blobs
+from ._log.problems import UNUSABLE_KINDS, Problem
+from ._ops import append as _append
+from ._ops import appending as _appending
+from ._ops import compact as _compact
+from ._ops import forking as _forking
+from ._ops import listing as _listing
+from ._ops import maintenance as _maintenance
+from ._ops import reading as _reading
+from ._ops import saves as _saves
+from ._ops import session_edits as _session_edits
+from ._ops.store_state import UNSET, StoreState, check_options, checked_root, failure, storage_errors
+from ._session import catalog as _catalog
+from ._session import meta as _meta
+from ._session import usage as _usage
+from ._session.meta import Origin
+from ._text import redact as _redact
+from ._text import redactions as _redactions
 
 if TYPE_CHECKING:
-    from . import _secrets
+    from ._ops import secrets as _secrets
 
 Durability = Literal["fsync", "none"]
 #: ``SessionStore(redact=...)``: True (the built-in patterns), False, a list of extra

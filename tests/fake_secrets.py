@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 from typing import NamedTuple
 
-from jsonl_store._redact import MARKER_RE, marker
+from jsonl_store._text.redact import MARKER_RE, marker
 
 _ALNUM = "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zC"
 

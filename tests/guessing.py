@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from jsonl_store import Redactor
-from jsonl_store._redact import Found
+from jsonl_store._text.redact import Found
 
 GUESS_KIND = "password-guess"
 _GUESS = re.compile(r"guess=(\w{4,})")

@@ -27,7 +27,7 @@ import pytest
 from hypothesis import settings
 
 from jsonl_store import AnyMessage, Message
-from jsonl_store._paths import LOCK_NAME, LOG_NAME, META_NAME, USAGE_NAME, snapshot_name
+from jsonl_store._format.names import LOCK_NAME, LOG_NAME, META_NAME, USAGE_NAME, snapshot_name
 
 #: For tests of what rich draws (colour, progress bars): they skip where the cli extra is
 #: not installed (the lowest-versions CI environment), where the command prints plain text.

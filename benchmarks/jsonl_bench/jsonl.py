@@ -21,7 +21,7 @@ GROUP = floor.GROUP
 def file_names() -> tuple[str, str]:
     """(log, metadata) file names inside a session directory, as the store names them."""
     try:
-        from jsonl_store._paths import LOG_NAME, META_NAME
+        from jsonl_store._format.names import LOG_NAME, META_NAME
     except ImportError:  # the names the format documents, should the module move
         return "messages.jsonl", "meta.json"
     return LOG_NAME, META_NAME
@@ -448,7 +448,7 @@ def _compact_through(store: Any, session_id: str, through: int, version: int) ->
 def _wait_until_settled(directories: list[str]) -> None:
     """Sleep until a listing of each directory may be kept (its last change a few seconds old)."""
     try:
-        from jsonl_store._snapshots import SETTLED_NS
+        from jsonl_store._log.snapshots import SETTLED_NS
     except ImportError:  # a version without the listing cache: nothing to wait for
         return
     newest = max(max(st.st_mtime_ns, st.st_ctime_ns) for st in map(os.stat, directories))
@@ -460,7 +460,7 @@ def _wait_until_settled(directories: list[str]) -> None:
 def _first_loader(root: str, session_id: str) -> Block:
     """Per op: a new store's load() after forgetting every cached listing, as a new process."""
     try:
-        from jsonl_store._handles import SHARED_LISTINGS
+        from jsonl_store._session.handles import SHARED_LISTINGS
 
         forget = SHARED_LISTINGS._entries.clear
     except (ImportError, AttributeError):  # a version without the cache: every load lists

@@ -14,8 +14,8 @@ import sys
 from collections.abc import Callable
 
 from .. import SessionStore
-from .._catalog_schema import discard, has_fts5
-from .._paths import CATALOG_DIR, catalog_path
+from .._format.names import CATALOG_DIR, catalog_path
+from .._session.catalog_schema import discard, has_fts5
 from ..search import RankedHit, search_ranked
 from . import _commands as c
 from . import _safe

@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from .. import Problem, Redaction, SessionNotFound, SessionStore, SessionSummary
-from .._paths import LOG_NAME
+from .._format.names import LOG_NAME
 from ..store import UNUSABLE_KINDS
 from . import _format, _messages, _progress, _safe, _term
 from ._blocks import Block, Styled

@@ -23,7 +23,7 @@ from .. import (
     ToolMessage,
     UserMessage,
 )
-from .._paths import FileKind, classify_root
+from .._format.names import FileKind, classify_root
 
 MODEL = "example-model"
 SMALL_MODEL = "example-model-mini"

@@ -16,7 +16,7 @@ import msgspec
 import orjson
 
 from .. import Message, Problem, SessionSummary, SessionView
-from .._depth import with_deep_stack
+from .._format.depth import with_deep_stack
 from ._blocks import Table
 from ._safe import json_escape
 

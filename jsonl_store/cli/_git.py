@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 from .. import ForkPoint, install_gitattributes
-from .._paths import FORK_NAME, GITATTRIBUTES_NAME, LOG_NAME, MERGE_TMP_SUFFIX, merge_tmp_name
+from .._format.names import FORK_NAME, GITATTRIBUTES_NAME, LOG_NAME, MERGE_TMP_SUFFIX, merge_tmp_name
 from . import _commands as c
 from . import _safe
 
@@ -226,7 +226,7 @@ def _forks_of(commit: str, directory: str) -> list[ForkPoint] | None:
     source by id, so every fork file of the store root is read, in one ``git cat-file``.
     None when git cannot list them.
     """
-    from .. import _forks
+    from .._session import forks as _forks
 
     root, session_id = os.path.split(directory)
     listing = _run_git("ls-tree", "-r", "-z", "--full-tree", commit, "--", f"{root}/" if root else ".")
@@ -291,7 +291,7 @@ def merge_driver(args: argparse.Namespace) -> int:
         mine = _side(path, ours, ["HEAD"])
         other = _side(path, theirs, _their_commits())
     # Imported here: every other command starts without the merge code.
-    from .._merge import MergeResult, merge_session_file
+    from .._ops.merge import MergeResult, merge_session_file
 
     result: MergeResult = merge_session_file(
         name,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from .. import SessionStore
-from .._redactions import summary
+from .._text.redactions import summary
 
 if TYPE_CHECKING:
     from ..importers import FileReport, ImportReport

@@ -25,11 +25,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .. import ContextSnapshot, Message, RawMessageRecord, SessionView
-from .._depth import with_deep_stack
-from .._dialect_neutral import Dialect
-from .._dialects import message_parts, resolve
-from .._folding import Answer, fold
-from .._parts import (
+from .._context.dialect_neutral import Dialect
+from .._context.dialects import message_parts, resolve
+from .._context.folding import Answer, fold
+from .._context.parts import (
     ImagePart,
     OtherPart,
     Part,
@@ -39,6 +38,7 @@ from .._parts import (
     ToolResultPart,
     result_metadata,
 )
+from .._format.depth import with_deep_stack
 from . import _frameworks
 from ._blocks import Block, Styled
 from ._format import WIDTH, inline, message_dict, seconds, when

@@ -15,8 +15,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from .._paths import ALLOW_NAME
-from .._redactions import summary
+from .._format.names import ALLOW_NAME
+from .._text.redactions import summary
 from . import _commands as c
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ def redact(args: argparse.Namespace) -> int:
 
 
 def _fingerprint(text: str) -> str:
-    from .._secrets import FINGERPRINT_RE  # here: the other commands start without it
+    from .._ops.secrets import FINGERPRINT_RE  # here: the other commands start without it
 
     if not FINGERPRINT_RE.fullmatch(text):
         # Not echoed: what was pasted here by mistake may be the secret itself.

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from .._depth import with_deep_stack
+from .._format.depth import with_deep_stack
 from . import _commands as c
 from . import _format, _safe
 

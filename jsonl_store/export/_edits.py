@@ -17,7 +17,7 @@ import difflib
 from collections.abc import Iterator
 from typing import Any
 
-from .._parts import ToolCallPart, result_metadata
+from .._context.parts import ToolCallPart, result_metadata
 
 _BEGIN = "*** Begin Patch"
 _END = "*** End Patch"

@@ -21,10 +21,10 @@ import hashlib
 import html
 from dataclasses import dataclass, field
 
-from .._depth import with_deep_stack
-from .._folding import Answer
-from .._parts import ImagePart, OtherPart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from .._view import SessionSummary
+from .._context.folding import Answer
+from .._context.parts import ImagePart, OtherPart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from .._context.view import SessionSummary
+from .._format.depth import with_deep_stack
 from ..store import SessionStore
 from ._edits import edit_diff, line_kind, result_metadata
 from ._markup import code_block, code_css, esc, markdown

@@ -15,10 +15,10 @@ from __future__ import annotations
 import html
 import re
 
-from .._depth import with_deep_stack
-from .._folding import Answer
-from .._parts import ImagePart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, base64_of
-from .._view import SessionSummary
+from .._context.folding import Answer
+from .._context.parts import ImagePart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, base64_of
+from .._context.view import SessionSummary
+from .._format.depth import with_deep_stack
 from ..store import SessionStore
 from ._edits import edit_diff, result_metadata
 from ._transcript import (

@@ -9,8 +9,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from .._context.view import SessionSummary
 from .._errors import StorageError, storage_error
-from .._view import SessionSummary
 from ..store import SessionStore
 from ._html import IMAGES, INDEX, Images, esc_line, html_page, page_link, project_of, render_html
 from ._transcript import collect, headline, page_name, when

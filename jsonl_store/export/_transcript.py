@@ -19,14 +19,14 @@ from typing import Any
 
 import msgspec
 
-from .._depth import with_deep_stack
-from .._dialects import message_parts
+from .._context.dialects import message_parts
+from .._context.folding import Answer, Folded, fold
+from .._context.parts import ImagePart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from .._context.view import SessionSummary
 from .._errors import SessionNotFound
-from .._folding import Answer, Folded, fold
-from .._parts import ImagePart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from .._records import ContextSnapshot, ModelUsage, RawMessageRecord
+from .._format.depth import with_deep_stack
+from .._format.records import ContextSnapshot, ModelUsage, RawMessageRecord
 from .._usage_report import UsageRow, usage_report
-from .._view import SessionSummary
 from ..store import SessionStore
 
 # The characters an export never shows raw, the set `jsonl_store/cli/_safe.py` escapes

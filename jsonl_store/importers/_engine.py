@@ -59,7 +59,7 @@ from .. import (
     StorageError,
     UnsupportedValue,
 )
-from .._redactions import Tally
+from .._text.redactions import Tally
 from . import _source
 from ._events import (
     Collector,

@@ -29,7 +29,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Self
 
-from .._records import CompactedMessage, Message, UserMessage
+from .._format.records import CompactedMessage, Message, UserMessage
 from ._crash import CrashState, crash_points, crash_states
 from ._session_checks import Expect, Failed, Seen, check_session, fail
 from ._simfs import Fault, SimulatedFileSystem

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .._records import ModelUsage, RawMessageRecord
-from .._tool_batches import provider_violation
-from .._view import SessionSummary
+from .._context.tool_batches import provider_violation
+from .._context.view import SessionSummary
+from .._format.records import ModelUsage, RawMessageRecord
 from ._workload import Ack, Append, AppendMany, RecordUsage, Snapshot, UpdateSession, WorkloadResult
 
 if TYPE_CHECKING:

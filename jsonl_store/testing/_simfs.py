@@ -1,6 +1,6 @@
 """An in-memory POSIX file system that records every change it makes.
 
-`SimulatedFileSystem` implements `jsonl_store._fs.FileSystem`: inodes, hard links,
+`SimulatedFileSystem` implements `jsonl_store._io.fs.FileSystem`: inodes, hard links,
 directories, descriptors with the ``os.O_*`` flags, and the same ``OSError`` subclasses
 and ``errno`` values ``os`` raises. Each mutating call appends a `TraceEntry` to
 `SimulatedFileSystem.trace`, and each entry carries the *effects* of the call on the disk
@@ -152,7 +152,7 @@ def _normalize_uncached(path: str) -> str:
 
 
 class SimulatedFileSystem:
-    """An in-memory `jsonl_store._fs.FileSystem` that records a trace of every change.
+    """An in-memory `jsonl_store._io.fs.FileSystem` that records a trace of every change.
 
     ``SimulatedFileSystem()`` starts with an empty root directory ``/``. Paths are
     absolute or relative to ``/``. Everything on the starting image is durable; what
@@ -750,7 +750,7 @@ class _SimFileLock:
                     if self._still_named(fd):
                         break
                     # Renamed away while we waited (a delete): lock the file now at the path,
-                    # as the store's own lock does (`jsonl_store._lock`).
+                    # as the store's own lock does (`jsonl_store._io.lock`).
                     self._fs.flock(fd, fcntl.LOCK_UN)
                     self._fs.close(fd)
                     fd = self._fs.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)

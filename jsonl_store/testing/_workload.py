@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import msgspec
 
-from .._records import CompactedMessage, ContextSnapshot, Message, ModelUsage
-from .._view import SessionSummary
+from .._context.view import SessionSummary
+from .._format.records import CompactedMessage, ContextSnapshot, Message, ModelUsage
 from ._simfs import SimulatedFileSystem
 
 if TYPE_CHECKING:

@@ -29,8 +29,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from .._blobs import MARKER_KEY
-from .._records import (
+from .._format.records import (
     AssistantMessage,
     Message,
     ModelUsage,
@@ -39,6 +38,7 @@ from .._records import (
     ToolMessage,
     UserMessage,
 )
+from .._log.blobs import MARKER_KEY
 from ._simfs import Fault
 from ._workload import Append, AppendMany, Operation, RecordUsage, Snapshot, UpdateSession
 

@@ -23,7 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from jsonl_store import CompactedMessage, ForkPoint, UserMessage, _forks
+from jsonl_store import CompactedMessage, ForkPoint, UserMessage
+from jsonl_store._session import forks as _forks
 from jsonl_store.testing.damage import flip
 
 HERE = Path(__file__).resolve().parent

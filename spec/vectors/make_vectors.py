@@ -7,7 +7,7 @@
 
 Every line is made the way a writer makes it: the record is encoded by the library's own
 msgspec Structs (so the key order is the writer's) and sealed with
-`jsonl_store._codec.seal` (so the CRC-32 is right). Damage is then applied with the small
+`jsonl_store._format.codec.seal` (so the CRC-32 is right). Damage is then applied with the small
 byte helpers of `jsonl_store.testing.damage` (`tear`, `flip`, `zero_fill`, `noise`,
 `crlf`, `add_bom`), the same ones the tests use.
 
@@ -42,13 +42,13 @@ from jsonl_store import (
     ToolCall,
     ToolMessage,
     UserMessage,
-    _blob_writes,
-    _codec,
-    _forks,
-    _meta,
 )
-from jsonl_store._paths import LOCK_NAME
-from jsonl_store._records import ContextSnapshot, ForkPoint, RawMessageRecord, UsageRecord
+from jsonl_store._format import codec as _codec
+from jsonl_store._format.names import LOCK_NAME
+from jsonl_store._format.records import ContextSnapshot, ForkPoint, RawMessageRecord, UsageRecord
+from jsonl_store._log import blob_writes as _blob_writes
+from jsonl_store._session import forks as _forks
+from jsonl_store._session import meta as _meta
 from jsonl_store.testing.damage import add_bom, crlf, flip, noise, tear, zero_fill
 
 HERE = Path(__file__).resolve().parent

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from jsonl_store import OsFileSystem, SessionStore, UserMessage
-from jsonl_store._paths import CATALOG_DIR
+from jsonl_store._format.names import CATALOG_DIR
 from jsonl_store.search import search_ranked
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git command")

@@ -17,7 +17,7 @@ import pytest
 from helpers import classes
 
 from jsonl_store import CompactedMessage, Problem, SessionStore, UserMessage
-from jsonl_store._paths import GITATTRIBUTES_NAME, GITATTRIBUTES_TEXT
+from jsonl_store._format.names import GITATTRIBUTES_NAME, GITATTRIBUTES_TEXT
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git command")
 

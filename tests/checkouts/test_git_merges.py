@@ -18,7 +18,7 @@ import pytest
 from helpers import classes
 
 from jsonl_store import CompactedMessage, SessionStore, UserMessage, install_gitattributes
-from jsonl_store._paths import GITATTRIBUTES_TEXT
+from jsonl_store._format.names import GITATTRIBUTES_TEXT
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git command")
 

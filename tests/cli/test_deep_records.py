@@ -10,7 +10,7 @@ from helpers import nested_lists as lists
 from helpers import nested_objects as objects
 
 from jsonl_store import AssistantMessage, SessionStore, ToolCall
-from jsonl_store._depth import MAX_DEPTH
+from jsonl_store._format.depth import MAX_DEPTH
 from jsonl_store.export import html_extra_available
 
 #: The innermost part of the deepest value as compact JSON: the string, then MAX_DEPTH - 1 brackets.

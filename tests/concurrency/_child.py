@@ -27,7 +27,7 @@ from jsonl_store import (
     SessionStore,
     SnapshotConflict,
 )
-from jsonl_store._fs import OsFileSystem
+from jsonl_store._io.fs import OsFileSystem
 
 Args = dict[str, Any]
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from jsonl_store import OsFileSystem, SessionStore, UserMessage, _catalog
+from jsonl_store import OsFileSystem, SessionStore, UserMessage
+from jsonl_store._session import catalog as _catalog
 from jsonl_store.search import search_ranked
 
 APPENDS = 150

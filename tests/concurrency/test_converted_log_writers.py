@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from jsonl_store import SessionStore
-from jsonl_store._paths import LOG_NAME
+from jsonl_store._format.names import LOG_NAME
 from jsonl_store.testing.damage import crlf
 
 SID = "converted"

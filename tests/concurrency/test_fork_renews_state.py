@@ -19,8 +19,12 @@ from pathlib import Path
 import pytest
 from helpers import fails_after
 
-from jsonl_store import SessionStore, UserMessage, _depth, _find, _ids, _lines, _process
-from jsonl_store._lock import FileLock
+from jsonl_store import SessionStore, UserMessage, _process
+from jsonl_store._format import depth as _depth
+from jsonl_store._format import ids as _ids
+from jsonl_store._format import lines as _lines
+from jsonl_store._io.lock import FileLock
+from jsonl_store._text import find as _find
 from jsonl_store.testing import _simfs
 
 SID = "parent"

@@ -13,7 +13,7 @@ import pytest
 from helpers import meta_path, usage_path
 
 from jsonl_store import AssistantMessage, ModelUsage, ParentMismatch, SessionStore, UserMessage
-from jsonl_store._paths import GITIGNORE_NAME, GITIGNORE_TEXT
+from jsonl_store._format.names import GITIGNORE_NAME, GITIGNORE_TEXT
 
 
 def _remove_in_another_process(path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from helpers import classes, fails_after
 
 from jsonl_store import CompactedMessage, FileSystem, Problem, SessionStore, UserMessage
-from jsonl_store._fs import OS_FS
+from jsonl_store._io.fs import OS_FS
 from jsonl_store.testing import SimulatedFileSystem
 
 SID = "compacted"

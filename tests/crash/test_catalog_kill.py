@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 from unittest import mock
 
-from jsonl_store import OsFileSystem, SessionStore, UserMessage, _catalog
+from jsonl_store import OsFileSystem, SessionStore, UserMessage
+from jsonl_store._session import catalog as _catalog
 from jsonl_store.search import search_ranked, searchable
 
 CHILD = """

@@ -23,7 +23,7 @@ from jsonl_store import (
     SessionStore,
     UserMessage,
 )
-from jsonl_store._paths import is_deleted_name
+from jsonl_store._format.names import is_deleted_name
 from jsonl_store.testing import CrashState, SimulatedFileSystem, crash_states
 
 ROOT = "/store"

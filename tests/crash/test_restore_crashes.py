@@ -9,7 +9,7 @@ there before, and its own first append must keep them all.
 from __future__ import annotations
 
 from jsonl_store import SessionStore, UserMessage
-from jsonl_store._paths import LOG_NAME
+from jsonl_store._format.names import LOG_NAME
 from jsonl_store.testing import SimulatedFileSystem, crash_states
 from jsonl_store.testing.damage import crlf
 

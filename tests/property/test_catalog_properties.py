@@ -14,8 +14,9 @@ from helpers import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from jsonl_store import OsFileSystem, SessionStore, SessionSummary, UserMessage, _catalog
-from jsonl_store._paths import CATALOG_DIR
+from jsonl_store import OsFileSystem, SessionStore, SessionSummary, UserMessage
+from jsonl_store._format.names import CATALOG_DIR
+from jsonl_store._session import catalog as _catalog
 from jsonl_store.search import search_ranked, searchable
 
 WORDS = ["date", "parsing", "week", "lunch", "zebra", "fix"]

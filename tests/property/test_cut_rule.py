@@ -16,8 +16,10 @@ from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jsonl_store import SessionStore, UserMessage, _codec, _lines
-from jsonl_store._paths import LOG_NAME
+from jsonl_store import SessionStore, UserMessage
+from jsonl_store._format import codec as _codec
+from jsonl_store._format import lines as _lines
+from jsonl_store._format.names import LOG_NAME
 
 SID = "s"
 

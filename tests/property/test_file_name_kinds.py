@@ -6,7 +6,7 @@ from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jsonl_store._paths import (
+from jsonl_store._format.names import (
     FORK_NAME,
     LOG_NAME,
     META_NAME,

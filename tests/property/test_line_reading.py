@@ -19,9 +19,11 @@ from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jsonl_store import _codec, _lines, _log_reader
-from jsonl_store._fs import OS_FS
-from jsonl_store._problems import DISCARD
+from jsonl_store._format import codec as _codec
+from jsonl_store._format import lines as _lines
+from jsonl_store._io.fs import OS_FS
+from jsonl_store._log import scan as _log_reader
+from jsonl_store._log.problems import DISCARD
 
 
 def _record(n: int, text: str) -> bytes:

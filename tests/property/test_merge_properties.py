@@ -26,7 +26,7 @@ from jsonl_store import (
     merge_logs,
     merge_meta,
 )
-from jsonl_store._meta import decode
+from jsonl_store._session.meta import decode
 
 SID = "s"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

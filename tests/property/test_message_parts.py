@@ -32,8 +32,8 @@ from jsonl_store import (
     message_parts,
     register_dialect,
 )
-from jsonl_store._dialect_neutral import NEUTRAL, Call
-from jsonl_store._dialects import resolve
+from jsonl_store._context.dialect_neutral import NEUTRAL, Call
+from jsonl_store._context.dialects import resolve
 
 TEXT = st.text(max_size=8)
 IDS = st.text("abc123_-", min_size=1, max_size=6)

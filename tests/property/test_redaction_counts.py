@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jsonl_store import Redaction, SessionStore, UserMessage
-from jsonl_store._redactions import new_markers
-from jsonl_store._secrets import fingerprint
+from jsonl_store._ops.secrets import fingerprint
+from jsonl_store._text.redactions import new_markers
 
 _PIECES = st.lists(
     st.one_of(

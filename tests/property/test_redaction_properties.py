@@ -9,8 +9,9 @@ from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jsonl_store import Redactor, _redact, redact_text
-from jsonl_store._redact import marker
+from jsonl_store import Redactor, redact_text
+from jsonl_store._text import redact as _redact
+from jsonl_store._text.redact import marker
 
 # Text that can hold no secret of any built-in kind: no upper case (AKIA, AIza, eyJ,
 # Bearer), no '-', '_' or '=' (sk-, ghp_, KEY=value), but letters of other scripts.

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jsonl_store import Redactor, redact_text
-from jsonl_store._redact import _line_holds
-from jsonl_store._redact_prefilter import _BIG, _large_may_hold, screen
+from jsonl_store._text.redact import _line_holds
+from jsonl_store._text.redact_prefilter import _BIG, _large_may_hold, screen
 
 # Code that holds a secret's name before a separator on every third line, and nothing secret.
 _FILLER = "    x = f(a, b)\n    self.key = key\n    if token: return\n    url = 'https://h/p'\n" * 1200

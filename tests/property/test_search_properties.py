@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jsonl_store import AssistantMessage, SessionStore, ToolCall, ToolMessage, UserMessage
-from jsonl_store._find import find
+from jsonl_store._text.find import find
 from jsonl_store.search import naive_search, search
 from jsonl_store.testing.damage import crlf, flip, tear
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jsonl_store import InvalidSessionId, decode_session_id, encode_session_id
-from jsonl_store._paths import is_session_id
+from jsonl_store._format.names import is_session_id
 
 names = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=40)
 valid_ids = st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,60}", fullmatch=True)

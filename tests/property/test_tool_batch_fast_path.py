@@ -14,8 +14,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jsonl_store._dialect_neutral import NEUTRAL, NeutralDialect
-from jsonl_store._records import (
+from jsonl_store._context.dialect_neutral import NEUTRAL, NeutralDialect
+from jsonl_store._context.tool_batches import INTERRUPTED_NOTICE, _open_in_order, includes, repair
+from jsonl_store._format.records import (
     AssistantMessage,
     CompactedMessage,
     Message,
@@ -24,7 +25,6 @@ from jsonl_store._records import (
     ToolMessage,
     UserMessage,
 )
-from jsonl_store._tool_batches import INTERRUPTED_NOTICE, _open_in_order, includes, repair
 
 EXAMPLES = settings(max_examples=400, deadline=None)
 IDS = ["a", "b", "c", "d"]

@@ -15,16 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jsonl_store._records import (
-    AssistantMessage,
-    CompactedMessage,
-    Message,
-    SystemMessage,
-    ToolCall,
-    ToolMessage,
-    UserMessage,
-)
-from jsonl_store._tool_batches import (
+from jsonl_store._context.tool_batches import (
     INTERRUPTED_NOTICE,
     close_interrupted,
     includes,
@@ -32,6 +23,15 @@ from jsonl_store._tool_batches import (
     provider_safe,
     provider_violation,
     repair_context,
+)
+from jsonl_store._format.records import (
+    AssistantMessage,
+    CompactedMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
 )
 
 EXAMPLES = settings(max_examples=300, deadline=None)

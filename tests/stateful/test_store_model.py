@@ -51,8 +51,8 @@ from jsonl_store import (
     ToolMessage,
     UserMessage,
 )
-from jsonl_store._ids import new_uuid7
-from jsonl_store._tool_batches import provider_violation
+from jsonl_store._context.tool_batches import provider_violation
+from jsonl_store._format.ids import new_uuid7
 from jsonl_store.testing import SimulatedFileSystem, crash_points, crash_states
 
 #: Sessions the rules append to; "c" is always appended to as a child of "a".

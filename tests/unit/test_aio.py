@@ -20,7 +20,7 @@ from jsonl_store import (
     SnapshotConflict,
     UserMessage,
 )
-from jsonl_store._fs import OsFileSystem
+from jsonl_store._io.fs import OsFileSystem
 
 ITERATORS = {"records", "usage"}
 

@@ -27,7 +27,7 @@ from jsonl_store import (
     UnsupportedValue,
     UserMessage,
 )
-from jsonl_store._depth import MAX_DEPTH, nesting
+from jsonl_store._format.depth import MAX_DEPTH, nesting
 
 NAN = float("nan")
 INF = float("inf")

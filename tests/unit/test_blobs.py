@@ -248,7 +248,7 @@ def test_strict_load_raises_corrupt_session_for_a_missing_blob(tmp_path: Path) -
 
 def test_a_malformed_marker_written_by_hand_reads_as_a_placeholder(tmp_path: Path) -> None:
     """A marker with a bad digest (made by a foreign writer) is a bad-blob, not a crash."""
-    from jsonl_store import _codec
+    from jsonl_store._format import codec as _codec
 
     store = _store(tmp_path)
     store.append("s", UserMessage(content="first"))

@@ -15,11 +15,11 @@ from jsonl_store import (
     SessionStore,
     SessionSummary,
     UserMessage,
-    _catalog,
-    _catalog_schema,
 )
-from jsonl_store._catalog_schema import SCHEMA_VERSION
-from jsonl_store._paths import CATALOG_DIR, CATALOG_NAME, FileKind, classify_root
+from jsonl_store._format.names import CATALOG_DIR, CATALOG_NAME, FileKind, classify_root
+from jsonl_store._session import catalog as _catalog
+from jsonl_store._session import catalog_schema as _catalog_schema
+from jsonl_store._session.catalog_schema import SCHEMA_VERSION
 from jsonl_store.cli._main import main
 from jsonl_store.search import search_ranked
 from jsonl_store.testing import SimulatedFileSystem

@@ -21,8 +21,8 @@ from jsonl_store import (
     SessionStore,
     SnapshotConflict,
     UserMessage,
-    _checkpoint,
 )
+from jsonl_store._session import checkpoint as _checkpoint
 
 
 def user(text: str, **kw: object) -> UserMessage:
@@ -364,7 +364,7 @@ def test_a_failed_comparison_leaves_the_saved_list_as_it_was(store: SessionStore
     edited = [runner[0], user("2, edited"), user("3")]
     cache = store._handles.session("s").checkpoint
     assert cache is not None
-    from jsonl_store._checkpoint import saved_part
+    from jsonl_store._session.checkpoint import saved_part
 
     assert saved_part(edited, cache) == 0
     assert cache.saved == runner  # grown for the comparison, and back to what was saved

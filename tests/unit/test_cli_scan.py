@@ -9,7 +9,8 @@ import pytest
 from fake_secrets import body
 from guessing import Guessing
 
-from jsonl_store import SessionStore, UserMessage, _redact
+from jsonl_store import SessionStore, UserMessage
+from jsonl_store._text import redact as _redact
 from jsonl_store.cli import main
 
 TOKEN = "ghp_" + body(36)

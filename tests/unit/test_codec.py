@@ -21,9 +21,9 @@ from jsonl_store import (
     ToolCall,
     UnsupportedValue,
     UserMessage,
-    _codec,
 )
-from jsonl_store._records import UsageRecord
+from jsonl_store._format import codec as _codec
+from jsonl_store._format.records import UsageRecord
 from jsonl_store.testing.damage import flip, tear
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)

@@ -107,8 +107,8 @@ def test_a_conditional_append_whose_session_is_deleted_right_after_the_look_make
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A delete by another store between the look for the log and the write still leaves the session deleted."""
-    from jsonl_store import _append
-    from jsonl_store._handles import OpenSession
+    from jsonl_store._ops import append as _append
+    from jsonl_store._session.handles import OpenSession
 
     writer = SessionStore(root, durability="none")
     writer.append_many("s", [user("a"), user("b")])

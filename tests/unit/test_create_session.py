@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from jsonl_store import InvalidArgument, JsonlStoreError, ParentMismatch, SessionStore, UserMessage
-from jsonl_store._paths import LOG_NAME
+from jsonl_store._format.names import LOG_NAME
 
 
 def test_an_empty_session_is_listed_found_and_loaded(store: SessionStore, root: Path) -> None:

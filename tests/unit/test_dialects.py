@@ -1,4 +1,4 @@
-"""Scenario tests for tool-batch repair in each dialect, and for adding one (`jsonl_store._dialects`)."""
+"""Scenario tests for tool-batch repair in each dialect, and for adding one (`jsonl_store._context.dialects`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from jsonl_store import (
     ToolCall,
     ToolMessage,
     UserMessage,
-    _dialects,
     close_interrupted,
     is_provider_valid,
     provider_safe,
@@ -25,6 +24,7 @@ from jsonl_store import (
     register_dialect,
     repair_context,
 )
+from jsonl_store._context import dialects as _dialects
 
 RESPONSES = "openai-responses"
 

@@ -1,6 +1,6 @@
 """One module owns every file name (CONTRIBUTING, "Where things are"; LevelDB's filename.cc).
 
-`jsonl_store._paths` builds, parses and classifies the names of a session directory and
+`jsonl_store._format.names` builds, parses and classifies the names of a session directory and
 of the store root; no other module of the package spells one.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import jsonl_store
 from jsonl_store import CompactedMessage, SessionStore, UserMessage
-from jsonl_store._paths import (
+from jsonl_store._format.names import (
     ALLOW_NAME,
     BLOBS_DIR,
     CUT_INFIX,
@@ -101,7 +101,7 @@ def test_no_module_but_the_names_module_spells_a_store_file_name() -> None:
     found: set[tuple[str, str]] = set()
     for path in sorted(PACKAGE.rglob("*.py")):
         module = path.relative_to(PACKAGE).as_posix()
-        if module != "_paths.py":
+        if module != "_format/names.py":
             found.update((module, text) for text in spelled_names(path.read_text()))
     assert found - ALLOWED == set()
 

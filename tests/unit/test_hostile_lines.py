@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 from helpers import classes
 
-from jsonl_store import CompactedMessage, InvalidArgument, Problem, SessionStore, UserMessage, _codec
-from jsonl_store._depth import MAX_DEPTH, nesting
-from jsonl_store._fs import OS_FS
-from jsonl_store._paths import LOG_NAME, META_NAME, USAGE_NAME
+from jsonl_store import CompactedMessage, InvalidArgument, Problem, SessionStore, UserMessage
+from jsonl_store._format import codec as _codec
+from jsonl_store._format.depth import MAX_DEPTH, nesting
+from jsonl_store._format.names import LOG_NAME, META_NAME, USAGE_NAME
+from jsonl_store._io.fs import OS_FS
 
 SID = "s"
 DEEP = 5000

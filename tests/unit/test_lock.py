@@ -1,4 +1,4 @@
-"""The session lock (`jsonl_store._lock.FileLock`): flock on a lock file the store owns.
+"""The session lock (`jsonl_store._io.lock.FileLock`): flock on a lock file the store owns.
 
 Re-entrant within a thread, exclusive between threads and processes, bounded by a
 timeout, and careful with its file: never truncated, never deleted, 0600, and refused
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from jsonl_store import LockTimeout, SessionStore, UnsafePath, UserMessage
-from jsonl_store._fs import OS_FS
+from jsonl_store._io.fs import OS_FS
 
 
 def test_lock_is_reentrant_within_a_thread_and_excludes_other_threads(tmp_path: Path) -> None:
@@ -124,8 +124,8 @@ def test_a_waiter_whose_lock_file_was_renamed_away_does_not_hold_the_lock_of_a_m
     tmp_path: Path,
 ) -> None:
     """A lock taken on a file a delete renamed away meanwhile is let go: the waiter locks what is at the path now."""
-    from jsonl_store._fs import _open_lock_file
-    from jsonl_store._lock import FileLock
+    from jsonl_store._io.fs import _open_lock_file
+    from jsonl_store._io.lock import FileLock
 
     session = tmp_path / "s"
     session.mkdir()

@@ -10,18 +10,12 @@ import orjson
 import pytest
 from helpers import line_starts, log_path, usage_path
 
-from jsonl_store import (
-    DurabilityError,
-    ModelUsage,
-    Problem,
-    SessionStore,
-    UserMessage,
-    _codec,
-    _log_reader,
-)
-from jsonl_store._fs import OS_FS, OsFileSystem
-from jsonl_store._paths import cut_name
-from jsonl_store._problems import Reporter
+from jsonl_store import DurabilityError, ModelUsage, Problem, SessionStore, UserMessage
+from jsonl_store._format import codec as _codec
+from jsonl_store._format.names import cut_name
+from jsonl_store._io.fs import OS_FS, OsFileSystem
+from jsonl_store._log import scan as _log_reader
+from jsonl_store._log.problems import Reporter
 from jsonl_store.testing.damage import GARBAGE, damage_file, flip, garbage, tear, tear_last_line, zero_fill
 
 

@@ -19,7 +19,7 @@ from jsonl_store import (
     merge_session_file,
     merge_usage,
 )
-from jsonl_store._meta import decode as decode_meta
+from jsonl_store._session.meta import decode as decode_meta
 from jsonl_store.testing.damage import flip, tear
 
 SID = "s"
@@ -141,7 +141,7 @@ def test_a_batch_split_between_the_sides_is_a_conflict(sides: Sides) -> None:
         SID, [UserMessage(id="x", content="x"), UserMessage(id="y", content="y")]
     )
     theirs = sides.file("theirs").splitlines(keepends=True)
-    from jsonl_store._codec import seal, unseal
+    from jsonl_store._format.codec import seal, unseal
 
     alone = unseal(theirs[2].rstrip(b"\n"))
     assert alone is not None
@@ -182,7 +182,7 @@ def test_a_rewritten_base_record_is_a_conflict(sides: Sides) -> None:
     log = sides.file("ours")
     first = log.splitlines(keepends=True)[0]
     edited = first.replace(b"base 1", b"BASE 1")
-    from jsonl_store._codec import seal
+    from jsonl_store._format.codec import seal
 
     resealed = seal(edited[: edited.rindex(b',"crc":')] + b"}")
     result = sides.merge(ours=resealed + log[len(first) :])

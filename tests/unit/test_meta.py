@@ -24,9 +24,9 @@ from jsonl_store import (
     SessionSummary,
     UnsupportedFormat,
     UserMessage,
-    _meta,
 )
-from jsonl_store._meta import SessionMeta
+from jsonl_store._session import meta as _meta
+from jsonl_store._session.meta import SessionMeta
 from jsonl_store.testing import SimulatedFileSystem
 
 

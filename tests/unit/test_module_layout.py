@@ -85,13 +85,13 @@ def test_the_cycle_search_finds_a_cycle() -> None:
 def test_the_read_side_never_imports_the_write_side() -> None:
     """Readers (_reader, _session, _view, _snapshots) import no writer module: a read opens nothing for writing."""
     graph = _graph()
-    writers = {"jsonl_store._handles", "jsonl_store._append", "jsonl_store._compact", "jsonl_store.store",
-               "jsonl_store._blob_writes"}  # fmt: skip
+    writers = {"jsonl_store._session.handles", "jsonl_store._ops.append", "jsonl_store._ops.compact", "jsonl_store.store",
+               "jsonl_store._log.blob_writes"}  # fmt: skip
     for reader in (
-        "jsonl_store._reader",
-        "jsonl_store._session",
-        "jsonl_store._view",
-        "jsonl_store._snapshots",
+        "jsonl_store._log.reader",
+        "jsonl_store._session.summary",
+        "jsonl_store._context.view",
+        "jsonl_store._log.snapshots",
     ):
         assert not graph[reader] & writers, reader
 
@@ -129,14 +129,20 @@ def test_the_facade_reads_and_writes_no_file_format_itself() -> None:
 
 def test_records_are_encoded_on_the_one_append_path() -> None:
     """Only the append path encodes records (and a save's check of the append it will make, which it drops)."""
-    assert _callers("_append", {"encode", "encode_one"}) == {"jsonl_store._appending", "jsonl_store._saves"}
+    assert _callers("_append", {"encode", "encode_one"}) == {
+        "jsonl_store._ops.appending",
+        "jsonl_store._ops.saves",
+    }
 
 
 def test_a_fork_chain_is_read_only_by_history_and_verify() -> None:
     """History is the one reader of a fork's chain and its sources' records; verify checks the same chain."""
-    assert _callers("_forks", {"chain", "link_records"}) == {"jsonl_store._history", "jsonl_store._recovery"}
+    assert _callers("_forks", {"chain", "link_records"}) == {
+        "jsonl_store._session.history",
+        "jsonl_store._ops.recovery",
+    }
 
 
 def test_the_caller_search_finds_a_use() -> None:
     """The search above can fail: the append path is found using the encoder."""
-    assert "jsonl_store._appending" in _callers("_append", {"encode"})
+    assert "jsonl_store._ops.appending" in _callers("_append", {"encode"})

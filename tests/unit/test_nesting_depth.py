@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jsonl_store import AssistantMessage, InvalidMessage, SessionStore, ToolCall, ToolMessage
-from jsonl_store._depth import MAX_DEPTH, nesting
+from jsonl_store._format.depth import MAX_DEPTH, nesting
 from jsonl_store.export import to_html, to_json, to_markdown
 
 T = TypeVar("T")

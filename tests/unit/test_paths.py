@@ -7,7 +7,8 @@ import string
 import pytest
 from helpers import gitignored
 
-from jsonl_store import InvalidSessionId, _paths
+from jsonl_store import InvalidSessionId
+from jsonl_store._format import names as _paths
 
 
 @pytest.mark.parametrize(

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from jsonl_store import CompactedMessage, ModelUsage, SessionStore, UserMessage
-from jsonl_store._atomic import write_temp
-from jsonl_store._fs import OS_FS
+from jsonl_store._io.atomic import write_temp
+from jsonl_store._io.fs import OS_FS
 
 
 @pytest.fixture(params=[0o000, 0o022], ids=["umask-000", "umask-022"])

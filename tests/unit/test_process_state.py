@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from jsonl_store import SessionStore, UserMessage, _depth, _ids, _process
+from jsonl_store import SessionStore, UserMessage, _process
+from jsonl_store._format import depth as _depth
+from jsonl_store._format import ids as _ids
 from jsonl_store.testing import _simfs
 
 PACKAGE = Path(_process.__file__).parent
@@ -15,7 +17,7 @@ PACKAGE = Path(_process.__file__).parent
 #: compiled from constants or is what an import found, the same in every process and
 #: after every fork, so neither a child nor `reset` has anything to renew.
 UNREGISTERED_CACHES = {
-    ("_redact.py", "_builtin"),  # the built-in redaction patterns, compiled on first use
+    ("_text/redact.py", "_builtin"),  # the built-in redaction patterns, compiled on first use
     ("_prices.py", "_module"),  # genai-prices, or None when the cost extra is not installed
     ("export/_markup.py", "_renderer"),  # the Markdown renderer of the html extra, or None
     ("export/_markup.py", "code_css"),  # Pygments' stylesheet text, or "" without it

@@ -1,4 +1,4 @@
-"""Scenario tests for the provider request shapes (`jsonl_store._providers`).
+"""Scenario tests for the provider request shapes (`jsonl_store._context.providers`).
 
 Each shape is asserted exactly, then checked against the provider's own request types
 (`provider_types`, skipped when the ``providers`` extra is not installed).

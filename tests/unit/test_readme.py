@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from jsonl_store import _dialects
+from jsonl_store._context import dialects as _dialects
 from jsonl_store.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,7 +20,7 @@ from jsonl_store import (
     ToolMessage,
     UserMessage,
 )
-from jsonl_store._ids import new_uuid7
+from jsonl_store._format.ids import new_uuid7
 
 NOW = datetime(2024, 5, 1, tzinfo=UTC)
 

@@ -9,7 +9,7 @@ import pytest
 from fake_secrets import NEAR_MISSES, SECRETS
 
 from jsonl_store import REDACTION_KINDS, InvalidArgument, Redactor, SessionStore, redact_text
-from jsonl_store._redact import MARKER_RE, mask
+from jsonl_store._text.redact import MARKER_RE, mask
 
 
 @pytest.mark.parametrize(
@@ -171,7 +171,7 @@ def test_a_megabyte_of_code_is_checked_without_decoding_it(monkeypatch: pytest.M
     """1 MB of the standard library comes back as it is with under 1% of it decoded (only lines with a secret's name)."""
     import msgspec
 
-    from jsonl_store import _redact
+    from jsonl_store._text import redact as _redact
 
     decoded: list[int] = []
 

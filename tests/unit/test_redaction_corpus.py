@@ -18,7 +18,7 @@ import pytest
 from fake_secrets import GUTTERS, Labelled, labelled, removed_whole
 
 from jsonl_store import REDACTION_KINDS, Redactor, redact_text
-from jsonl_store._redact import Found
+from jsonl_store._text.redact import Found
 
 
 def _stored(text: str) -> str:

@@ -10,8 +10,8 @@ import pytest
 from helpers import needs_re2
 
 from jsonl_store import Redactor, redact_text
-from jsonl_store import _redact_prefilter as prefilter
-from jsonl_store._redact import _line_holds
+from jsonl_store._text import redact_prefilter as prefilter
+from jsonl_store._text.redact import _line_holds
 
 _CODE = "    x = f(a, b)\n    self.token = token\n    if key: return\n" * 2000
 _TOKEN_LINE = "API_TOKEN=aB3dE5gH7jK9mN1pQ2rS4t"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from jsonl_store import Problem, SessionStore, UnrecognizedRecords, UserMessage
-from jsonl_store._paths import LOG_NAME
+from jsonl_store._format.names import LOG_NAME
 from jsonl_store.testing.damage import crlf, damage_file
 
 SID = "s"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from jsonl_store._fs import OS_FS, FileSystem
+from jsonl_store._io.fs import OS_FS, FileSystem
 from jsonl_store.testing import CrashState, SimulatedFileSystem, crash_points, crash_states, load_directory
 
 RW_CREATE = os.O_RDWR | os.O_CREAT

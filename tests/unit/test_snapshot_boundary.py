@@ -13,19 +13,13 @@ from typing import Any
 
 import pytest
 
-from jsonl_store import (
-    CompactedMessage,
-    InvalidArgument,
-    Problem,
-    SessionStore,
-    UserMessage,
-    _codec,
-    _snapshots,
-)
-from jsonl_store._fs import OS_FS
-from jsonl_store._log_reader import scan
-from jsonl_store._paths import LOG_NAME
-from jsonl_store._problems import DISCARD
+from jsonl_store import CompactedMessage, InvalidArgument, Problem, SessionStore, UserMessage
+from jsonl_store._format import codec as _codec
+from jsonl_store._format.names import LOG_NAME
+from jsonl_store._io.fs import OS_FS
+from jsonl_store._log import snapshots as _snapshots
+from jsonl_store._log.problems import DISCARD
+from jsonl_store._log.scan import scan
 from jsonl_store.testing import SimulatedFileSystem
 from jsonl_store.testing.damage import crlf
 

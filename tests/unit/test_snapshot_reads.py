@@ -16,9 +16,11 @@ from typing import Any
 import msgspec
 import pytest
 
-from jsonl_store import CompactedMessage, ContextSnapshot, SessionStore, UserMessage, _codec, _snapshots
-from jsonl_store._fs import OS_FS
-from jsonl_store._paths import snapshot_name
+from jsonl_store import CompactedMessage, ContextSnapshot, SessionStore, UserMessage
+from jsonl_store._format import codec as _codec
+from jsonl_store._format.names import snapshot_name
+from jsonl_store._io.fs import OS_FS
+from jsonl_store._log import snapshots as _snapshots
 from jsonl_store.testing import SimulatedFileSystem
 
 ROOT = "/store"

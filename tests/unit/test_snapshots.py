@@ -19,10 +19,10 @@ from jsonl_store import (
     SessionStore,
     SnapshotConflict,
     UserMessage,
-    _snapshots,
 )
-from jsonl_store._fs import OS_FS
-from jsonl_store._paths import snapshot_name
+from jsonl_store._format.names import snapshot_name
+from jsonl_store._io.fs import OS_FS
+from jsonl_store._log import snapshots as _snapshots
 from jsonl_store.testing.damage import damage_file, flip, garbage, tear, zero_fill
 
 

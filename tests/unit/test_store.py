@@ -30,7 +30,7 @@ from jsonl_store import (
     ToolMessage,
     UserMessage,
 )
-from jsonl_store._paths import GITIGNORE_NAME, LOCK_NAME, LOG_NAME, META_NAME
+from jsonl_store._format.names import GITIGNORE_NAME, LOCK_NAME, LOG_NAME, META_NAME
 
 
 def user(text: str = "hi", **kw: object) -> UserMessage:

@@ -8,7 +8,7 @@ import pytest
 from helpers import log_path
 
 from jsonl_store import CompactedMessage, CorruptSession, InvalidArgument, SessionStore, UserMessage
-from jsonl_store._paths import META_NAME, snapshot_name
+from jsonl_store._format.names import META_NAME, snapshot_name
 from jsonl_store.testing.damage import damage_file, flip, garbage
 
 

@@ -1,4 +1,4 @@
-"""Scenario tests for tool-batch repair (`jsonl_store._tool_batches`)."""
+"""Scenario tests for tool-batch repair (`jsonl_store._context.tool_batches`)."""
 
 from __future__ import annotations
 
@@ -6,16 +6,7 @@ from typing import Any
 
 import pytest
 
-from jsonl_store._records import (
-    AssistantMessage,
-    CompactedMessage,
-    Message,
-    SystemMessage,
-    ToolCall,
-    ToolMessage,
-    UserMessage,
-)
-from jsonl_store._tool_batches import (
+from jsonl_store._context.tool_batches import (
     INTERRUPTED_NOTICE,
     close_interrupted,
     includes,
@@ -23,6 +14,15 @@ from jsonl_store._tool_batches import (
     provider_safe,
     provider_violation,
     repair_context,
+)
+from jsonl_store._format.records import (
+    AssistantMessage,
+    CompactedMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
 )
 
 

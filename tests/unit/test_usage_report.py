@@ -15,10 +15,10 @@ from jsonl_store import (
     SessionStore,
     UsageRow,
     UserMessage,
-    _codec,
     _prices,
     usage_report,
 )
+from jsonl_store._format import codec as _codec
 
 JUNE_1 = datetime(2025, 6, 1, 23, 30, tzinfo=UTC)
 JUNE_2 = datetime(2025, 6, 2, 0, 30, tzinfo=UTC)

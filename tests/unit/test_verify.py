@@ -15,7 +15,7 @@ from helpers import (
 )
 
 from jsonl_store import CompactedMessage, ModelUsage, SessionStore, UserMessage
-from jsonl_store._paths import DAMAGED_SUFFIX, snapshot_name
+from jsonl_store._format.names import DAMAGED_SUFFIX, snapshot_name
 from jsonl_store.testing.damage import damage_file, flip, garbage, tear
 
 

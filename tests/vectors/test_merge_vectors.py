@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from jsonl_store import SessionStore, _forks, merge_session_file
+from jsonl_store import SessionStore, merge_session_file
+from jsonl_store._session import forks as _forks
 
 VECTORS = Path(__file__).resolve().parents[2] / "spec" / "vectors"
 CASES = sorted(p.name for p in (VECTORS / "merge").iterdir() if p.is_dir())

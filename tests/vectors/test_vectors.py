@@ -52,9 +52,11 @@ import msgspec
 import pytest
 
 import jsonl_store
-from jsonl_store import CompactedMessage, SessionStore, UserMessage, _codec, _meta
-from jsonl_store._paths import GITATTRIBUTES_TEXT, GITIGNORE_TEXT, LOCK_NAME
-from jsonl_store._problems import Problem
+from jsonl_store import CompactedMessage, SessionStore, UserMessage
+from jsonl_store._format import codec as _codec
+from jsonl_store._format.names import GITATTRIBUTES_TEXT, GITIGNORE_TEXT, LOCK_NAME
+from jsonl_store._log.problems import Problem
+from jsonl_store._session import meta as _meta
 
 REPO = Path(__file__).resolve().parents[2]
 VECTORS = REPO / "spec" / "vectors"

@@ -1,0 +1,1 @@
+"""Messages as parts, dialects, tool batches, restored contexts and provider shapes."""

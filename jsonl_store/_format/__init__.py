@@ -1,0 +1,1 @@
+"""What a reader of the spec sees: records, the line codec, file names, ids (spec/FORMAT.md)."""

@@ -1,0 +1,1 @@
+"""The file system protocol, locks, directories and whole-file writes."""

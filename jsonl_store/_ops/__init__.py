@@ -1,0 +1,1 @@
+"""Operations: append, compact, recovery, secrets, merges, .gitattributes."""

@@ -1,0 +1,117 @@
+"""Which sessions a store root holds: `list_sessions`, `session_ids`, a session's forks.
+
+A session is a directory below the root named by a session id (spec §3). The root is
+listed once and each entry looked at with one ``lstat``: a regular file (a README beside
+the sessions) is no session and is skipped silently; a symlink or a FIFO with a
+session's name is a session gone wrong, which a listing reports and `verify` names.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import stat
+from collections.abc import Callable
+
+from .._context.view import SessionSummary
+from .._errors import UnsafePath, UnsupportedFormat
+from .._format.names import is_session_id
+from .._format.records import ForkPoint
+from .._log.snapshots import clock as _snapshots_clock
+from .._session import forks as _forks
+from . import recovery as _recovery
+from .store_state import StoreState
+
+#: `StoreState.summary`'s signature: how a listing reads one session's summary.
+Summarize = Callable[..., SessionSummary | None]
+
+
+def list_sessions(
+    state: StoreState, parent_session_id: str | None, summarize: Summarize
+) -> list[SessionSummary]:
+    """`SessionStore.list_sessions` once its arguments are checked; ``summarize`` reads one summary."""
+    names = candidates(state)
+    # The catalog answers for the sessions it checked fresh (spec §21); the rest are read here.
+    listed = state.catalog.listing(names, summarize) if state.catalog is not None else None
+    found, names = listed if listed is not None else ([], names)
+    now = _snapshots_clock()  # before the listing's lstats (`_forks.Absences`)
+    for name in names:
+        directory = os.path.join(state.root, name)
+        try:
+            summary = _summary_of(state, name, directory, now, summarize)
+        except UnsafePath as exc:
+            # One broken session must not hide the others: skip it, and say why.
+            state.sink(_recovery.unsafe_problem(exc))
+            continue
+        except (NotADirectoryError, UnsupportedFormat):
+            continue
+        if summary is None:
+            continue
+        found.append(summary)
+    if parent_session_id is not None:
+        found = [summary for summary in found if summary.parent_session_id == parent_session_id]
+    found.sort(key=lambda s: (s.updated_at, s.session_id), reverse=True)
+    return found
+
+
+def _summary_of(
+    state: StoreState, name: str, directory: str, now: int, summarize: Summarize
+) -> SessionSummary | None:
+    """One entry's summary, None when it is no session (any more).
+
+    One lstat per entry, right before its summary is read: a directory is read; a
+    regular file is no session; anything else is checked again, and a symlink or a FIFO
+    in a session's place raises `UnsafePath`.
+    """
+    try:
+        st = state.fs.lstat(directory)
+    except FileNotFoundError:
+        return None  # deleted since the listing
+    if stat.S_ISREG(st.st_mode):
+        return None
+    if not stat.S_ISDIR(st.st_mode) and not state.handles.check_dir(name, directory):
+        return None
+    read_fork: Callable[[], ForkPoint | None] = functools.partial(
+        state.absences.read, state.where(name, directory), st, now
+    )
+    return summarize(name, directory, read_fork=read_fork)
+
+
+def names(state: StoreState) -> list[str]:
+    """The root's entries that may be sessions: session ids that are no regular files."""
+    found = []
+    for name in candidates(state):
+        try:
+            mode = state.fs.lstat(os.path.join(state.root, name)).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            found.append(name)
+    return found
+
+
+def candidates(state: StoreState) -> list[str]:
+    """The root's entries named as sessions are, sorted (no file system call per entry)."""
+    try:
+        listed = state.fs.listdir(state.root)
+    except FileNotFoundError:
+        return []
+    return [name for name in sorted(listed) if is_session_id(name)]
+
+
+def forks_of(state: StoreState, session_id: str) -> list[str]:
+    """The sessions whose ``fork.json`` names ``session_id`` as their source."""
+    forks = []
+    for name in names(state):
+        if name == session_id:
+            continue
+        try:
+            point = _forks.read(state.where(name, os.path.join(state.root, name)))
+        except (_forks.DamagedFork, UnsafePath):
+            continue  # not a fork this store can read: it reads nothing of this session
+        if point is not None and point.session_id == session_id:
+            forks.append(name)
+    return forks
+
+
+__all__ = ["candidates", "forks_of", "list_sessions", "names"]

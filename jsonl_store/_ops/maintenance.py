@@ -1,0 +1,96 @@
+"""Whole-session checks and rewrites: `verify`, `repair`, `scan`, `redact_session`.
+
+`verify` and `repair` are `_recovery.check` over one session or every entry of the root
+(spec §12); the secret scan and its one rewrite are `_secrets`' (spec §18.2), imported
+only when used, so a store that never scans never loads it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from .._io import dirs as _dirs
+from .._log.problems import Problem
+from .._text import redact as _redact
+from . import listing as _listing
+from . import recovery as _recovery
+from .store_state import StoreState, missing
+
+if TYPE_CHECKING:
+    from . import secrets as _secrets
+
+
+def _check(state: StoreState, session_id: str, directory: str, *, fix: bool) -> list[Problem]:
+    where = state.where(session_id, directory)
+    return _recovery.check(where, fix=fix, durable=state.durable, lock_timeout=state.lock_timeout)
+
+
+def verify(state: StoreState, session_id: str | None) -> list[Problem]:
+    """Every problem on disk of one session, or of every entry that may be one (`_listing.names`)."""
+    if session_id is None:
+        problems: list[Problem] = []
+        for name in _listing.names(state):
+            problems.extend(_check(state, name, os.path.join(state.root, name), fix=False))
+        return problems
+    return _check(state, session_id, state.handles.directory(session_id), fix=False)
+
+
+def repair(state: StoreState, session_id: str) -> list[Problem]:
+    """Fix what `verify` finds in one session, under its lock, and report it."""
+    handles = state.handles
+    directory = handles.directory(session_id)
+    handles.forget(session_id)
+    # Looked at before the lock is taken: a `.lock` that is a symlink is reported, not opened.
+    unsafe = _recovery.unsafe_paths(state.where(session_id, directory))
+    if unsafe:
+        return unsafe
+    if not _dirs.exists(state.fs, directory):
+        return []
+    with handles.lock(session_id):
+        return _check(state, session_id, directory, fix=True)
+
+
+def scan(state: StoreState, session_id: str | None) -> list[_secrets.SecretFinding]:
+    """The secrets stored in one session (or all), as `SessionStore.scan` describes."""
+    from . import secrets as _secrets  # here: a store that never scans never imports it (start-up)
+
+    redactor = state.redactor or _redact.DEFAULT
+    allowed = _secrets.read_allowlist(state.fs, state.root)
+    names = _listing.names(state) if session_id is None else [session_id]
+    found: list[_secrets.SecretFinding] = []
+    for name in names:
+        directory = state.handles.directory(name)
+        if state.handles.check_dir(name, directory):
+            found.extend(_secrets.scan(state.fs, name, directory, redactor, allowed))
+    return found
+
+
+def allow(state: StoreState, fingerprints: Iterable[str]) -> list[str]:
+    """Fingerprints added to the store root's allowlist (spec §18.2); those not in it yet."""
+    from . import secrets as _secrets
+
+    return _secrets.add_to_allowlist(state.fs, state.root, fingerprints, durable=state.durable)
+
+
+def redact_session(state: StoreState, session_id: str) -> list[_secrets.SecretFinding]:
+    """The one rewrite of stored bytes (`_secrets.redact`), under the session lock; what it redacted."""
+    from . import secrets as _secrets
+
+    redactor = state.redactor or _redact.DEFAULT
+    allowed = _secrets.read_allowlist(state.fs, state.root)
+    handles = state.handles
+    directory = handles.directory(session_id)
+    if not handles.check_dir(session_id, directory):
+        raise missing(session_id)
+    handles.forget(session_id)
+    with handles.lock(session_id):
+        found = _secrets.redact(
+            state.fs, session_id, directory, redactor, lock_timeout=state.lock_timeout, allowed=allowed
+        )
+    handles.forget(session_id)  # what it cached of the old files is stale now
+    return found
+
+
+__all__ = ["allow", "redact_session", "repair", "scan", "verify"]

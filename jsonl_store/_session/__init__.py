@@ -1,0 +1,1 @@
+"""One session directory: metadata, forks, summaries, usage, what a store keeps open."""

@@ -1,0 +1,1 @@
+"""Text transforms on the lowest floor: substring and regular-expression search, redaction."""
