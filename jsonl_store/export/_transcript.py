@@ -148,8 +148,14 @@ def collect(
         children=children,
         totals=store.usage_totals(session_id),
         prompts={prompt: child for child in children if (prompt := _first_prompt(store, child))},
-        cost=next(iter(usage_report(store, by="session", session_id=session_id)), None),
+        cost=_cost(store, session_id),
     )
+
+
+@with_deep_stack  # genai-prices builds its price table on first use, which takes more stack than a deep caller may have left
+def _cost(store: SessionStore, session_id: str) -> UsageRow | None:
+    """The session's own model calls summed and priced (None when it has none)."""
+    return next(iter(usage_report(store, by="session", session_id=session_id)), None)
 
 
 def _first_prompt(store: SessionStore, child: SessionSummary) -> str:
