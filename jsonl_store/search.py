@@ -26,7 +26,7 @@ documented files (docs/guides/store.md, "The session directory"):
    ``tests/property/test_search_properties.py`` checks exactly that).
 
 A regular expression is matched on decoded text only (its bytes form is not a string's
-JSON form), so ``regex=True`` decodes every record. It is matched by RE2 (`_regex`), in
+JSON form), so ``regex=True`` decodes every record. It is matched by RE2 (`_text.regex`), in
 time linear in the text searched, never by Python's backtracking `re`.
 """
 
@@ -262,7 +262,7 @@ def _blobs_may_hold(log: str, needle: bytes) -> bool:
     """Whether a record of the raw log ``log`` may hold ``needle`` in a string kept in a blob file.
 
     A reader puts each marker's string back (spec §5.1), or, for a blob it cannot read,
-    placeholder text (`_blobs.placeholder`). So a record may match only where a blob file
+    placeholder text (`_log.blobs.placeholder`). So a record may match only where a blob file
     its log names holds the needle's bytes (a blob holds the string's UTF-8, the plain
     run of `needle_bytes` as it is), or where the placeholder could hold them. That is
     ruled out only for a marker naming a regular file of the size it says, whose only

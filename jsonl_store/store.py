@@ -1,9 +1,9 @@
 """`SessionStore`: the one API behind the library and the command line, as a facade.
 
 Each public method turns ``OSError`` into `StorageError` and hands the call, over the
-store's `StoreState`, to the module of its concern: ``_reading``, ``_listing``,
-``_session_edits``, ``_appending`` (the one append path), ``_saves``, ``_compact``,
-``_forking``, ``_maintenance``. They check the arguments before any file is touched.
+store's `StoreState`, to the module of its concern: ``_ops.reading``, ``_ops.listing``,
+``_ops.session_edits``, ``_ops.appending`` (the one append path), ``_ops.saves``, ``_ops.compact``,
+``_ops.forking``, ``_ops.maintenance``. They check the arguments before any file is touched.
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ class SessionStore:
         return self._state.catalog
 
     def _session_candidates(self) -> list[str]:
-        """The root's entries named as sessions are, sorted (`_listing.candidates`)."""
+        """The root's entries named as sessions are, sorted (`_ops.listing.candidates`)."""
         return _listing.candidates(self._state)
 
     def _summary(self, session_id: str, directory: str, *args: Any, **kwargs: Any) -> SessionSummary | None:
@@ -459,7 +459,7 @@ class SessionStore:
         self, session_id: str, batch: list[Message], compacted: Message, expected_version: int,
         append_options: dict[str, Any],
     ) -> list[int]:  # fmt: skip
-        """`checkpoint`'s rewrite (`_saves.rewrite_context`), as `_checkpoint.Store` names it."""
+        """`checkpoint`'s rewrite (`_ops.saves.rewrite_context`), as `_session.checkpoint.Store` names it."""
         return _saves.rewrite_context(
             self._state, session_id, batch, compacted, expected_version, append_options
         )

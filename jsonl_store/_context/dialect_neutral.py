@@ -3,7 +3,7 @@
 ``"neutral"`` reads this library's message classes and OpenAI chat dicts (``tool_calls`` on an
 assistant message, one ``role: "tool"`` message per result, by ``tool_call_id``). Every dialect
 also reads what it reads, and pydantic-ai's messages as its adapters store them; the registry
-and the rules every dialect follows are in `_dialects`.
+and the rules every dialect follows are in `_context.dialects`.
 """
 
 from __future__ import annotations

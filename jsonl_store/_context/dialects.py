@@ -1,6 +1,6 @@
 """Dialects: where one message format keeps its tool calls and their results.
 
-Tool-batch repair (`_tool_batches`) applies one rule to every format. A *dialect* answers
+Tool-batch repair (`_context.tool_batches`) applies one rule to every format. A *dialect* answers
 the few questions the rule asks of a message: which calls it makes, which calls its
 results answer, what is left of it without some results, whether it belongs to the calls
 of the message before it, and how to write the error results that close unanswered calls.
@@ -23,7 +23,7 @@ in all of them; a dialect adds its own dict shapes. A dialect's methods never ch
 message they are given.
 
 Each built-in dialect also maps its shape to the message model every reader uses
-(`_parts`): ``parts(message)`` gives a message's ordered parts and ``from_parts(parts,
+(`_context.parts`): ``parts(message)`` gives a message's ordered parts and ``from_parts(parts,
 role)`` builds one message of the dialect's shape from them. The mapping sits beside the
 tool-batch rules it must agree with: the calls and results a message's parts name are the
 ones ``calls`` and ``answers`` give (a property test holds the two readings equal).

@@ -4,7 +4,7 @@ A session keeps its messages in their source's own shape (spec §5.2, "The messa
 person or a program wants of one is the same in every shape: its text, its reasoning, the
 tool calls it made, the results it carries and its images. `jsonl_store.message_parts`
 gives exactly that, in order, as the part values below; each dialect says how its shape
-maps to them next to its tool-batch rules (`_dialects`). Anything a dialect does not map
+maps to them next to its tool-batch rules (`_context.dialects`). Anything a dialect does not map
 becomes an `OtherPart` holding the stored value as it is, so a reader can always show
 that something was there: nothing is silently dropped.
 

@@ -35,7 +35,7 @@ def _with_id(message: Any, identifier: str) -> Any:
 def closing_results(context: Sequence[Any], notice: str, dialect: str | Dialect = "neutral") -> list[Any]:
     """The messages the last tool batch lacks (the dialect's notices), with derived ids; [] when whole.
 
-    The last batch is the context's last part when it makes calls (`_tool_batches`'s
+    The last batch is the context's last part when it makes calls (`_context.tool_batches`'s
     reading of batches, in ``dialect``). A call id made twice needs two results; the
     first results answer the first occurrences. When the dialect gives one message per
     open call, message ``k`` gets the id of open call ``k``; when it bundles them (one

@@ -1,7 +1,7 @@
 """What a search reads of a message: the strings of its parts, each with the part's kind and field.
 
 One reading for every search, so the substring and regular expression search
-(`jsonl_store.search.search`) and the catalog's ranked index (`_catalog_index`) look at
+(`jsonl_store.search.search`) and the catalog's ranked index (`_session.catalog_index`) look at
 the same text: a message read as parts in its dialect (`jsonl_store.message_parts`).
 """
 

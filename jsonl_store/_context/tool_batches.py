@@ -24,7 +24,7 @@ and second results of a call, then add `INTERRUPTED_NOTICE` as an error result f
 call still unanswered, right after the kept results. Calls are counted as a multiset: an
 assistant message that repeats a call id needs that many results.
 
-Where a message format keeps its calls and results is its *dialect* (`_dialects`): the
+Where a message format keeps its calls and results is its *dialect* (`_context.dialects`): the
 library's classes and OpenAI chat dicts (``"neutral"``, the default), OpenAI Responses
 items, Anthropic content blocks, or one registered with `register_dialect`. In a dialect
 whose messages hold several results and other content (an Anthropic user message with

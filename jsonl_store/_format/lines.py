@@ -1,7 +1,7 @@
 """Finding the valid record inside one line of a log, in time linear in the line's bytes.
 
 A line is the bytes between two ``\\n``. The common case, a line that is exactly one sealed
-record, is `_codec.is_sealed`. This module handles every other case (spec §8.4):
+record, is `_format.codec.is_sealed`. This module handles every other case (spec §8.4):
 
 - a line whose record is followed by ``\\r`` (a git checkout with ``core.autocrlf``, an
   editor saving with Windows line endings; ``\\r\\r`` after two conversions) or blanks:

@@ -172,7 +172,7 @@ class RawMessageRecord(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=
         message: Message
     else:
         # Any at run time: msgspec must not decode by this annotation (a plain dict with
-        # a known role would come back as a class); `_codec` picks the decoder instead.
+        # a known role would come back as a class); `_format.codec` picks the decoder instead.
         message: Any
     request_id: str | None = None
     #: Request-scoped application data captured independently of model messages.

@@ -1,7 +1,7 @@
 """Where the times and ids a store writes come from, when the caller gives them.
 
 By default a record's ``created_at`` is the wall clock and its ``id`` a fresh UUIDv7
-(`_ids`). `SessionStore(clock=..., ids=...)` takes both from the caller instead, so the
+(`_format.ids`). `SessionStore(clock=..., ids=...)` takes both from the caller instead, so the
 same inputs write the same bytes (a test, a reproducible export, transcripts regenerated
 for a repository): see spec/FORMAT.md §9.12. What the caller's functions return is
 checked, since it goes into every file verbatim: a time must be timezone-aware (it is

@@ -1,6 +1,6 @@
 """Writing blob files (spec §9.14), and what verify, repair and delete do with them (§12).
 
-`spill` replaces a message's large strings by markers (`_blobs`) and collects their bytes;
+`spill` replaces a message's large strings by markers (`_log.blobs`) and collects their bytes;
 `store` makes them durable files right before their record; `check` is verify's and
 repair's look at ``blobs/``; `deletable` is what `delete_session` removes.
 """
@@ -39,7 +39,7 @@ _decoder = msgspec.json.Decoder()
 
 
 class Sizes:
-    """A store's two size options and what writes its blobs: one argument for `_append.encode`."""
+    """A store's two size options and what writes its blobs: one argument for `_ops.append.encode`."""
 
     __slots__ = ("max_record_bytes", "record_room", "store", "threshold")
 

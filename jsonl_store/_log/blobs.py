@@ -8,7 +8,7 @@ blob files live inside the session directory, not at the store root: deleting,
 verifying, copying or committing one session then concerns one directory, and no
 session can lose a blob another one still needs. Identical payloads within a session
 are stored once; across sessions they are not shared. Writing them (and verify, repair
-and delete) is `_blob_writes`: a reader imports nothing that writes.
+and delete) is `_log.blob_writes`: a reader imports nothing that writes.
 
 Only a message longer than the threshold can hold such a string (a JSON string is at
 least as long as its UTF-8 bytes), so the append path of an ordinary message pays a
@@ -68,7 +68,7 @@ def placeholder(digest: str, reason: str) -> str:
 def walk(root: dict[str, Any] | list[Any], fix: Callable[[Any], Any]) -> None:
     """Replace, below ``root``, every value for which ``fix`` returns something but `KEEP`.
 
-    Iterative: a message may be nested about a thousand levels deep (`_depth.MAX_DEPTH`),
+    Iterative: a message may be nested about a thousand levels deep (`_format.depth.MAX_DEPTH`),
     deeper than a recursive walk could go from an arbitrary caller's stack.
     """
     stack: list[Any] = [root]
@@ -130,7 +130,7 @@ def restore(fs: FileSystem, directory: str, body: bytes, reporter: Reporter) -> 
 
     A blob that cannot be read (or a malformed marker) becomes `placeholder` text and a
     `bad-blob` problem; reading goes on. Raises what decoding raises
-    (`_codec.DECODE_ERRORS`) for a line that is not JSON.
+    (`_format.codec.DECODE_ERRORS`) for a line that is not JSON.
     """
     try:
         return _restore(fs, directory, body, reporter)

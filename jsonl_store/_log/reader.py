@@ -132,7 +132,7 @@ class LogReader:
             try:
                 body = line.body
                 # Large strings to put back from blob files (§8, rule 11); 36 is ord("$"), a
-                # bare memchr (see `_append.encode`).
+                # bare memchr (see `_ops.append.encode`).
                 if 36 in body and blob_key in body:
                     body = _blobs.restore(fs, directory, body, reporter)
                 if containing is not None and containing not in body:

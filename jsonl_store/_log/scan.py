@@ -6,7 +6,7 @@ skipped silently; a bad line *followed by a good one* is real damage, reported w
 offset and reason, and reading resumes at the next newline (spec §8, rules 2 and 3).
 
 Reading is linear in bytes whatever the file holds: a line longer than `LONG_LINE` is
-never held whole, only read again in chunks to check it (`_lines.locate`), so a log that
+never held whole, only read again in chunks to check it (`_format.lines.locate`), so a log that
 ends in hundreds of megabytes of garbage costs one pass over them and flat memory.
 """
 
@@ -250,7 +250,7 @@ def scan(
 
     With ``wanted``, only the lines that hold those bytes are checked and yielded (and
     the line a chunk begins with, when it began in the one before): the others are
-    stepped over with `_find.find` and never checked, so their damage goes unnoticed.
+    stepped over with `_text.find.find` and never checked, so their damage goes unnoticed.
 
     ``start`` must be the start of a line. Reads ``first_read`` bytes first, then twice
     as many each time up to `CHUNK` (a caller that stops early reads little). Damage
@@ -292,7 +292,7 @@ def scan(
                 )
             else:
                 raw = chunk[begin:stop]
-                # `_codec.is_sealed` inline, as one comparison of the suffix: the only step
+                # `_format.codec.is_sealed` inline, as one comparison of the suffix: the only step
                 # a healthy log's lines take.
                 if stop - begin >= shortest and raw.endswith(
                     suffix % crc32(view[begin : stop - suffix_length])

@@ -2,7 +2,7 @@
 
 Writing is one ``write(2)`` per record or batch on an ``O_APPEND`` descriptor, under a
 cheap ``flock`` on that descriptor. Before its first append a writer finds where the
-good part of the file ends (`_log_reader.last_good`) and cuts a damaged tail into a
+good part of the file ends (`_log.scan.last_good`) and cuts a damaged tail into a
 sidecar file; later appends learn what other processes wrote from one ``fstat`` under
 the lock (spec §9, rules 1 to 3).
 """
@@ -494,7 +494,7 @@ class LogWriter:
                     session_id=self.session_id,
                     path=self.path,
                 ) from failed
-            # `_open`, `_lock`, `_sync` and `_unlock` with their common case inline: four
+            # `_open`, `_io.lock`, `_sync` and `_unlock` with their common case inline: four
             # system calls (flock, fstat, write, flock) and no other call per append.
             fs = self.fs
             if self.fd < 0 or self.pid != Current.pid:

@@ -114,8 +114,8 @@ def json_object(value: Mapping[str, Any] | None, name: str, redactor: Redactor |
 
 def redact_deep(redact_json: Callable[[bytes], bytes], data: bytes) -> bytes:
     """``redact_json(data)``, on a deeper stack when the caller's is too short for the value:
-    it decodes and walks it, and what `_codec.encode_message` accepted (up to
-    `_depth.MAX_DEPTH` levels, spec §4) must be stored from any call depth."""
+    it decodes and walks it, and what `_format.codec.encode_message` accepted (up to
+    `_format.depth.MAX_DEPTH` levels, spec §4) must be stored from any call depth."""
     try:
         return redact_json(data)
     except RecursionError:
@@ -279,7 +279,7 @@ def payload_of(
     blob_threshold: int,
     blobs: dict[str, bytes] | None,
 ) -> tuple[bytes, bool, dict[str, bytes] | None] | None:
-    """A message as its record holds it: encoded and checked (`_codec.encode_message`),
+    """A message as its record holds it: encoded and checked (`_format.codec.encode_message`),
     redacted, its large strings spilled into ``blobs``; with whether it was a plain dict.
     None for a message not to be stored (``persist=False``).
     """
@@ -303,7 +303,7 @@ def payload_of(
 def head_of(
     record_id: str, created: bytes, payload: bytes, plain: bool, trailer: bytes, sizes: _blob_writes.Sizes
 ) -> bytes:
-    """The record's bytes up to its trailer (`_codec.record_head`); refuses a record over the cap."""
+    """The record's bytes up to its trailer (`_format.codec.record_head`); refuses a record over the cap."""
     head = _codec.record_head(record_id, created, payload, plain)
     if len(head) + len(trailer) > sizes.record_room:
         _blob_writes.check_size(head, trailer, sizes.max_record_bytes)

@@ -1,6 +1,6 @@
 """The store's writes to a session's logs: appends of records and of usage lines.
 
-An append's records are encoded and checked by `_append` before any file is touched;
+An append's records are encoded and checked by `_ops.append` before any file is touched;
 here the session is opened, the write made through its `LogWriter` (retried when
 another process deleted the session under it, spec §9.5), and what the redactor replaced
 reported (spec §18.1).
@@ -60,9 +60,9 @@ def append(
     created_at: datetime | None = None,
     before_write: Callable[[Tally | None], Callable[[int, bytes], None]] | None = None,
 ) -> list[int]:
-    """The one append path: ``messages`` encoded (`_append`) and written in one write; their sequences.
+    """The one append path: ``messages`` encoded (`_ops.append`) and written in one write; their sequences.
 
-    A plain ``append`` (one message, no option but a usage) takes `_append.encode_one`,
+    A plain ``append`` (one message, no option but a usage) takes `_ops.append.encode_one`,
     the same checks encoded flat. ``operation`` names the call in redaction notices (spec
     §18.1). ``before_write(tally)`` gives what runs under the append lock right before
     the write, with the batch's offset and first line (a checkpoint's rewrite makes its

@@ -62,7 +62,7 @@ def fork(
 def _check_depth(state: StoreState, session_id: str) -> None:
     """Refuse a fork of ``session_id`` that readers would not follow to its start.
 
-    Readers follow at most `_forks.MAX_DEPTH` sessions and read a longer chain as the
+    Readers follow at most `_session.forks.MAX_DEPTH` sessions and read a longer chain as the
     fork alone (spec §8.10): a fork one past it would silently lose its whole history.
     A source whose own chain cannot be followed would give the fork nothing of it.
     """

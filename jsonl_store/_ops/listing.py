@@ -34,7 +34,7 @@ def list_sessions(
     # The catalog answers for the sessions it checked fresh (spec §21); the rest are read here.
     listed = state.catalog.listing(names, summarize) if state.catalog is not None else None
     found, names = listed if listed is not None else ([], names)
-    now = _snapshots_clock()  # before the listing's lstats (`_forks.Absences`)
+    now = _snapshots_clock()  # before the listing's lstats (`_session.forks.Absences`)
     for name in names:
         directory = os.path.join(state.root, name)
         try:

@@ -1,7 +1,7 @@
 """Whole-session checks and rewrites: `verify`, `repair`, `scan`, `redact_session`.
 
-`verify` and `repair` are `_recovery.check` over one session or every entry of the root
-(spec §12); the secret scan and its one rewrite are `_secrets`' (spec §18.2), imported
+`verify` and `repair` are `_ops.recovery.check` over one session or every entry of the root
+(spec §12); the secret scan and its one rewrite are `_ops.secrets`' (spec §18.2), imported
 only when used, so a store that never scans never loads it.
 """
 
@@ -28,7 +28,7 @@ def _check(state: StoreState, session_id: str, directory: str, *, fix: bool) -> 
 
 
 def verify(state: StoreState, session_id: str | None) -> list[Problem]:
-    """Every problem on disk of one session, or of every entry that may be one (`_listing.names`)."""
+    """Every problem on disk of one session, or of every entry that may be one (`_ops.listing.names`)."""
     if session_id is None:
         problems: list[Problem] = []
         for name in _listing.names(state):
@@ -75,7 +75,7 @@ def allow(state: StoreState, fingerprints: Iterable[str]) -> list[str]:
 
 
 def redact_session(state: StoreState, session_id: str) -> list[_secrets.SecretFinding]:
-    """The one rewrite of stored bytes (`_secrets.redact`), under the session lock; what it redacted."""
+    """The one rewrite of stored bytes (`_ops.secrets.redact`), under the session lock; what it redacted."""
     from . import secrets as _secrets
 
     redactor = state.redactor or _redact.DEFAULT

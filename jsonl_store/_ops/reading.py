@@ -144,7 +144,7 @@ def usage(state: StoreState, session_id: str, directory: str) -> Iterator[dict[s
 
 
 def own_record_calls(state: StoreState, session_id: str) -> list[dict[str, Any]]:
-    """The model calls recorded with the session's own records (`_usage.record_calls`)."""
+    """The model calls recorded with the session's own records (`_session.usage.record_calls`)."""
     directory = state.readable(session_id)
     found = Reporter()
     try:

@@ -1,6 +1,6 @@
 """`checkpoint`'s store side: a save checked, its session labelled, and its rewrite written.
 
-What a save appends is decided by `_checkpoint` (matching the caller's list against the
+What a save appends is decided by `_session.checkpoint` (matching the caller's list against the
 cached ids); this module gives it the session, the fork prefix its `History` reads, the
 lock and the append path, and writes a rewrite's batch right after its snapshot
 (spec §10).

@@ -1,8 +1,8 @@
 """`StoreState`: what one `SessionStore`'s operations share, and where their damage goes.
 
 The facade (``store.py``) checks a public method's arguments and hands the call to the
-module named after its concern (``_reading``, ``_listing``, ``_session_edits``,
-``_appending``, ``_saves``, ``_forking``, ``_maintenance``); each of those takes this
+module named after its concern (``_ops.reading``, ``_ops.listing``, ``_ops.session_edits``,
+``_ops.appending``, ``_ops.saves``, ``_ops.forking``, ``_ops.maintenance``); each of those takes this
 state: the root and file system, the open handles, the snapshot and fork-file caches,
 the blob sizes, the redactor, and the caller's ``on_problem`` / ``on_redact``. It also
 holds the small reads several operations start with (a session's directory checked,

@@ -12,7 +12,7 @@ they stand for that line. When the log's fingerprint changed:
 
 Records are read by `LogReader`, the one read path of the raw log: checksums checked, a
 batch torn by a crash left out until it is complete (spec §8.7), large strings restored
-from blob files (§5.1). Their strings are what `jsonl_store.search` reads (`_search_text`).
+from blob files (§5.1). Their strings are what `jsonl_store.search` reads (`_context.search_text`).
 """
 
 from __future__ import annotations

@@ -37,11 +37,11 @@ _NO_TEXT_FLAG = 0x80
 BUSY_TIMEOUT_MS = 30_000
 
 # ``sessions``: one row per session directory. ``stamp`` is the stat fingerprint of the
-# directory and its metadata, raw log and fork files (packed, `_catalog._key`) when
+# directory and its metadata, raw log and fork files (packed, `_session.catalog._key`) when
 # ``summary`` (the SessionSummary as msgspec JSON; NULL for an entry the listing leaves
 # out) was read from them; empty when it must be read again (racy). The ``log_*`` columns are
-# how far the raw log's text is indexed (`_catalog_index.LogState`). ``parts``: one row per
-# string of a message part (`_search_text.searchable`), or a title (sequence 0).
+# how far the raw log's text is indexed (`_session.catalog_index.LogState`). ``parts``: one row per
+# string of a message part (`_context.search_text.searchable`), or a title (sequence 0).
 _TABLES = """
 CREATE TABLE sessions (
     session_id TEXT PRIMARY KEY,

@@ -414,7 +414,7 @@ def forget_list(cache: CheckpointCache) -> None:
 
 
 class SessionState(Protocol):
-    """What a store keeps for a session that a save reads and updates (`_handles.OpenSession`)."""
+    """What a store keeps for a session that a save reads and updates (`_session.handles.OpenSession`)."""
 
     session_id: str
     checkpoint: CheckpointCache | None

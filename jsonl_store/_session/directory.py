@@ -4,7 +4,7 @@ A session is read and written through the file system a store was given (the rea
 or the crash simulator in `jsonl_store.testing`), at a path below the store root that
 its id names (spec §3), with the snapshot listings that store keeps. Those travel
 together, so they are one frozen value: a function takes a `SessionDir` and cannot be
-handed one session's path with another's id. The file names inside it are `_paths`'s.
+handed one session's path with another's id. The file names inside it are `_format.names`'s.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from .._log.snapshots import Listings
 class SessionDir:
     """One session's directory: the file system it is reached through, its id, its path.
 
-    ``listings`` is the store's cache of snapshot listings (`_snapshots.Listings`), or
+    ``listings`` is the store's cache of snapshot listings (`_log.snapshots.Listings`), or
     None to list the directory on every read. Nothing here touches the disk. Readers open
     ``LogReader(where.fs, where.session_id, where.path, ...)`` themselves: a helper method
     would add a frame to every append and load, which a caller with few frames left to
@@ -34,7 +34,7 @@ class SessionDir:
     listings: Listings | None = None
 
     def file(self, name: str) -> str:
-        """The path of the file ``name`` (one of `_paths`'s names) inside the directory."""
+        """The path of the file ``name`` (one of `_format.names`'s names) inside the directory."""
         return os.path.join(self.path, name)
 
     @property

@@ -51,8 +51,8 @@ class Absences:
     only ever made in a session's directory, which sets the directory's modification and
     change times, so absence stays true while the directory's ``lstat`` (which the
     listing makes anyway) gives the same times, device and inode; as for the snapshot
-    listings (`_snapshots.Listings`, git's "racily clean" rule), a directory is trusted
-    only once it has been unchanged for `_snapshots.SETTLED_NS`. Only absence is kept: a
+    listings (`_log.snapshots.Listings`, git's "racily clean" rule), a directory is trusted
+    only once it has been unchanged for `_log.snapshots.SETTLED_NS`. Only absence is kept: a
     fork's file is read, and judged, every time.
 
     Shared by threads without a lock: each entry is one immutable tuple, replaced whole.

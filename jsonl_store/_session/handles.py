@@ -3,7 +3,7 @@
 A session is *prepared* once per store (its directory and metadata made, its parent
 cached) and then appended to through its `LogWriter`s. At most `open_sessions_limit()`
 sessions keep descriptors; the least recently used one gives them back, and when the
-process runs out of descriptors every idle one does (``_fs.register_descriptor_cache``).
+process runs out of descriptors every idle one does (``_io.fs.register_descriptor_cache``).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def open_descriptors_limit() -> int:
     append messages; with ``ulimit -n 64``, 16. The rest of the limit is left to reads,
     locks and the program itself, and should the process run out anyway, every idle
     cached descriptor is given back before anything fails
-    (``_fs.register_descriptor_cache``).
+    (``_io.fs.register_descriptor_cache``).
     """
     try:
         soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)

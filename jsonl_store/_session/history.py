@@ -3,7 +3,7 @@
 A session's history is its own raw log, or for a fork the chain of sessions it branched
 from, each up to its branch, then its own log (spec §8.10). What `load`, `records`,
 `tail`, `checkpoint` and `snapshot` read is the newest usable snapshot of that history
-and the records after it; the chain itself is `_forks.chain`, the one walk of fork files.
+and the records after it; the chain itself is `_session.forks.chain`, the one walk of fork files.
 Damage met on the way goes to the reporter the history was made with; nothing is
 written here.
 """

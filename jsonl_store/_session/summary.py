@@ -2,7 +2,7 @@
 
 These functions read; they never lock and never write, except `move_aside`, which
 `repair` and a writer replacing torn metadata call while holding the session lock.
-The raw log's records are read through `_reader.LogReader`.
+The raw log's records are read through `_log.reader.LogReader`.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def summary(
 
     Only the last complete record is read (about 4 KiB), and only its sequence and time
     are decoded, so listing stays cheap for long logs. ``read_fork`` reads the fork point
-    (default: `_forks.read` of ``where``; a listing passes its cached one).
+    (default: `_session.forks.read` of ``where``; a listing passes its cached one).
     ``known_end`` is ``(line,)``, the line the log's good part ends with, when a writer
     knows the file at the log's path unchanged (`LogWriter.known_last`): then the log is
     not read. It is used only with ``meta``, since without it the first record's time is

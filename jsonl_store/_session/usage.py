@@ -147,7 +147,7 @@ def record_calls(where: SessionDir, reporter: Reporter) -> Iterator[dict[str, An
     history is its source's), as `calls` gives them, without decoding any message.
 
     A line without token counts is stepped over by a byte search; the others are decoded
-    into their sequence, time, request id, model and counts only (`_codec.call_fields`), so
+    into their sequence, time, request id, model and counts only (`_format.codec.call_fields`), so
     a usage report costs a pass over the log's bytes, not a decoding of every message.
     Records out of order are left out as `LogReader.records` leaves them out (§8.6).
     """

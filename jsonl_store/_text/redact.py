@@ -2,11 +2,11 @@
 
 A secret becomes ``[REDACTED:<kind>]`` (`marker`), so a transcript stays readable and
 says what was there. This module is the matcher and the rewriter: `Redactor` finds the
-secrets of the built-in rules (`_redact_rules`, one pattern per format, combined into one
+secrets of the built-in rules (`_text.redact_rules`, one pattern per format, combined into one
 regular expression so a text is searched once whatever the number of kinds) and the
-name-based values (`_redact_names`), and replaces the certain ones; `redact_json` does so
-for an encoded JSON value after the pre-filter (`_redact_prefilter`) said a string of it
-may hold one. `_redactions` counts what a write replaced.
+name-based values (`_text.redact_names`), and replaces the certain ones; `redact_json` does so
+for an encoded JSON value after the pre-filter (`_text.redact_prefilter`) said a string of it
+may hold one. `_text.redactions` counts what a write replaced.
 
 Why not a library: detect-secrets 1.5.0 (https://github.com/Yelp/detect-secrets), the
 well-kept one, took 6.3 ms for one clean 0.5 KB line with its default plugins (its
@@ -14,7 +14,7 @@ entropy plugins also flag random ids and base64 data as secrets), against 5.6 µ
 `Redactor.find` on the same line, measured on this project's CI machine; it would also
 bring pyyaml and requests into a core that depends on orjson and msgspec only. The
 formats are what we take from it and from each vendor's documentation, cited in
-`_redact_rules`.
+`_text.redact_rules`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from .._errors import InvalidArgument
 
 # Names taken from here by the rest of the package, the tests and the benchmarks since
 # before the rules, the name-based values and the pre-filter had modules of their own
-# are re-exported (``as``), so `_redact` stays the one place to import redaction from.
+# are re-exported (``as``), so `_text.redact` stays the one place to import redaction from.
 from .redact_names import _NAME_LIMIT as _NAME_LIMIT  # noqa: PLC0414
 from .redact_names import _NAME_REVERSED as _NAME_REVERSED  # noqa: PLC0414
 from .redact_names import _assignments, _passwords, _sample
@@ -247,7 +247,7 @@ class Redactor:
         return self.redact if gate == _ANY else self._redact_named
 
     def _screen(self) -> Screen | None:
-        """The RE2 pass over a large value's bytes (`_redact_prefilter.screen`), compiled the
+        """The RE2 pass over a large value's bytes (`_text.redact_prefilter.screen`), compiled the
         first time this redactor meets one; None without the ``regex`` extra."""
         if not self._screens:  # two threads may both compile it: the first one kept is used
             self._screens.append(screen())
@@ -293,7 +293,7 @@ def _encode(value: Any) -> bytes:
 
 def _line_holds(raw: bytes) -> bool:
     """Whether one line of a large value, its bytes as they stand inside a JSON string,
-    holds a certain secret of a built-in kind (`_redact_prefilter._line_checked`); True
+    holds a certain secret of a built-in kind (`_text.redact_prefilter._line_checked`); True
     also when the bytes do not decode, so the caller then searches all of the text."""
     try:
         text = _decoder.decode(b'"' + raw + b'"')

@@ -1,10 +1,10 @@
 """The built-in redaction rules: one pattern per secret format, the marker, a finding (spec §18).
 
-Each format is written once here, citing where it is described; `_redact` combines them
+Each format is written once here, citing where it is described; `_text.redact` combines them
 into one regular expression and searches a text from the literal pieces each needs
 (`_TEXT_ANCHORS`). A private key is found by its header, and its block is read line by
 line whatever gutter each line carries (`_key_block_end`). Name-based values, whose
-format is no more than the name in front, are judged in `_redact_names`.
+format is no more than the name in front, are judged in `_text.redact_names`.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from .redact import Found, Redactor, _walk
 
-#: `_redact.MARKER_RE` over encoded bytes: a marker holds nothing JSON escapes, so the
+#: `_text.redact.MARKER_RE` over encoded bytes: a marker holds nothing JSON escapes, so the
 #: encoding of a string holds each of its markers as it is.
 _MARKER_BYTES: Final = re.compile(rb"\[REDACTED:([a-z0-9]+(?:-[a-z0-9]+)*)\]")
 _MARKER_TEXT: Final = re.compile(r"\[REDACTED:([a-z0-9]+(?:-[a-z0-9]+)*)\]")
@@ -79,7 +79,7 @@ class Tally(Redactor):
     """A redactor that counts what another one replaces (`new_markers`), for one write.
 
     Made per call, so two threads appending at once never mix their counts; it stands in
-    wherever a `Redactor` is taken (`_append.encode`, `_meta.Update.redact`, ...).
+    wherever a `Redactor` is taken (`_ops.append.encode`, `_session.meta.Update.redact`, ...).
     """
 
     def __init__(self, inner: Redactor) -> None:  # no super().__init__: every use is delegated
