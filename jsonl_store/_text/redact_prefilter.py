@@ -221,17 +221,10 @@ def _line_checked(data: bytes, line_holds: LineJudge) -> bool:
             at = match.start()
             if pattern is _LARGE_DASH and data.startswith(b"----BEGIN", at + 1):
                 return True
-            if pattern is _LARGE_DASH or data.startswith(b"//", at + 1) or _named_before(data, at):
-                line = _line_at(data, at)
-                if line is None:
-                    return True
-                start, end = line
-                if start not in checked:
-                    if len(checked) >= budget:
-                        return True
-                    checked.add(start)
-                    if line_holds(data[start:end]):
-                        return True
+            if (
+                pattern is _LARGE_DASH or data.startswith(b"//", at + 1) or _named_before(data, at)
+            ) and _line_holds_at(data, at, checked, budget, line_holds):
+                return True
             match = pattern.search(data, at + 1)
     return False
 
@@ -443,16 +436,22 @@ def _screened(data: bytes, screen: Screen, line_holds: LineJudge) -> bool:
     budget = len(data) // _LINE_SHARE
     for match in screen.finditer(data):
         at = match.start()
-        if data.startswith(b"-----BEGIN", at):
+        if data.startswith(b"-----BEGIN", at) or _line_holds_at(data, at, checked, budget, line_holds):
             return True
-        line = _line_at(data, at)
-        if line is None:
-            return True
-        start, end = line
-        if start not in checked:
-            if len(checked) >= budget:
-                return True
-            checked.add(start)
-            if line_holds(data[start:end]):
-                return True
     return False
+
+
+def _line_holds_at(data: bytes, at: int, checked: set[int], budget: int, line_holds: LineJudge) -> bool:
+    """Whether the line around ``at`` holds a certain secret, each line judged once (``checked``);
+    True too when the line's ends cannot be found or more than ``budget`` lines were judged,
+    so the caller searches all of the text."""
+    line = _line_at(data, at)
+    if line is None:
+        return True
+    start, end = line
+    if start in checked:
+        return False
+    if len(checked) >= budget:
+        return True
+    checked.add(start)
+    return line_holds(data[start:end])
