@@ -124,6 +124,10 @@ def _racy(now: int, stats: Iterable[os.stat_result | None]) -> bool:
     return any(st is not None and (st.st_mtime_ns > floor or st.st_ctime_ns > floor) for st in stats)
 
 
+#: Each checked session's raw-log stat, by session id (None: no log).
+_Logs = dict[str, os.stat_result | None]
+
+
 @dataclass(slots=True)
 class _Seen:
     """One session directory as the freshness check found it."""
@@ -132,6 +136,8 @@ class _Seen:
     directory: str
     #: The packed fingerprint; empty when racy, so the next check reads the session again.
     stamp: bytes
+    #: The raw log's stat within it (None: no log), which the text index reuses.
+    log: os.stat_result | None
 
 
 def _fingerprint(name: str, directory: str, top: os.stat_result, now: int, fork: bool) -> _Seen:
@@ -141,7 +147,7 @@ def _fingerprint(name: str, directory: str, top: os.stat_result, now: int, fork:
     # changes the directory's times, so only a known fork's own file needs a stat of its own.
     if fork and (point := _stat(directory + _FORK_TAIL)) is not None:
         stats.append(point)
-    return _Seen(name, directory, b"" if _racy(now, stats) else b"".join(map(_key, stats)))
+    return _Seen(name, directory, b"" if _racy(now, stats) else b"".join(map(_key, stats)), log)
 
 
 def _marked(snippet: str) -> tuple[str, tuple[tuple[int, int], ...]]:
@@ -260,10 +266,10 @@ class Catalog:
 
 
 def _check(
-    root: str, names: list[str], known: dict[str, tuple[bytes, bytes | None]], now: int
+    root: str, names: list[str], known: dict[str, tuple[bytes, bytes | None]], now: int, logs: _Logs | None
 ) -> tuple[list[bytes], list[_Seen], list[str]]:
     """The freshness check: the summaries still good, the sessions to read again, and the
-    entries the caller reads itself."""
+    entries the caller reads itself; each checked session's log stat goes into ``logs``."""
     good: list[bytes] = []
     changed: list[_Seen] = []
     odd: list[str] = []
@@ -280,22 +286,31 @@ def _check(
         row = known.get(name)
         if row is not None and row[0]:
             seen = _fingerprint(name, directory, top, now, fork=len(row[0]) == _FORK_STAMP)
+            if logs is not None:
+                logs[name] = seen.log
             if row[0] == seen.stamp:
                 if row[1] is not None:
                     good.append(row[1])
                 continue
-        changed.append(_fingerprint(name, directory, top, now, fork=True))
+        seen = _fingerprint(name, directory, top, now, fork=True)
+        if logs is not None:
+            logs[name] = seen.log
+        changed.append(seen)
     return good, changed, odd
 
 
 def _refresh(
-    connection: sqlite3.Connection, root: str, names: list[str], summarise: Summarise
+    connection: sqlite3.Connection,
+    root: str,
+    names: list[str],
+    summarise: Summarise,
+    logs: _Logs | None = None,
 ) -> tuple[list[SessionSummary], list[str]]:
     known = {
         sid: (stamp, blob)
         for sid, stamp, blob in connection.execute("SELECT session_id, stamp, summary FROM sessions")
     }
-    good, changed, odd = _check(root, names, known, time.time_ns())
+    good, changed, odd = _check(root, names, known, time.time_ns(), logs)
     fresh: list[tuple[str, bytes, bytes | None, str | None]] = []
     summaries: list[SessionSummary] = []
     for seen in changed:
@@ -363,7 +378,8 @@ def _index_all(
     summarise: Summarise,
     progress: Callable[[int, int], None] | None,
 ) -> list[SessionSummary]:
-    summaries, _ = _refresh(connection, root, names, summarise)
+    logs: _Logs = {}  # the freshness check's log stats: one stat per log, not two
+    summaries, _ = _refresh(connection, root, names, summarise, logs)
     states = {
         row[0]: LogState(*row[1:])
         for row in connection.execute(
@@ -373,7 +389,8 @@ def _index_all(
     now = time.time_ns()
     work: list[tuple[SessionSummary, str, int]] = []
     for summary in summaries:
-        log = _stat(os.path.join(root, summary.session_id, LOG_NAME))
+        sid = summary.session_id
+        log = logs[sid] if sid in logs else _stat(os.path.join(root, sid, LOG_NAME))
         stamp = _catalog_index.log_stamp(log)
         if _racy(now, [log]):
             stamp = RACY + stamp
