@@ -25,11 +25,9 @@ are stored as Anthropic-shaped dicts, so the session's dialect is ``"anthropic"`
   and a call left without a result (the user interrupted, the process died) is the open
   batch tool-batch repair closes.
 - ``compact_boundary`` lines and ``isCompactSummary`` user messages become a snapshot.
-  ``summary`` lines before the session's first message (Claude Code writes them at the
-  top of a conversation that goes on from earlier ones) become one snapshot too, their
-  texts its compacted message, replacing nothing; a ``summary`` line after a message is
-  a title of the conversation so far, kept as a hidden record. Either also gives the
-  session its title when it has no better one.
+  A ``summary`` line is a title Claude Code gave a conversation (for its list of
+  sessions; the model never sees it), wherever it stands: a hidden record with its text
+  as written, which also gives the session its title when it has no better one.
 - Branches: a rewound conversation holds two children of one line (`_branches`). The
   chain ending at the last message is the context; the messages of an abandoned branch
   are stored where the file has them, hidden (``include_in_messages=False``) and marked
@@ -230,10 +228,10 @@ class _Parse:
         self.larger: dict[str, tuple[Entry, ModelUsage, str]] = {}
         self.seen: dict[str, object] = {}  # the content of each line uuid of this pass
         self.tree = Tree()  # the main session's lines, for its branches
-        #: Whether the main session holds a message (a ``summary`` line before one is a compaction).
+        #: Whether the main session holds a message (``summary`` lines before one wait for its time).
         self.began = bool(out.state.get("began"))
-        #: ``summary`` lines before the first message, waiting for it: (line, text).
-        self.summaries: list[tuple[_source.SourceLine, str]] = []
+        #: ``summary`` lines before the first message, waiting for its timestamp (they carry none).
+        self.summaries: list[tuple[_source.SourceLine, dict[str, Any]]] = []
         self.last_time: str | None = None  # the last line's timestamp
 
     def run(self, lines: Iterator[Parsed]) -> None:
@@ -435,21 +433,16 @@ class _Parse:
         self.out.add(event)
 
     def summary(self, line: _source.SourceLine, d: dict[str, Any]) -> None:
-        """Keep a ``summary`` line: before the session's first message it summarises the
-        conversation this one goes on from, so it waits to become the compaction the
-        context starts with; after one, it is a title Claude Code gave the conversation
-        so far, kept as a record outside the context (docs/guides/importing.md, "Summary lines")."""
+        """Keep a ``summary`` line: a title Claude Code gave a conversation (the one its
+        ``leafUuid`` ends), shown in its list of sessions and never sent to the model, so a
+        record outside the context (docs/guides/importing.md, "Summary lines"). One before
+        the session's first message waits for that message's time."""
         self.flush()  # a message before it is stored first: records keep the file's order
         if not self.began:
-            self.summaries.append((line, d["summary"]))
+            self.summaries.append((line, d))
             return
         self.close_boundary(None)
-        metadata = {"leafUuid": d["leafUuid"]} if isinstance(d.get("leafUuid"), str) else {}
-        if self.last_time is not None:
-            metadata["timestamp"] = self.last_time
-        message = {"role": "system", "content": d["summary"], "claude_code_type": "summary",
-                   "include_in_messages": False}  # fmt: skip
-        self.add(Entry(self.out.main.session_id, message, line.number, line.end, metadata=metadata))
+        self.add(_summary_entry(self.out.main.session_id, line, d, self.last_time))
 
     def system_note(self, line: _source.SourceLine, d: dict[str, Any]) -> None:
         """Keep a ``system`` line that carries text (``away_summary``, ``api_refusal``,
@@ -466,15 +459,10 @@ class _Parse:
         self.add(Entry(self.out.main.session_id, message, line.number, line.end, metadata=metadata))
 
     def close_summaries(self, timestamp: object) -> None:
-        """The waiting ``summary`` lines as one compaction, at ``timestamp`` (the next line's time:
-        the lines carry none)."""
+        """Store the waiting ``summary`` lines, at ``timestamp`` (the next line's time: the lines carry none)."""
         waiting, self.summaries = self.summaries, []
-        if not waiting:
-            return
-        text = "\n\n".join(summary for _, summary in waiting)
-        metadata = {"timestamp": timestamp} if isinstance(timestamp, str) else {}
-        first, end = waiting[0][0].number, waiting[-1][0].end
-        self.out.add(Compaction(self.out.main.session_id, text, first, end, metadata))
+        for line, d in waiting:
+            self.out.add(_summary_entry(self.out.main.session_id, line, d, timestamp))
 
     def title(self, kind: str, text: str) -> None:
         """Keep the best title seen: a user's ``custom-title``, else an ``ai-title``, else the first ``summary``."""
@@ -499,3 +487,17 @@ class _Parse:
             _remember(self.chains, uuid, session_id)
         self.out.state["last_chain"] = session_id
         return session_id
+
+
+def _summary_entry(session_id: str, line: _source.SourceLine, d: dict[str, Any], timestamp: object) -> Entry:
+    """A ``summary`` line as a hidden ``system`` record holding its text as written, its ``leafUuid`` kept."""
+    metadata: dict[str, Any] = {"leafUuid": d["leafUuid"]} if isinstance(d.get("leafUuid"), str) else {}
+    if isinstance(timestamp, str):
+        metadata["timestamp"] = timestamp
+    message = {
+        "role": "system",
+        "content": d["summary"],
+        "claude_code_type": "summary",
+        "include_in_messages": False,
+    }
+    return Entry(session_id, message, line.number, line.end, metadata=metadata)

@@ -217,11 +217,9 @@ class _Writer:
         # The summary is the marker's text too, not only its snapshot's: a later compaction's
         # snapshot takes the place of this one as the context's start, and the summary must
         # stay readable and searchable in the raw log (show, search and export read records).
-        marker = {
-            "role": "system",
-            "content": f"compaction: the context before this point was replaced by this summary:\n\n{event.summary}",
-            "include_in_messages": False,
-        }
+        # It is the source's text as written: what marks it a compaction is its metadata
+        # (``compaction_summary``), never words of ours that a search would then find.
+        marker = {"role": "system", "content": event.summary, "include_in_messages": False}
         metadata = {**event.metadata, "compaction_summary": event.summary}
         if event.replacement:
             metadata["compaction_replacement"] = len(event.replacement)

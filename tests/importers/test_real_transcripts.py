@@ -166,7 +166,7 @@ def _head_summaries(lines: list[dict[str, Any]]) -> list[str]:
 
 
 def test_compact_boundaries_become_snapshots(tmp_path: Path) -> None:
-    """The synthetic file's summary line and each compact_boundary are one snapshot each, in file order."""
+    """Each compact_boundary of the synthetic file is one snapshot, in file order; its summary line is none."""
     path = CC / "SYNTHETIC-cc-schema-drift-composite-with-compaction.jsonl"
     lines = list(source(path))
     boundaries = [
@@ -179,28 +179,29 @@ def test_compact_boundaries_become_snapshots(tmp_path: Path) -> None:
     report = import_claude_code(store, path)
     main = str(report.files[0].session_id)
     view = store.load(main)
-    expected = len(boundaries) + 1
+    expected = len(boundaries)
     assert view.snapshot is not None and view.snapshot.version == expected == report.files[0].snapshots
     snapshots = sorted((Path(store.root) / main).glob("snapshot-*.json"))
     assert len(snapshots) == expected
-    assert head[0] in snapshots[0].read_text(encoding="utf-8")
-    assert summary in snapshots[1].read_text(encoding="utf-8")
+    assert summary in snapshots[0].read_text(encoding="utf-8")
+    assert all(head[0] not in path.read_text(encoding="utf-8") for path in snapshots)
 
 
 @pytest.mark.parametrize("name", CC_FILES)
-def test_summary_lines_before_the_first_message_start_the_context(tmp_path: Path, name: str) -> None:
-    """The summary lines a transcript opens with are its first snapshot's compacted message, never dropped."""
+def test_summary_lines_are_hidden_records_never_in_the_context(tmp_path: Path, name: str) -> None:
+    """Each summary line (a title Claude Code gave a conversation) is a hidden record holding its text as written."""
     lines = list(source(CC / name))
-    head = _head_summaries(lines)
+    written = [d for d in lines if d.get("type") == "summary" and isinstance(d.get("summary"), str)]
     store = SessionStore(tmp_path / "s", durability="none")
     main = str(import_claude_code(store, CC / name).files[0].session_id)
-    snapshots = sorted((Path(store.root) / main).glob("snapshot-*.json"))
-    if not head:
-        assert all(d.get("type") != "summary" for d in lines)
-        return
-    first = json.loads(snapshots[0].read_text(encoding="utf-8"))
-    assert first["compacted_message"]["content"] == "\n\n".join(head)
-    assert first["compacted_through_sequence"] == 1  # nothing of this session is replaced
+    kept = [r for r in store.records(main) if plain(r.message).get("claude_code_type") == "summary"]
+    assert [plain(r.message)["content"] for r in kept] == [d["summary"] for d in written]
+    assert all(plain(r.message)["include_in_messages"] is False for r in kept)
+    assert [r.metadata.get("leafUuid") for r in kept] == [d.get("leafUuid") for d in written]
+    context = store.load(main).model_context()
+    titles = {d["summary"] for d in written}
+    contents = [m.get("content") if isinstance(m, dict) else getattr(m, "content", None) for m in context]
+    assert not any(isinstance(text, str) and text in titles for text in contents)
 
 
 def test_rejected_calls_stay_error_results(tmp_path: Path) -> None:
@@ -447,9 +448,8 @@ def test_a_rewound_conversation_has_its_active_branch_as_context(tmp_path: Path)
     import_claude_code(plain_store, before)
     kept = plain_store.load(sid).context
     view = store.load(sid)
-    assert as_class(view.context[0]).content == as_class(kept[0]).content  # the summary it opens with
-    assert view.context[1:] == [
-        *kept[1:],
+    assert view.context == [
+        *kept,
         *({"role": d["type"], "content": d["message"]["content"]} for d in new),
     ]
     assert is_provider_valid(
