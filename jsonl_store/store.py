@@ -111,6 +111,8 @@ class SessionStore:
         # gets fresh mutexes there; descriptors and locks are renewed by their own objects,
         # each tracked in `_process`.
         self._handles.forked()
+        if self._state.catalog is not None:
+            self._state.catalog.forked()
 
     # -- lifecycle ----------------------------------------------------------------------
 

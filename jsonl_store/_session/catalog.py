@@ -184,6 +184,12 @@ class Catalog:
         self._connection: sqlite3.Connection | None = None
         self._pid = 0
 
+    def forked(self) -> None:
+        """In a forked child: a fresh lock (a thread of the parent may have held it, and is
+        gone), and no connection: the parent's stays the parent's (`_open`)."""
+        self._lock = threading.Lock()
+        self._connection = None
+
     def close(self) -> None:
         """Close the connection (it is opened again when needed)."""
         with self._lock:

@@ -24,6 +24,7 @@ from jsonl_store._format import depth as _depth
 from jsonl_store._format import ids as _ids
 from jsonl_store._format import lines as _lines
 from jsonl_store._io.lock import FileLock
+from jsonl_store._session.catalog_schema import has_fts5
 from jsonl_store._text import find as _find
 from jsonl_store.testing import _simfs
 
@@ -40,6 +41,7 @@ CHECKED = {
     "simulated path normalisation",
     "rarest byte of recent needles",
     "CRC-32 zero-byte operators",
+    "catalog FTS5 probe",
 }
 
 
@@ -108,6 +110,10 @@ def _stale(store: SessionStore, file_lock: FileLock, parent: int) -> list[str]:
         stale.append("simulated path cache")
     if _find.rarest.cache_info().currsize or _lines._zeros_operators.cache_info().currsize:
         stale.append("rarest-byte or CRC-32 operator cache")
+    if has_fts5.cache_info().currsize:
+        stale.append("FTS5 probe cache")
+    if store._catalog is None or not _free(store._catalog._lock):
+        stale.append("catalog lock")
     return stale
 
 
@@ -118,6 +124,7 @@ def test_a_forked_child_finds_every_registered_lock_free_and_every_cache_empty(t
     _simfs._normalize("/a/../b")
     _find.rarest(b"needle")
     _lines._zeros_operators()
+    has_fts5()
     file_lock = FileLock(
         str(tmp_path / "held.lock"), 0.05, lambda p: os.open(p, os.O_RDWR | os.O_CREAT, 0o600)
     )
@@ -142,6 +149,8 @@ def test_a_forked_child_finds_every_registered_lock_free_and_every_cache_empty(t
             _held(stack, session.mutex)
         _held(stack, _ids._clock.lock)
         _held(stack, _depth._DeepStack.mutex)
+        assert store._catalog is not None
+        _held(stack, store._catalog._lock)
         assert _ids._tails and _simfs._normalized
         report = _in_child(child)
     assert report == "ok"

@@ -23,7 +23,8 @@ from jsonl_store.search import search_ranked, searchable
 
 CHILD = """
 import sys
-from jsonl_store import SessionStore, UserMessage, _catalog
+from jsonl_store import SessionStore, UserMessage
+from jsonl_store._session import catalog as _catalog
 from jsonl_store.search import search_ranked
 _catalog.BATCH_BYTES = 4096  # many small commits, so a kill lands between and inside them
 store = SessionStore(sys.argv[1])
@@ -56,15 +57,16 @@ def test_a_catalog_update_killed_at_any_moment_leaves_correct_answers(tmp_path: 
             store.append(f"s{number:02d}", UserMessage(content=f"zebra seed {number} " + "filler " * 200))
     rng = random.Random(20)
     for _ in range(10):
-        child = subprocess.Popen(
-            [sys.executable, "-c", CHILD, str(root)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-        )
-        assert child.stdout is not None
-        assert child.stdout.readline() == b"started\n"
-        time.sleep(rng.uniform(0.0, 0.5))  # where the kill lands; nothing asserts on time
-        child.kill()
-        child.wait()
-        child.stdout.close()
+        with subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        ) as child:
+            assert child.stdout is not None and child.stderr is not None
+            try:
+                started = child.stdout.readline()
+                assert started == b"started\n", child.stderr.read().decode(errors="replace")
+                time.sleep(rng.uniform(0.0, 0.5))  # where the kill lands; nothing asserts on time
+            finally:
+                child.kill()  # whatever failed above: no child left running into the next test
         with mock.patch.object(_catalog, "RACY_NS", 0), SessionStore(root) as store:
             assert store.list_sessions() == SessionStore(root, fs=OsFileSystem()).list_sessions()
             hits = search_ranked(store, "zebra", limit=100_000)
