@@ -18,6 +18,7 @@ from blob files (§5.1). Their strings are what `jsonl_store.search` reads (`_co
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from dataclasses import dataclass
 
@@ -149,13 +150,23 @@ def index_log(
             message = record.message
             role = role_of(message)
             rows.extend(
-                (session_id, record.sequence, role, kind, field, text)
+                (session_id, record.sequence, role, kind, field, indexed)
                 for kind, field, text in searchable(message, dialect)
-                if text
+                if (indexed := _without_escapes(text))
             )
             offset, sequence = line.end, record.sequence
         anchor = _anchor(fs, reader.fd, offset) if reader.fd is not None else b""
     return LogState(stamp, offset, sequence, anchor, dialect), offset - resumed.offset
+
+
+#: A terminal's control sequence (ECMA-48 CSI: colours, cursor moves), as tool output holds
+#: them: ``\x1b[1mopusplan`` would otherwise be indexed as the word "1mopusplan".
+_CSI = re.compile("\x1b\\[[0-?]*[ -/]*[@-~]")
+
+
+def _without_escapes(text: str) -> str:
+    """``text`` as the index holds it: without terminal control sequences (the log keeps them)."""
+    return _CSI.sub("", text) if "\x1b" in text else text
 
 
 __all__ = ["TITLE", "LogState", "Row", "delete_parts", "index_log", "index_title", "insert", "log_stamp"]

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from .. import SessionStore
 from .._format.names import CATALOG_DIR, catalog_path
+from .._session.catalog import BUILD_AT
 from .._session.catalog_schema import discard, has_fts5
 from ..search import RankedHit, search_ranked
 from . import _commands as c
@@ -94,7 +95,8 @@ def _status(root: str) -> None:
     path = catalog_path(root)
     if not os.path.exists(path):
         print(
-            f"no catalog yet in {_safe.escape(os.path.join(root, CATALOG_DIR))}: the next ls or search --rank builds it"
+            f"no catalog yet in {_safe.escape(os.path.join(root, CATALOG_DIR))}: the next search --rank "
+            f"or catalog rebuild builds it, and ls does once the store holds {BUILD_AT} sessions"
         )
         return
     connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -117,6 +119,9 @@ def _status(root: str) -> None:
 def catalog(args: argparse.Namespace) -> int:
     root = c.root_of(args)
     if args.catalog_command == "drop":
+        if not os.path.exists(catalog_path(root)):
+            print(f"no catalog in {_safe.escape(os.path.join(root, CATALOG_DIR))}: nothing to drop")
+            return 0
         discard(root)
         print(
             f"dropped the catalog in {_safe.escape(os.path.join(root, CATALOG_DIR))}: nothing stored is lost"

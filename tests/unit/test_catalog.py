@@ -188,6 +188,17 @@ def test_ranked_search_reads_only_the_new_bytes_after_an_append(root: Path) -> N
     assert totals[-1] == log.stat().st_size - size
 
 
+def test_a_word_touching_a_terminal_colour_code_is_found_and_the_log_keeps_the_code(root: Path) -> None:
+    """Tool output's ANSI sequences (ESC [ 1 m) are left out of the index only: "opusplan" is found, the record is unchanged."""
+    text = "Kept model as \x1b[1mopusplan\x1b[22m for now"
+    with SessionStore(root) as store:
+        sequence = store.append("alpha", {"role": "tool", "tool_call_id": "c9", "content": text})
+        assert store.tail("alpha", 1)[0].message["content"] == text  # type: ignore[index]
+    hits = search_ranked(root, "opusplan")
+    assert [(hit.session_id, hit.sequence) for hit in hits] == [("alpha", sequence)]
+    assert "\x1b" not in hits[0].snippet and "opusplan" in hits[0].snippet
+
+
 def test_a_log_rewritten_shorter_is_indexed_again(root: Path) -> None:
     """A raw log replaced by a shorter one (a checkout, a restore): hits of the lost records go."""
     log = root / "alpha" / "messages.jsonl"
