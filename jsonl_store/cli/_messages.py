@@ -340,6 +340,11 @@ def _card(
     role = _role(data, parts)
     shown_label = (label or (f"#{record.sequence}" if record is not None else "")).rjust(4)
     header: list[tuple[str, str]] = [(shown_label, "dim"), (" ", ""), (role, ROLE_STYLES.get(role, "bold"))]
+    kind = data.get("claude_code_type")
+    if isinstance(
+        kind, str
+    ):  # an imported Claude Code line that is no message: say which (`summary`, `attachment:...`)
+        header.append((f" {escape(kind)}", "dim"))
     framework = _frameworks.shown(data, inline)
     if framework is not None:  # an adapter's framework message: say whose
         header.append((f" {framework[0]}", "dim"))

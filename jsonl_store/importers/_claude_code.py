@@ -66,6 +66,9 @@ from ._events import (
 
 PREFIX = "claude-code-"
 #: Line types that carry a title for the session, and the key holding it.
+#: Where an attachment keeps its text, first found first (a queued prompt, a hook's
+#: context or output, a reminder's text).
+_ATTACHMENT_TEXT = ("prompt", "content", "text", "stdout", "stderr")
 _TITLES = {"custom-title": "customTitle", "ai-title": "aiTitle", "summary": "summary"}
 #: How many line uuids (for inline sidechain chains) and message ids (counted usage) the state keeps.
 _REMEMBERED = 256
@@ -271,6 +274,8 @@ class _Parse:
             self.title(kind, d[_TITLES[kind]])
         elif kind == "system" and isinstance(d.get("content"), str) and d["content"]:
             self.system_note(line, d)
+        elif kind == "attachment" and isinstance(d.get("attachment"), dict) and not d.get("isSidechain"):
+            self.attachment_note(line, d)
         else:
             self.out.skip(f"system:{d.get('subtype')}" if kind == "system" else kind)
 
@@ -456,6 +461,27 @@ class _Parse:
             metadata["uuid"] = d["uuid"]
         message = {"role": "system", "content": d["content"], "claude_code_type": f"system:{d.get('subtype')}",
                    "include_in_messages": False}  # fmt: skip
+        self.add(Entry(self.out.main.session_id, message, line.number, line.end, metadata=metadata))
+
+    def attachment_note(self, line: _source.SourceLine, d: dict[str, Any]) -> None:
+        """Keep an ``attachment`` line (a prompt queued while the agent worked, a hook's output,
+        a reminder Claude Code added): a record outside the context holding the attachment as
+        written, its text (``prompt``, ``content``, ``text``) readable and searchable, never dropped."""
+        self.flush()  # records keep the file's order
+        self.close_boundary(
+            None
+        )  # a compaction waiting for its summary is stored before it, as for a summary line
+        attachment = d["attachment"]
+        metadata = {k: d[k] for k in ("timestamp", "uuid") if isinstance(d.get(k), str)}
+        # A queued prompt may be content blocks (an image pasted with it): kept as blocks.
+        prompt = attachment.get("prompt")
+        text = (
+            prompt
+            if isinstance(prompt, list)
+            else next((attachment[k] for k in _ATTACHMENT_TEXT if isinstance(attachment.get(k), str)), "")
+        )
+        message = {"role": "system", "content": text, "claude_code_type": f"attachment:{attachment.get('type')}",
+                   "attachment": attachment, "include_in_messages": False}  # fmt: skip
         self.add(Entry(self.out.main.session_id, message, line.number, line.end, metadata=metadata))
 
     def close_summaries(self, timestamp: object) -> None:

@@ -204,6 +204,27 @@ def test_summary_lines_are_hidden_records_never_in_the_context(tmp_path: Path, n
     assert not any(isinstance(text, str) and text in titles for text in contents)
 
 
+@pytest.mark.parametrize("name", CC_FILES)
+def test_attachment_lines_are_hidden_records_holding_the_attachment_as_written(
+    tmp_path: Path, name: str
+) -> None:
+    """Every attachment line of a session's own (a queued prompt, a hook's output, a reminder) is kept, never in the context."""
+    written = [
+        d["attachment"]
+        for d in source(CC / name)
+        if d.get("type") == "attachment"
+        and isinstance(d.get("attachment"), dict)
+        and not d.get("isSidechain")
+    ]
+    store = SessionStore(tmp_path / "s", durability="none")
+    main = str(import_claude_code(store, CC / name).files[0].session_id)
+    kept = [plain(r.message) for r in store.records(main) if "attachment" in plain(r.message)]
+    assert [message["attachment"] for message in kept] == written
+    assert all(message["include_in_messages"] is False for message in kept)
+    queued = [a["prompt"] for a in written if a.get("type") == "queued_command"]
+    assert [m["content"] for m in kept if m["claude_code_type"] == "attachment:queued_command"] == queued
+
+
 def test_rejected_calls_stay_error_results(tmp_path: Path) -> None:
     """A call the user rejected is stored as the is_error tool_result Claude Code wrote."""
     name = "cc-1.0.17-interrupted-tool-use.jsonl"
