@@ -17,6 +17,7 @@ import contextlib
 import functools
 import os
 import sqlite3
+import uuid
 
 from .. import _process
 from .._format.names import (
@@ -102,8 +103,9 @@ def _prepare_directory(root: str) -> str:
         os.mkdir(directory, 0o700)
     ignore = os.path.join(directory, GITIGNORE_NAME)
     if not os.path.exists(ignore):
-        # Written whole under a temporary name: a reader never sees half of it.
-        temporary = tmp_name(ignore, str(os.getpid()))
+        # Written whole under a temporary name, one of its own for each writer (two stores of
+        # one process may make the catalog at once): a reader never sees half of it.
+        temporary = tmp_name(ignore, uuid.uuid4().hex)
         with open(temporary, "w", encoding="utf-8") as out:
             out.write(CATALOG_GITIGNORE_TEXT)
         os.replace(temporary, ignore)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -197,6 +198,32 @@ def test_a_word_touching_a_terminal_colour_code_is_found_and_the_log_keeps_the_c
     hits = search_ranked(root, "opusplan")
     assert [(hit.session_id, hit.sequence) for hit in hits] == [("alpha", sequence)]
     assert "\x1b" not in hits[0].snippet and "opusplan" in hits[0].snippet
+
+
+def test_threads_making_one_catalog_at_once_all_succeed(tmp_path: Path) -> None:
+    """Eight threads of one process preparing the same new catalog directory at once: none fails, one .gitignore."""
+    for attempt in range(30):
+        root = tmp_path / f"r{attempt}"
+        root.mkdir()
+        gate = threading.Barrier(8)
+        failures: list[BaseException] = []
+
+        def prepare(
+            where: Path = root, start: threading.Barrier = gate, out: list[BaseException] = failures
+        ) -> None:
+            start.wait()
+            try:
+                _catalog_schema._prepare_directory(str(where))
+            except BaseException as exc:  # noqa: BLE001 (collected for the assertion)
+                out.append(exc)
+
+        threads = [threading.Thread(target=prepare) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert failures == []
+        assert sorted(os.listdir(root / CATALOG_DIR)) == [".gitignore"]
 
 
 def test_a_log_rewritten_shorter_is_indexed_again(root: Path) -> None:
