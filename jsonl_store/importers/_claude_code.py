@@ -478,7 +478,7 @@ class _Parse:
         text = (
             prompt
             if isinstance(prompt, list)
-            else next((attachment[k] for k in _ATTACHMENT_TEXT if isinstance(attachment.get(k), str)), "")
+            else next(filter(None, (_text_of(attachment.get(k)) for k in _ATTACHMENT_TEXT)), "")
         )
         message = {"role": "system", "content": text, "claude_code_type": f"attachment:{attachment.get('type')}",
                    "attachment": attachment, "include_in_messages": False}  # fmt: skip
@@ -513,6 +513,15 @@ class _Parse:
             _remember(self.chains, uuid, session_id)
         self.out.state["last_chain"] = session_id
         return session_id
+
+
+def _text_of(value: object) -> str:
+    """An attachment field's text: a string, or a list of strings one a line (a hook's added context)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(item, str) for item in value):
+        return "\n".join(value)
+    return ""
 
 
 def _summary_entry(session_id: str, line: _source.SourceLine, d: dict[str, Any], timestamp: object) -> Entry:

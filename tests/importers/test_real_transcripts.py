@@ -223,6 +223,10 @@ def test_attachment_lines_are_hidden_records_holding_the_attachment_as_written(
     assert all(message["include_in_messages"] is False for message in kept)
     queued = [a["prompt"] for a in written if a.get("type") == "queued_command"]
     assert [m["content"] for m in kept if m["claude_code_type"] == "attachment:queued_command"] == queued
+    hooks = [
+        a for a in written if a.get("type") == "hook_success" and not a.get("content") and a.get("stdout")
+    ]
+    assert [m["content"] for m in kept if m["attachment"] in hooks] == [a["stdout"] for a in hooks]
 
 
 def test_rejected_calls_stay_error_results(tmp_path: Path) -> None:
