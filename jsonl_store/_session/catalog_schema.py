@@ -17,6 +17,7 @@ import contextlib
 import functools
 import os
 import sqlite3
+import time
 import uuid
 
 from .. import _process
@@ -130,9 +131,24 @@ def _connect(path: str) -> sqlite3.Connection:
     # WAL: readers never wait for the process updating it (https://www.sqlite.org/wal.html).
     # synchronous=NORMAL: a power loss may lose the last update, never corrupt the file;
     # a lost update is found stale and redone, since the files are the truth.
-    connection.execute("PRAGMA journal_mode = WAL")
+    _switch_to_wal(connection)
     connection.execute("PRAGMA synchronous = NORMAL")
     return connection
+
+
+def _switch_to_wal(connection: sqlite3.Connection) -> None:
+    """``PRAGMA journal_mode = WAL``, waiting up to the busy timeout: while another connection
+    opens or makes the database, SQLite answers "database is locked" at once instead of
+    calling the busy handler, and two stores opening one catalog would fail."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
 
 
 def _usable(connection: sqlite3.Connection) -> bool:
@@ -179,10 +195,11 @@ def open_catalog(root: str) -> sqlite3.Connection:
                 _create(connection)
             if _usable(connection):
                 return connection
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as exc:
             # "file is not a database", "database disk image is malformed", a table missing:
-            # what a torn copy, stray bytes or another program's file look like.
-            if attempt:
+            # what a torn copy, stray bytes or another program's file look like. A lock held
+            # by another connection is none of these: the database is not discarded for it.
+            if attempt or (isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)):
                 connection.close()
                 raise
         connection.close()
