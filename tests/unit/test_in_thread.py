@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import threading
 
 import pytest
@@ -67,3 +69,19 @@ def test_a_cancelled_caller_waits_for_the_started_call_then_raises_the_cancellat
         assert finished == ["written"]
 
     asyncio.run(main())
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_gets_worker_threads_of_its_own() -> None:
+    """After the parent used the hand-off, a forked child's call still runs (the parent's idle threads are not in the child)."""
+    assert asyncio.run(run_to_completion(lambda: 1)) == 1  # the parent's pool now has an idle thread
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit status only
+        code = 1
+        try:
+            signal.alarm(10)  # a call queued for a thread that is not there would wait forever
+            code = 0 if asyncio.run(run_to_completion(lambda: 42)) == 42 else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
