@@ -129,7 +129,8 @@ def read(
     *,
     start: int = ...,
     end: int | None = ...,
-    first_line: int = ...,
+    first_line: int | None = ...,
+    wanted: bytes | None = ...,
 ) -> Iterator[Line]: ...
 
 
@@ -140,23 +141,27 @@ def read(
     *,
     start: int = 0,
     end: int | None = None,
-    first_line: int = 1,
+    first_line: int | None = 1,
+    wanted: bytes | None = None,
 ) -> Iterator[Line] | Iterator[Piece]:
     """The lines of ``source`` in ``[start, end)`` (``end``: its size), read in ``mode``.
 
-    ``start`` must be the start of a line; lines are numbered from ``first_line``.
-    Tolerant and strict reads yield each valid line as a `scan.Line` (its record's
-    bytes, checksum included, and its place); tolerant reads report damage to
-    ``reporter``, strict ones raise `DamagedLine`. Every-byte reads yield a `Piece` per
-    line and report nothing: judging a piece is the caller's. Memory stays bounded by
-    a line and a chunk, except for bytes in memory, which are read where they are.
+    ``start`` must be the start of a line; lines are numbered from ``first_line`` (None:
+    not counted, which a tolerant read that steps over lines needs). Tolerant and strict
+    reads yield each valid line as a `scan.Line` (its record's bytes, checksum included,
+    and its place); tolerant reads report damage to ``reporter``, strict ones raise
+    `DamagedLine`. With ``wanted`` (tolerant only) just the lines holding those bytes
+    are checked and yielded (`scan.scan`). Every-byte reads yield a `Piece` per line and
+    report nothing: judging a piece is the caller's. Memory stays bounded by a line and
+    a chunk, except for bytes in memory, which are read where they are.
     """
     stop = source.size if end is None else end
     if mode is Mode.EVERY_BYTE:
-        return _every_byte(source, start, stop, first_line)
+        assert wanted is None, "an every-byte read yields every line"
+        return _every_byte(source, start, stop, 1 if first_line is None else first_line)
     return scan(
         source.fs, source.fd, source.path, start, stop, reporter,
-        first_line=first_line, strict=mode is Mode.STRICT,
+        first_line=first_line, wanted=wanted, strict=mode is Mode.STRICT,
     )  # fmt: skip
 
 
