@@ -1,9 +1,11 @@
 """The one line reader of the append-only logs, and its three modes.
 
-Every read of a raw log, a token-usage log or a snapshot file's lines goes through `read`
-(or, where a caller needs speed, the fast ways below); no module outside `_log` splits a
-log into lines (``tests/unit/test_line_splits.py`` checks the source). A read says what it
-wants done with a line that is not a record line as a writer writes it (spec §8):
+Every read of a raw log's or a token-usage log's lines outside `_log` goes through `read`
+(or, where a caller needs speed, the fast ways below); two modules of `_log` itself
+(`snapshots` finding a boundary, `writer` restoring converted lines) call its engine,
+`scan`, directly. No module outside `_log` splits a log into lines (``tests/unit/test_line_splits.py``
+checks the source). A read says what it wants done with a line that is not a record line
+as a writer writes it (spec §8):
 
 - `Mode.TOLERANT`, what `load`, `records` and `verify` read with: valid lines are yielded;
   damage a good line follows is reported to the `Reporter` and skipped, reading resuming at
