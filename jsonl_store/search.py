@@ -40,7 +40,7 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 
@@ -48,10 +48,11 @@ from ._context.dialects import message_parts
 from ._context.parts import ToolCallPart, ToolResultPart, decode_arguments
 from ._context.search_text import CONTENT, part_strings, role_of, searchable, strings
 from ._context.view import SessionSummary
-from ._errors import CatalogUnavailable, InvalidArgument, SessionNotFound, UnsafePath
-from ._format.names import BLOBS_DIR, LOG_NAME
+from ._errors import InvalidArgument, SessionNotFound
+from ._format.names import BLOBS_DIR
 from ._format.records import RawMessageRecord
 from ._log import blobs as _blobs
+from ._log.modes import mapped
 from ._session.catalog import RankedHit, fts_query
 from ._text.find import find
 from ._text.regex import Pattern, compile_linear
@@ -77,7 +78,6 @@ _NOT_PLAIN = re.compile("[^!#-%(-.0-;=?-\\[\\]-~]+")
 NESTED_ESCAPES = (b"\\\\u", b"\\\\/")
 #: A blob marker as the store's writer encodes it (compact JSON, spec §5.1), from its ``{``.
 _MARKER = re.compile(rb'\{"\$blob":"sha256:([0-9a-f]{64})","size":(\d+)\}')
-_T = TypeVar("_T")
 _ROLES = frozenset({"system", "user", "assistant", "tool", "compacted"})
 
 
@@ -191,40 +191,13 @@ def _hit(
 def _held(path: str, needles: Sequence[bytes]) -> set[bytes]:
     """Which of ``needles`` the file at ``path`` contains (all of them when it cannot tell).
 
-    Opened without following a symlink or blocking, and read through a read-only map, so the kernel
-    pages the file in and nothing is copied; an empty needle or an unreadable file counts
-    as found and leaves the judgement to `SessionStore.records`, which reports what it meets.
+    Read through a read-only map (`_log.modes.mapped`: no symlink followed, no blocking,
+    nothing copied); an empty needle or an unreadable file counts as found and leaves the
+    judgement to `SessionStore.records`, which reports what it meets.
     """
     everything = set(needles)
-    found = _mapped(
-        path, lambda data: {needle for needle in needles if not needle or find(data, needle) >= 0}
-    )
+    found = mapped(path, lambda data: {needle for needle in needles if not needle or find(data, needle) >= 0})
     return everything if found is None else found
-
-
-def _mapped(path: str, read: Callable[[bytes | mmap.mmap], _T]) -> _T | None:
-    """``read(the file's bytes)``, or None when ``path`` is no regular file that can be read.
-
-    An empty file is read as ``b""`` (a map cannot be empty).
-    """
-    try:
-        # O_NONBLOCK: a FIFO in a log's place must not hang the search (docs/guides/agent-loop.md, "Files
-        # that are not what they seem"); it is then no regular file, and records() decides.
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        if info.st_size == 0:
-            return read(b"")
-        with mmap.mmap(fd, info.st_size, access=mmap.ACCESS_READ) as data:
-            return read(data)
-    except (OSError, ValueError):
-        return None
-    finally:
-        os.close(fd)
 
 
 def _has_blobs(log: str) -> bool:
@@ -272,7 +245,7 @@ def _blobs_may_hold(log: str, needle: bytes) -> bool:
     """
     if needs_escapes(needle):
         return True
-    named = _mapped(log, _markers)
+    named = mapped(log, _markers)
     if named is None:
         return True
     folder = os.path.join(os.path.dirname(log), BLOBS_DIR)
@@ -280,32 +253,10 @@ def _blobs_may_hold(log: str, needle: bytes) -> bool:
         texts = (_blobs.placeholder(digest, _blobs.DAMAGED), _blobs.placeholder(digest, _blobs.NOT_UTF8))
         if any(needle in text.encode() for text in texts):
             return True
-        found = _mapped(os.path.join(folder, digest), functools.partial(_other_or_holding, size, needle))
+        found = mapped(os.path.join(folder, digest), functools.partial(_other_or_holding, size, needle))
         if found is None or found:
             return True
     return False
-
-
-def _logs_of(store: SessionStore, summary: SessionSummary) -> list[str]:
-    """The raw logs a session's records come from: its own, and for a fork its sources'.
-
-    The documented layout (docs/guides/store.md, "The session directory"): a fork reads its history
-    from its source's ``messages.jsonl`` up to the branch (docs/guides/store.md, `fork`), so the needle
-    may be there only. A store over a simulated file system has no such real files, and
-    the prefilter then lets records() decide.
-    """
-    paths = [os.path.join(store.root, summary.session_id, LOG_NAME)]
-    seen = {summary.session_id}
-    point = summary.fork
-    while point is not None and point.session_id not in seen:
-        seen.add(point.session_id)
-        try:
-            source = store.get_session(point.session_id)
-        except UnsafePath:
-            break  # a symlink or no directory: never followed, the fork is read alone (spec §8.10)
-        paths.append(os.path.join(store.root, point.session_id, LOG_NAME))
-        point = source.fork if source is not None else None
-    return paths
 
 
 def _open(store_or_root: SessionStore | str | os.PathLike[str]) -> tuple[SessionStore, bool]:
@@ -385,7 +336,7 @@ def _search_session(
         span = match(summary.title)
         if span is not None:
             yield _hit(sid, 0, None, "title", "title", summary.title, span)
-    logs = _logs_of(store, summary)
+    logs = store._searching.logs(summary)
     if needle:
         wanted = (needle, *_escapes_hiding(needle))
         held = set().union(*(_held(path, wanted) for path in logs))
@@ -506,18 +457,7 @@ def search_ranked(
         raise InvalidArgument(f"role must be one of {sorted(_ROLES)}, got {role!r}")
     store, owned = _open(store_or_root)
     try:
-        catalog = store._catalog
-        if catalog is None:
-            raise CatalogUnavailable("ranked search needs the catalog, which a simulated file system has not")
-        if session_id is not None and store.get_session(session_id) is None:
-            raise SessionNotFound(
-                f"session {session_id!r} does not exist in {store.root!r}", session_id=session_id
-            )
-        names = store._session_candidates()
-        if not names:
-            return []  # no session (or no root yet): nothing to find, and no catalog to make
-        catalog.index_text(names, store._summary, on_progress)
-        return catalog.ranked(query, limit, session_id, role)
+        return store._searching.ranked(query, limit, session_id, role, on_progress)
     finally:
         if owned:
             store.close()

@@ -13,14 +13,10 @@ no JSON parsing.
 from __future__ import annotations
 
 import logging
-import mmap
 import os
-import re
 import shutil
-import stat
 import tempfile
 import weakref
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -32,6 +28,7 @@ from ._context.parts import ImagePart, OtherPart, Part, ReasoningPart, TextPart,
 from ._context.view import SessionSummary
 from ._errors import InvalidArgument
 from ._format.names import LOG_NAME, USAGE_NAME, snapshot_name
+from ._log.modes import as_written
 from ._log.problems import UNUSABLE_KINDS, Problem
 from .store import SessionStore
 
@@ -114,14 +111,9 @@ _SNAPSHOT_COLUMNS = {
     "boundary_record_id": "VARCHAR",
 }
 
-#: §3: the 18-byte suffix `,"crc":"xxxxxxxx"}` and the shortest valid line.
-_SUFFIX = 18
-_SHORTEST = 20
 #: The longest line DuckDB reads straight from a log: this library's record cap (spec §5.1);
 #: a log with a longer line (another writer's) is read through the library.
 _LONGEST_DIRECT = 16 * 1024 * 1024 + 1
-_SEQUENCE_HEAD = b'{"sequence":'
-_SEQUENCE_DIGITS = re.compile(rb"[1-9][0-9]{0,18}")
 
 
 def connect(
@@ -264,52 +256,6 @@ def _direct(root: str) -> bool:
     return not any(char in root for char in "*?[]{}")
 
 
-def _clean(path: str, base: int | None) -> bool:
-    """Whether every line of the file at ``path`` is valid as written (§3), with no blob
-    marker and, for a raw log (``base`` not None), sequences ``base + 1``, ``base + 2``, …
-
-    An empty or missing file is clean only when there is nothing to read (False is always
-    safe: the log is then read through the library)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
-            return False
-        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as data:
-            return _lines_clean(data, base)
-    finally:
-        os.close(fd)
-
-
-def _lines_clean(data: mmap.mmap, base: int | None) -> bool:
-    size = len(data)
-    if data[size - 1 :] != b"\n" or data.find(b"\r") != -1 or data.find(b'"$blob"') != -1:
-        return False
-    crc32, position, expected = zlib.crc32, 0, (base or 0) + 1
-    while position < size:
-        end = data.find(b"\n", position)
-        length = end - position
-        if length < _SHORTEST or length >= _LONGEST_DIRECT or data[end - _SUFFIX : end - 10] != b',"crc":"':
-            return False
-        if (
-            data[end - 2 : end] != b'"}'
-            or b"%08x" % crc32(data[position : end - _SUFFIX]) != data[end - 10 : end - 2]
-        ):
-            return False
-        if base is not None:
-            if data[position : position + 12] != _SEQUENCE_HEAD:
-                return False
-            digits = _SEQUENCE_DIGITS.match(data, position + 12)
-            if digits is None or int(digits[0]) != expected or data[digits.end() : digits.end() + 1] != b",":
-                return False
-            expected += 1
-        position = end + 1
-    return True
-
-
 def _records_view(
     con: duckdb.DuckDBPyConnection, loader: _Loader, store: SessionStore, summaries: list[SessionSummary]
 ) -> None:
@@ -317,7 +263,7 @@ def _records_view(
     for summary in summaries:
         base = summary.fork.sequence if summary.fork is not None else 0
         path = os.path.join(store.root, summary.session_id, LOG_NAME)
-        if _direct(store.root) and _clean(path, base):
+        if _direct(store.root) and as_written(path, base, _LONGEST_DIRECT):
             clean.append(path)
         elif os.path.lexists(path):
             checked.append((summary.session_id, base))
@@ -345,7 +291,7 @@ def _usage_view(
     clean, checked = [], []
     for summary in summaries:
         path = os.path.join(store.root, summary.session_id, USAGE_NAME)
-        if _direct(store.root) and _clean(path, None):
+        if _direct(store.root) and as_written(path, None, _LONGEST_DIRECT):
             clean.append(path)
         elif os.path.lexists(path):
             checked.append(summary.session_id)

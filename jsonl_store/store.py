@@ -33,6 +33,7 @@ from ._ops import listing as _listing
 from ._ops import maintenance as _maintenance
 from ._ops import reading as _reading
 from ._ops import saves as _saves
+from ._ops import searching as _searching
 from ._ops import session_edits as _session_edits
 from ._ops.store_state import UNSET, StoreState, check_options, checked_root, failure, storage_errors
 from ._session import catalog as _catalog
@@ -149,9 +150,10 @@ class SessionStore:
         """The derived catalog (`StoreState.catalog`; None over a simulated file system)."""
         return self._state.catalog
 
-    def _session_candidates(self) -> list[str]:
-        """The root's entries named as sessions are, sorted (`_ops.listing.candidates`)."""
-        return _listing.candidates(self._state)
+    @property
+    def _searching(self) -> _searching.Searching:
+        """What `jsonl_store.search` and the command's catalog asks of the store (`_ops.searching`)."""
+        return _searching.Searching(self._state, self.get_session)
 
     def _summary(self, session_id: str, directory: str, *args: Any, **kwargs: Any) -> SessionSummary | None:
         """The session's summary (`StoreState.summary`)."""

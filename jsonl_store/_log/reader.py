@@ -20,8 +20,9 @@ from .._format.records import ContextSnapshot, RawMessageRecord
 from .._io.fs import FileSystem, open_regular_stat
 from . import blobs as _blobs
 from . import snapshots as _snapshots
+from .modes import Mode, Source, read
 from .problems import DISCARD, KEPT_AFTER_GAP, SKIPPED, Problem, Reporter
-from .scan import FLAGS_READ, Line, backward, last_good, scan
+from .scan import FLAGS_READ, Line, backward, last_good
 
 
 class LogReader:
@@ -128,7 +129,10 @@ class LogReader:
         # filtered once their strings are back.
         wanted = None if containing is None or _blobs.has_blobs(fs, directory) else containing
         first_line = 1 if start == 0 and containing is None else None
-        for line in scan(fs, fd, path, start, end, reporter, first_line=first_line, wanted=wanted):
+        source = Source(fs, fd, self.size, path)
+        for line in read(
+            source, Mode.TOLERANT, reporter, start=start, end=end, first_line=first_line, wanted=wanted
+        ):
             try:
                 body = line.body
                 # Large strings to put back from blob files (§8, rule 11); 36 is ord("$"), a

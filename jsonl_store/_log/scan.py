@@ -1,5 +1,9 @@
 """Reading the append-only logs (raw log and token-usage log) line by line: the one scanner.
 
+Its modes (`_log.modes.Mode`: tolerant, strict, every-byte) are chosen through
+`_log.modes.read`; this module is the engine of the first two, and the tail reads
+(`backward`, `last_good`, `sealed_before`) that spare a writer a scan of the whole log.
+
 Reading follows LevelDB's log reader in spirit (``db/log_reader.cc``): bytes after the
 last good line are the normal remains of a crash (a torn line, NUL runs, garbage) and are
 skipped silently; a bad line *followed by a good one* is real damage, reported with its
@@ -15,10 +19,11 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Callable, Iterator
+from typing import Any, Protocol
 
 import msgspec
 
-from .._errors import name_file
+from .._errors import CorruptSession, name_file
 from .._format import codec as _codec
 from .._format import lines as _lines
 from .._io.fs import FileSystem
@@ -37,6 +42,24 @@ FLAGS_READ = os.O_RDONLY
 # A record always starts with this key (it is the first field of every record and usage
 # line), so a line whose head is damaged can still be searched for a record glued behind it.
 RECORD_START = _lines.RECORD_START
+
+
+class Pread(Protocol):
+    """What a scan reads through: `_io.fs.FileSystem`'s ``pread``, or bytes in memory (`_log.modes.InMemory`)."""
+
+    def pread(self, fd: int, length: int, offset: int) -> bytes: ...
+
+
+class DamagedLine(CorruptSession, ValueError):
+    """A strict read (`_log.modes.Mode.STRICT`) met a line that is not a record line as a writer writes it.
+
+    ``reason`` says what the line is instead (damaged, converted by a text tool, the
+    unterminated end of the file); ``line`` and ``offset`` say where it starts.
+    """
+
+    def __init__(self, message: str, *, reason: str = "", **where: Any) -> None:
+        super().__init__(message, **where)
+        self.reason = reason
 
 
 class Line(msgspec.Struct, gc=False):
@@ -66,7 +89,7 @@ def _describe(raw: bytes) -> str:
     return f"not a record ({len(raw)} bytes)"
 
 
-def _reader(fs: FileSystem, fd: int, base: int) -> _lines.Read:
+def _reader(fs: Pread, fd: int, base: int) -> _lines.Read:
     return lambda offset, length: fs.pread(fd, length, base + offset)
 
 
@@ -82,7 +105,7 @@ def _line(raw: bytes, offset: int, number: int | None, end: int) -> tuple[Line |
 
 
 def _far_line(
-    fs: FileSystem, fd: int, offset: int, length: int, number: int | None
+    fs: Pread, fd: int, offset: int, length: int, number: int | None
 ) -> tuple[Line | None, str | None]:
     """`_line` for a line too long to hold: checked by reading it again in chunks."""
     found = _lines.locate(_reader(fs, fd, offset), length, file_start=offset == 0)
@@ -148,7 +171,7 @@ class _Pieces:
                 self.size = 0
 
     def line(
-        self, fs: FileSystem, fd: int, chunk: bytes, stop: int, offset: int, number: int | None, end: int
+        self, fs: Pread, fd: int, chunk: bytes, stop: int, offset: int, number: int | None, end: int
     ) -> tuple[Line | None, str | None]:
         """The line that began at ``offset`` and ends at ``chunk[stop]``, checked; the pieces are emptied."""
         if self.far or self.size + stop > LONG_LINE:
@@ -164,14 +187,23 @@ class _Pieces:
 class _Notes:
     """What `scan` reports: damage once a good line follows it (§8.2), conversions at the end (§8.4)."""
 
-    __slots__ = ("converted", "first_converted", "path", "pending", "reporter")
+    __slots__ = ("converted", "first_converted", "path", "pending", "reporter", "strict")
 
-    def __init__(self, path: str, reporter: Reporter) -> None:
+    def __init__(self, path: str, reporter: Reporter, strict: bool = False) -> None:
         self.path = path
         self.reporter = reporter
+        self.strict = strict
         self.pending: list[Problem] = []
         self.converted = 0
         self.first_converted = -1
+
+    def refuse(self, offset: int, number: int | None, reason: str) -> DamagedLine:
+        """What a strict read raises for the line at ``offset``."""
+        where = f"line {number}" if number is not None else f"offset {offset}"
+        return DamagedLine(
+            f"{self.path or 'log'}: {where} is no record line as written: {reason}",
+            reason=reason, path=self.path or None, line=number, offset=offset,
+        )  # fmt: skip
 
     def good(self) -> None:
         """A good line follows the damage pending: it is no tail, so it is reported."""
@@ -184,6 +216,8 @@ class _Notes:
     ) -> Line | None:
         """Note what checking the line at ``offset`` found; give back its record's line, if any."""
         found, reason = outcome
+        if self.strict and (reason is not None or found is None or found.converted):
+            raise self.refuse(offset, number, reason or "read as written only after a text conversion")
         if reason is not None:
             self.pending.append(_damage(self.path, offset, number, reason))
         if found is not None:
@@ -202,7 +236,7 @@ class _Notes:
             )
 
 
-def _read(fs: FileSystem, fd: int, path: str, length: int, position: int) -> bytes:
+def _read(fs: Pread, fd: int, path: str, length: int, position: int) -> bytes:
     try:
         return fs.pread(fd, length, position)
     except OSError as exc:
@@ -235,7 +269,7 @@ def _step_to(
 
 
 def scan(
-    fs: FileSystem,
+    fs: Pread,
     fd: int,
     path: str,
     start: int,
@@ -245,6 +279,7 @@ def scan(
     first_line: int | None = None,
     first_read: int = CHUNK,
     wanted: bytes | None = None,
+    strict: bool = False,
 ) -> Iterator[Line]:
     """Yield every valid line in ``[start, end)``; report damage followed by good lines.
 
@@ -258,8 +293,13 @@ def scan(
     names it. Lines that a text conversion changed (§8.4) are read as written and
     reported once, at the end, as one ``text-conversion`` problem. Memory stays bounded
     by `LONG_LINE` plus one chunk.
+
+    ``strict`` (`_log.modes.Mode.STRICT`) raises `DamagedLine` instead, at the first line
+    in ``[start, end)`` that is not a record line exactly as a writer writes it: damaged,
+    changed by a text conversion, or bytes after the last newline. Not with ``wanted``.
     """
-    notes = _Notes(path, reporter)
+    assert not (strict and wanted is not None), "a strict read checks every line"
+    notes = _Notes(path, reporter, strict)
     pieces = _Pieces()
     number = first_line
     offset = position = start
@@ -310,6 +350,8 @@ def scan(
             begin = stop + 1
             stop = find(b"\n", begin)
         pieces.add(chunk, begin)
+    if strict and pieces.held():
+        raise notes.refuse(offset, number, "the file's last line has no newline (a torn write)")
     notes.finish()
 
 
@@ -364,6 +406,31 @@ def last_good(
         if accept is None or accept(line):
             return line.end, line
     return floor, None
+
+
+def sealed_before(fs: FileSystem, fd: int, offset: int, window: int) -> Iterator[bytes]:
+    """The checksum-valid whole lines among the ``window`` bytes before ``offset``, oldest first.
+
+    ``offset`` must be the start of a line. A tail read: one ``pread`` of at most
+    ``window`` bytes, whatever the log's length; the line the window's start cuts is left
+    out, and so is every line that is not a record line exactly as written (no salvage,
+    no text conversion), which is all a writer needs to continue a log's numbering.
+    """
+    start = max(0, offset - window)
+    data = fs.pread(fd, offset - start, start)
+    begin = 0
+    if start > 0:
+        begin = data.find(b"\n") + 1
+        if begin == 0:
+            return
+    while begin < len(data):
+        stop = data.find(b"\n", begin)
+        if stop < 0:
+            stop = len(data)
+        raw = data[begin:stop]
+        if _codec.is_sealed(raw):
+            yield raw
+        begin = stop + 1
 
 
 def first_line_converted(fs: FileSystem, fd: int, size: int) -> bool:

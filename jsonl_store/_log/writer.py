@@ -24,7 +24,6 @@ from .._errors import (
     name_file,
     storage_error,
 )
-from .._format import codec as _codec
 from .._format import lines as _lines
 from .._format.ids import new_uuid7
 from .._format.names import cut_name, is_tmp_name_of, numbered_name, tmp_name
@@ -41,6 +40,7 @@ from .scan import (
     first_line_converted,
     last_good,
     scan,
+    sealed_before,
 )
 
 #: Spec §9.2: the next sequence follows the highest one among the lines that start in this
@@ -405,16 +405,11 @@ class LogWriter:
         of order would make "last line + 1" a duplicate, so the next sequence continues
         after the highest one seen in the last few KiB (without reading the whole log).
         """
-        assert self.sequence_of is not None
-        start = max(0, line.offset - SEQUENCE_WINDOW)
-        window = self.fs.pread(self.fd, line.offset - start, start)
-        if start > 0:
-            cut = window.find(b"\n")
-            window = window[cut + 1 :] if cut != -1 else b""
-        highest = self.sequence_of(line.body)
-        for raw in window.split(b"\n"):
-            if _codec.is_sealed(raw):
-                highest = max(highest, self.sequence_of(raw))
+        sequence_of = self.sequence_of
+        assert sequence_of is not None
+        highest = sequence_of(line.body)
+        for raw in sealed_before(self.fs, self.fd, line.offset, SEQUENCE_WINDOW):
+            highest = max(highest, sequence_of(raw))
         return highest
 
     def _cut(self, good_end: int, size: int) -> None:

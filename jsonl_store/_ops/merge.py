@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, Final, NamedTuple
 
@@ -26,6 +26,7 @@ import msgspec
 from .._format import codec as _codec
 from .._format.names import LOG_NAME, META_NAME, USAGE_NAME, parse_snapshot_name
 from .._format.records import ForkPoint, RawMessageRecord
+from .._log import modes as _log_modes
 from .._session import meta as _meta
 
 #: Git's default conflict-marker length (gitattributes(5), ``conflict-marker-size``).
@@ -91,6 +92,18 @@ def _read_record(line: bytes, number: int, side: str) -> tuple[RawMessageRecord,
     return record, body[match.end() :]
 
 
+def _strict_lines(data: bytes, damaged: str) -> Iterator[tuple[int, bytes]]:
+    """Each line of a log (numbered from 1, without its newline); `_Unsafe` (``damaged``
+    with the line's number) at the first that is not a record line exactly as written
+    (`_log.modes.Mode.STRICT`)."""
+    lines = _log_modes.read(_log_modes.Source.of(data), _log_modes.Mode.STRICT)
+    try:
+        for number, line in enumerate(lines, 1):
+            yield number, line.body
+    except _log_modes.DamagedLine as exc:
+        raise _Unsafe(damaged.format(exc.line)) from None
+
+
 #: Lines already read, with what `_read_record` found: the three versions share most lines.
 _Seen = dict[bytes, tuple[RawMessageRecord, bytes]]
 
@@ -108,7 +121,7 @@ def _parse_log(data: bytes, side: str, seen: _Seen) -> _Log:
     pending: list[tuple[str, bytes, bytes]] = []
     first = batch_end = 0
     created = datetime.min
-    for number, line in enumerate(data.split(b"\n")[:-1] if data else [], 1):
+    for number, line in _strict_lines(data, "line {} of " + side + "'s log is damaged or not a record"):
         found = seen.get(line)
         if found is None:
             found = seen[line] = _read_record(line, number, side)
@@ -305,7 +318,7 @@ def _usage_lines(data: bytes, side: str) -> list[tuple[datetime, bytes]]:
     if data and not data.endswith(b"\n"):
         raise _Unsafe(f"{side}'s usage log does not end in a whole line (run repair first)")
     lines = []
-    for number, line in enumerate(data.split(b"\n")[:-1] if data else [], 1):
+    for number, line in _strict_lines(data, "line {} of " + side + "'s usage log is damaged"):
         body = _codec.unseal(line)
         if body is None:
             raise _Unsafe(f"line {number} of {side}'s usage log is damaged")
@@ -494,16 +507,23 @@ def merge_session_file(
     return MergeResult(conflict_markers(ours, theirs, marker_size), reason)
 
 
+def _every_line(data: bytes) -> list[bytes]:
+    """Every line of ``data`` with its newline, the last one also without (`_log.modes.Mode.EVERY_BYTE`)."""
+    return [piece.whole for piece in _log_modes.read(_log_modes.Source.of(data), _log_modes.Mode.EVERY_BYTE)]
+
+
 def conflict_markers(ours: bytes, theirs: bytes, marker_size: int = MARKER_SIZE) -> bytes:
     """Both versions as git leaves a conflict: the lines they start with, then each side's rest.
 
     Nothing of either side is left out; the marker lines are never a valid record, so a
     reader skips them (and `verify` reports them) until a person resolves the conflict.
     """
-    mine, other = ours.splitlines(keepends=True), theirs.splitlines(keepends=True)
+    mine, other = _every_line(ours), _every_line(theirs)
     common = 0
     for a, b in zip(mine, other, strict=False):
-        if a != b or not a.endswith(b"\n"):
+        # Only a line whose one line end is its newline counts as shared: a lone carriage
+        # return is a line end of its own to `bytes.splitlines` and to a text editor.
+        if a != b or not a.endswith(b"\n") or b"\r" in a[:-2]:
             break
         common += 1
 

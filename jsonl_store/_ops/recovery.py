@@ -35,10 +35,10 @@ from .._io.fs import FileSystem, check_directory, describe_mode, open_regular
 from .._log import blob_writes as _blob_writes
 from .._log import blobs as _blobs
 from .._log import snapshots as _snapshots
+from .._log.modes import Mode, Source, read
 from .._log.problems import (
     CHECK_SYSTEM,
     DELETE,
-    DISCARD,
     LEAVE_UNRECOGNIZED,
     LEAVE_UNSAFE,
     LEFT_FOR_READERS,
@@ -59,7 +59,6 @@ from .._log.scan import (
     conversion_problem,
     last_good,
     record_like_lines,
-    scan,
 )
 from .._log.writer import LogWriter, free_sidecar
 from .._session import forks as _forks
@@ -315,7 +314,7 @@ def _check_log(
                 pass
         else:
             size = fs.fstat(fd).st_size
-            for _ in scan(fs, fd, path, 0, size, found, first_line=1):
+            for _ in read(Source(fs, fd, size, path), Mode.TOLERANT, found):
                 pass
         converted = any(p.kind == "text-conversion" for p in found.problems)
         # What readers did becomes what repair does (spec §12).
@@ -385,7 +384,7 @@ def _check_blobs(where: SessionDir, *, fix: bool) -> list[Problem]:
                 names = _blobs.listing(fs, directory)  # again, under the lock
             referenced = {}
             end, _ = log.last_good()
-            for line in scan(fs, log.fd, log.path, 0, end, DISCARD, first_line=1):
+            for line in read(Source(fs, log.fd, end, log.path), Mode.TOLERANT):
                 found, malformed = _blobs.references(line.body)
                 for digest, size in found:
                     referenced.setdefault(digest, size)
@@ -447,7 +446,7 @@ def _offsets_holding(where: SessionDir) -> set[int]:
 def _restored_bytes(fs: FileSystem, fd: int, end: int) -> int:
     """How many bytes restoring the converted lines in ``[0, end)`` removes (§9.3)."""
     removed = 0
-    for line in scan(fs, fd, "", 0, end, DISCARD):
+    for line in read(Source(fs, fd, end), Mode.TOLERANT, first_line=None):
         if line.converted:
             removed += line.end - 1 - (line.offset + len(line.body))
             if line.offset == len(BOM) and fs.pread(fd, len(BOM), 0) == BOM:

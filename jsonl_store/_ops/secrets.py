@@ -42,6 +42,7 @@ from .._io import atomic as _atomic
 from .._io.fs import FileSystem, open_regular
 from .._log import blob_writes as _blob_writes
 from .._log import blobs as _blobs
+from .._log import modes as _log_modes
 from .._log.scan import FLAGS_READ
 from .._text.redact import Found, Redactor, _walk, mask, strings
 
@@ -243,9 +244,9 @@ def _pieces(name: str, data: bytes) -> Iterator[tuple[int, Any, bytes]]:
     if name == META_NAME:
         yield 0, _decode(data), data
         return
-    for number, line in enumerate(data.split(b"\n"), 1):
-        if line:
-            yield number, _decode(line), line
+    for piece in _log_modes.read(_log_modes.Source.of(data), _log_modes.Mode.EVERY_BYTE):
+        if piece.raw:
+            yield piece.number, _decode(piece.raw), piece.raw
 
 
 def _files(fs: FileSystem, directory: str) -> list[str]:
@@ -394,11 +395,10 @@ def _rewrite_log(redactor: Redactor, data: bytes, renamed: Renamed | None = None
     out: list[bytes] = []
     lines: dict[int, tuple[int, int]] = {}
     offset = 0
-    parts = data.split(b"\n")
-    for index, line in enumerate(parts):
-        new = _redact_line(redactor, line, renamed) if line else line
-        last = index == len(parts) - 1
-        piece = new if last else new + b"\n"
+    # Every byte: a damaged line or a torn tail is redacted as text and kept where it was.
+    for line in _log_modes.read(_log_modes.Source.of(data), _log_modes.Mode.EVERY_BYTE):
+        new = _redact_line(redactor, line.raw, renamed) if line.raw else line.raw
+        piece = new + b"\n" if line.terminated else new
         body = _codec.unseal(new.removeprefix(_BOM).removesuffix(b"\r"))
         if body is not None:
             try:

@@ -15,9 +15,10 @@ from .._context.view import SessionSummary
 from .._format import codec as _codec
 from .._format.names import META_NAME, damaged_name
 from .._format.records import ForkPoint
-from .._log.problems import DISCARD, MOVE_ASIDE, Problem, Reporter
+from .._log.modes import Mode, Source, read
+from .._log.problems import MOVE_ASIDE, Problem, Reporter
 from .._log.reader import LogReader, record_summary
-from .._log.scan import Line, scan
+from .._log.scan import Line
 from . import forks as _forks
 from . import meta as _meta
 from .directory import SessionDir
@@ -51,13 +52,13 @@ def read_meta(where: SessionDir, reporter: Reporter) -> SessionMeta | None:
 def _first_line(where: SessionDir, limit: int | None = None) -> Line | None:
     """The raw log's first complete record line, within ``limit`` bytes (None: no log or none).
 
-    `scan` reads in growing chunks, so a caller that takes the first line reads little.
+    A tolerant read (`_log.modes.read`) reads in growing chunks, so a caller that takes the first line reads little.
     """
     with LogReader(where.fs, where.session_id, where.path) as log:
         if log.fd is None:
             return None
         end = log.size if limit is None else min(log.size, limit)
-        return next(iter(scan(where.fs, log.fd, "", 0, end, DISCARD)), None)
+        return next(iter(read(Source(where.fs, log.fd, end), Mode.TOLERANT, first_line=None)), None)
 
 
 def first_record_time(where: SessionDir) -> datetime | None:

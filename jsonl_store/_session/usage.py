@@ -14,9 +14,10 @@ from .._format import roundtrip as _roundtrip
 from .._format.names import USAGE_NAME
 from .._format.records import ModelUsage, RawMessageRecord, UsageRecord
 from .._io.fs import open_regular
+from .._log import modes as _log_modes
 from .._log.problems import SKIPPED, Problem, Reporter
 from .._log.reader import LogReader
-from .._log.scan import FLAGS_READ, Line, scan
+from .._log.scan import FLAGS_READ, Line
 from .._text.redact import Redactor
 from .directory import SessionDir
 from .handles import now
@@ -75,7 +76,9 @@ def read(where: SessionDir, reporter: Reporter) -> Iterator[dict[str, Any]]:
         return
     try:
         size = fs.fstat(fd).st_size
-        for line in scan(fs, fd, path, 0, size, reporter, first_line=1):
+        for line in _log_modes.read(
+            _log_modes.Source(fs, fd, size, path), _log_modes.Mode.TOLERANT, reporter
+        ):
             try:
                 item = _codec.decode_usage_dict(line.body)
             except _codec.DECODE_ERRORS as exc:
@@ -156,7 +159,9 @@ def record_calls(where: SessionDir, reporter: Reporter) -> Iterator[dict[str, An
             return
         end, _ = log.last_good()
         previous = 0
-        for line in scan(where.fs, log.fd, log.path, 0, end, reporter, first_line=1):
+        for line in _log_modes.read(
+            _log_modes.Source(where.fs, log.fd, end, log.path), _log_modes.Mode.TOLERANT, reporter
+        ):
             if _TOKENS not in line.body:
                 continue
             try:

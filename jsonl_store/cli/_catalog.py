@@ -13,7 +13,7 @@ import sqlite3
 import sys
 from collections.abc import Callable
 
-from .. import SessionStore
+from .. import CatalogUnavailable, SessionStore
 from .._format.names import CATALOG_DIR, catalog_path
 from .._session.catalog import BUILD_AT
 from .._session.catalog_schema import discard, has_fts5
@@ -47,10 +47,10 @@ def _indexed(store: SessionStore, label: str, query: str | None = None) -> list[
 
 
 def _build(store: SessionStore, advanced: Callable[[int, int], None]) -> list[RankedHit]:
-    catalog = store._catalog
-    if catalog is None:  # a store the command opens is always on the real file system
-        raise c.CliError("the catalog needs a store on the real file system")
-    catalog.index_text(store._session_candidates(), store._summary, advanced)
+    try:
+        store._searching.index(advanced)
+    except CatalogUnavailable:  # a store the command opens is always on the real file system
+        raise c.CliError("the catalog needs a store on the real file system") from None
     return []
 
 

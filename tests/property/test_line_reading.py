@@ -22,8 +22,11 @@ from hypothesis import strategies as st
 from jsonl_store._format import codec as _codec
 from jsonl_store._format import lines as _lines
 from jsonl_store._io.fs import OS_FS
+from jsonl_store._log import modes as _modes
 from jsonl_store._log import scan as _log_reader
+from jsonl_store._log.modes import DamagedLine, Mode, Piece, Source, read
 from jsonl_store._log.problems import DISCARD
+from jsonl_store._log.scan import Line
 
 
 def _record(n: int, text: str) -> bytes:
@@ -65,6 +68,7 @@ def tiny_buffers() -> Iterator[None]:
     patch = pytest.MonkeyPatch()
     try:
         patch.setattr(_log_reader, "CHUNK", 16)
+        patch.setattr(_modes, "CHUNK", 16)
         patch.setattr(_log_reader, "BACK_CHUNK", 8)
         patch.setattr(_log_reader, "LONG_LINE", 64)
         patch.setattr(_lines, "_READ", 16)
@@ -139,3 +143,44 @@ def test_a_filtered_scan_finds_every_line_holding_the_bytes(
         every = [line for line in _lines_holding(data, None) if wanted in line[2]]
         filtered = [line for line in _lines_holding(data, wanted) if wanted in line[2]]
     assert filtered == every
+
+
+def _read_in_each_mode(data: bytes) -> tuple[list[Line], list[Line] | DamagedLine, list[Piece]]:
+    """What each mode of `_log.modes.read` gives for ``data`` read from a real file."""
+    with tempfile.NamedTemporaryFile() as file:
+        file.write(data)
+        file.flush()
+        fd = os.open(file.name, os.O_RDONLY)
+        try:
+            source = Source(OS_FS, fd, len(data), file.name)
+            tolerant = list(read(source, Mode.TOLERANT))
+            try:
+                strict: list[Line] | DamagedLine = list(read(source, Mode.STRICT))
+            except DamagedLine as exc:
+                strict = exc
+            return tolerant, strict, list(read(source, Mode.EVERY_BYTE))
+        finally:
+            os.close(fd)
+
+
+@settings(max_examples=examples(300))
+@given(logs(), st.booleans())
+def test_the_three_modes_agree_on_what_a_log_holds(data: bytes, tiny: bool) -> None:
+    """Every-byte pieces are the file, strict passes only a file of record lines as written, tolerant's lines lie in the pieces."""
+    with tiny_buffers() if tiny else contextlib.nullcontext():
+        tolerant, strict, pieces = _read_in_each_mode(data)
+    assert b"".join(piece.whole for piece in pieces) == data
+    as_written = [piece.terminated and _codec.is_sealed(piece.raw) for piece in pieces]
+    if all(as_written):
+        assert not isinstance(strict, DamagedLine)
+        assert [line.body for line in strict] == [piece.raw for piece in pieces]
+        assert [line.body for line in tolerant] == [piece.raw for piece in pieces]
+    else:
+        assert isinstance(strict, DamagedLine)
+        assert strict.line == as_written.index(False) + 1
+        assert strict.offset == pieces[as_written.index(False)].offset
+    starts = {piece.offset: piece for piece in pieces}
+    for line in tolerant:
+        piece = max((p for p in pieces if p.offset <= line.offset), key=lambda p: p.offset)
+        assert line.end == piece.end and line.body in piece.raw
+        assert starts.get(piece.offset) is piece

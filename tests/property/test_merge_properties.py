@@ -26,6 +26,7 @@ from jsonl_store import (
     merge_logs,
     merge_meta,
 )
+from jsonl_store._ops.merge import conflict_markers
 from jsonl_store._session.meta import decode
 
 SID = "s"
@@ -274,3 +275,41 @@ def test_meta_merges_the_same_either_way_and_keeps_what_one_side_changed(
         with SessionStore(root / "ours") as store:  # the merged file is one a store reads and updates
             (root / "ours" / SID / "meta.json").write_bytes(merged.data)
             assert store.update_session(SID, title="after the merge").title == "after the merge"
+
+
+def _markers_by_splitlines(ours: bytes, theirs: bytes, size: int) -> bytes:
+    """Conflict markers as `bytes.splitlines` cuts the two sides: the reference the reader's pieces must match."""
+    mine, other = ours.splitlines(keepends=True), theirs.splitlines(keepends=True)
+    common = 0
+    for a, b in zip(mine, other, strict=False):
+        if a != b or not a.endswith(b"\n"):
+            break
+        common += 1
+
+    def part(lines: list[bytes]) -> bytes:
+        text = b"".join(lines)
+        return text if not text or text.endswith(b"\n") else text + b"\n"
+
+    return b"".join(
+        (
+            b"".join(mine[:common]),
+            b"<" * size + b" ours\n",
+            part(mine[common:]),
+            b"=" * size + b"\n",
+            part(other[common:]),
+            b">" * size + b" theirs\n",
+        )
+    )
+
+
+_line_bytes = st.lists(st.sampled_from([b"a", b"b", b"\n", b"\r", b"\r\n", b"{}"]), max_size=12).map(b"".join)
+
+
+@settings(max_examples=examples(300))
+@given(_line_bytes, _line_bytes, _line_bytes, st.integers(1, 9))
+def test_conflict_markers_share_the_lines_splitlines_shares(
+    prefix: bytes, ours: bytes, theirs: bytes, size: int
+) -> None:
+    """Both sides' shared lines end where splitting at every line end (a lone ``\\r`` too) says, and no byte is lost."""
+    mine, other = prefix + ours, prefix + theirs
+    assert conflict_markers(mine, other, size) == _markers_by_splitlines(mine, other, size)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import fails_after, needs_re2
 
+import jsonl_store
 from jsonl_store import (
     AssistantMessage,
     InvalidArgument,
@@ -147,6 +149,41 @@ def test_a_fifo_in_place_of_a_log_neither_hangs_nor_hits(store: SessionStore) ->
     with fails_after(30, "search opened the FIFO and blocked"):
         assert where(list(search(fifo_store, "e", role="user"))) == [("a", 1, "text")]
     assert any(p.kind == "unsafe-path" for p in problems)
+
+
+def test_the_logs_a_search_reads_are_the_chain_its_history_reads(store: SessionStore) -> None:
+    """The prefilter reads the raw logs of `History`'s chain: own first, and no source the fork shares nothing with."""
+    store.append("a", UserMessage(content="third"))
+    store.fork("a", 2, "b-fork")  # b-fork: a's records 1..2, then its own
+    store.append("b-fork", UserMessage(content="b's own"))
+    store.fork("b-fork", 3, "c-fork")  # c-fork: a's 1..2, b-fork's 3, then its own
+    store.fork("b-fork", 1, "d-fork")  # d-fork: a's 1 only; none of b-fork's own records
+
+    def logs(session_id: str) -> list[str]:
+        summary = store.get_session(session_id)
+        assert summary is not None
+        return [os.path.relpath(path, store.root) for path in store._searching.logs(summary)]
+
+    assert logs("a") == [os.path.join("a", "messages.jsonl")]
+    assert logs("b-fork") == [os.path.join(sid, "messages.jsonl") for sid in ("b-fork", "a")]
+    assert logs("c-fork") == [os.path.join(sid, "messages.jsonl") for sid in ("c-fork", "b-fork", "a")]
+    assert logs("d-fork") == [os.path.join(sid, "messages.jsonl") for sid in ("d-fork", "a")]
+    assert where(list(search(store, "b's own"))) == [("c-fork", 3, "text"), ("b-fork", 3, "text")]
+
+
+def test_search_asks_a_store_only_through_its_internal_entry_point() -> None:
+    """`search` and the catalog command reach no private part of a store but `SessionStore._searching`."""
+    package = Path(jsonl_store.__file__).parent
+    for path in (package / "search.py", package / "cli" / "_catalog.py"):
+        reached = {
+            node.attr
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "store"
+            and node.attr.startswith("_")
+        }
+        assert reached == {"_searching"}, path
 
 
 def test_a_fork_is_searched_through_the_history_it_shares(store: SessionStore) -> None:
