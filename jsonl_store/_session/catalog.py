@@ -40,7 +40,6 @@ import msgspec
 from .._context.view import SessionSummary
 from .._errors import CatalogUnavailable, InvalidArgument, UnsafePath, UnsupportedFormat
 from .._format.names import FORK_NAME, LOG_NAME, META_NAME, catalog_path
-from .._io.fs import OS_FS
 from . import catalog_index as _catalog_index
 from . import catalog_schema as _catalog_schema
 from .catalog_index import RACY, LogState
@@ -389,7 +388,7 @@ def _index_all(
     states = {
         row[0]: LogState(*row[1:])
         for row in connection.execute(
-            "SELECT session_id, log_stamp, log_offset, log_sequence, log_anchor, log_dialect FROM sessions"
+            "SELECT session_id, log_stamp, log_offset, log_sequence, log_crc, log_dialect FROM sessions"
         )
     }
     now = time.time_ns()
@@ -438,7 +437,7 @@ def _index_one(
     sid = summary.session_id
     # Read again under the write lock: another process may have indexed it meanwhile.
     row = connection.execute(
-        "SELECT log_stamp, log_offset, log_sequence, log_anchor, log_dialect FROM sessions WHERE session_id = ?",
+        "SELECT log_stamp, log_offset, log_sequence, log_crc, log_dialect FROM sessions WHERE session_id = ?",
         (sid,),
     ).fetchone()
     if row is None:
@@ -447,12 +446,12 @@ def _index_one(
     if state.stamp == stamp and not stamp.startswith(RACY) and state.dialect == summary.dialect:
         return 0
     new, read = _catalog_index.index_log(
-        connection, OS_FS, sid, os.path.join(root, sid), summary.dialect, state, stamp, rows
+        connection, sid, os.path.join(root, sid), summary.dialect, state, stamp, rows
     )
     connection.execute(
-        "UPDATE sessions SET log_stamp = ?, log_offset = ?, log_sequence = ?, log_anchor = ?, log_dialect = ? "
+        "UPDATE sessions SET log_stamp = ?, log_offset = ?, log_sequence = ?, log_crc = ?, log_dialect = ? "
         "WHERE session_id = ?",
-        (new.stamp, new.offset, new.sequence, new.anchor, new.dialect, sid),
+        (new.stamp, new.offset, new.sequence, new.crc, new.dialect, sid),
     )
     return read
 

@@ -17,6 +17,7 @@ from jsonl_store import (
     SessionSummary,
     UserMessage,
 )
+from jsonl_store._format import codec as _codec
 from jsonl_store._format.names import CATALOG_DIR, CATALOG_NAME, FileKind, classify_root
 from jsonl_store._session import catalog as _catalog
 from jsonl_store._session import catalog_schema as _catalog_schema
@@ -234,6 +235,45 @@ def test_a_log_rewritten_shorter_is_indexed_again(root: Path) -> None:
     log.write_bytes(first)
     assert search_ranked(root, "week") == []
     assert [hit.sequence for hit in search_ranked(root, "importer")] == [1]
+
+
+def rewrite_line(log: Path, index: int, old: bytes, new: bytes) -> None:
+    """Replace ``old`` by ``new`` (as long) in line ``index`` of ``log``, in place, its checksum made to hold again."""
+    assert len(old) == len(new)
+    lines = log.read_bytes().splitlines(keepends=True)
+    body = _codec.unseal(lines[index].rstrip(b"\n"))
+    assert body is not None and old in body
+    lines[index] = _codec.seal(body.replace(old, new))
+    with open(log, "r+b") as out:  # in place: same inode, same size
+        out.write(b"".join(lines))
+
+
+def test_a_line_edited_in_the_middle_then_appended_to_leaves_no_phantom(root: Path) -> None:
+    """A log edited in place before its indexed end, then grown by an append: the old words are
+    never found again, the new ones are, and the append is found too."""
+    log = root / "alpha" / "messages.jsonl"
+    assert [hit.sequence for hit in search_ranked(root, "importer")] == [1]
+    size = log.stat().st_size
+    rewrite_line(log, 0, b"importer", b"exporter")  # the first of two lines: the indexed end's bytes stay
+    assert log.stat().st_size == size
+    with SessionStore(root) as store:
+        store.append("alpha", UserMessage(content="zebra crossing"))
+    assert search_ranked(root, "importer") == []
+    assert [(hit.session_id, hit.sequence) for hit in search_ranked(root, "exporter")] == [("alpha", 1)]
+    assert [(hit.session_id, hit.sequence) for hit in search_ranked(root, "zebra")] == [("alpha", 3)]
+
+
+def test_a_log_rewritten_with_the_same_bytes_is_not_read_again(root: Path) -> None:
+    """A log written again whole with what it held (a checkout, a copy back): nothing is indexed again."""
+    log = root / "alpha" / "messages.jsonl"
+    search_ranked(root, "parsing")
+    data = log.read_bytes()
+    log.unlink()
+    log.write_bytes(data)  # a new inode, the same bytes
+    totals: list[int] = []
+    hits = search_ranked(root, "parsing", on_progress=lambda done, total: totals.append(done))
+    assert [(hit.session_id, hit.sequence) for hit in hits] == [("alpha", 1)]
+    assert totals[-1] == 0
 
 
 def test_ranked_search_refuses_bad_queries_and_simulated_stores(tmp_path: Path) -> None:
