@@ -47,7 +47,8 @@ TITLE = "title"
 class LogState:
     """How far a session's raw log is indexed (one row of the ``sessions`` table)."""
 
-    stamp: str = ""
+    #: The raw log's fingerprint when it was read (`catalog_check.log_key`); empty: never read.
+    stamp: bytes = b""
     offset: int = 0
     sequence: int = 0
     #: CRC-32 (zlib's) of the raw log's bytes before ``offset``.
@@ -55,17 +56,10 @@ class LogState:
     dialect: str = ""
 
 
-def log_stamp(st: os.stat_result | None) -> str:
-    """The fingerprint of a raw log: inode, size, mtime_ns, ctime_ns (``-`` for no file)."""
-    if st is None:
-        return "-"
-    return f"{st.st_ino}.{st.st_size}.{st.st_mtime_ns}.{st.st_ctime_ns}"
-
-
 #: Marks a fingerprint taken while the file could still change within the file system's
 #: timestamp granularity (git's "racily clean" entries,
 #: https://git-scm.com/docs/racy-git): it is checked again next time even when equal.
-RACY = "~"
+RACY = b"~"
 
 
 def _prefix_crc(fd: int, length: int) -> int | None:
@@ -180,13 +174,13 @@ def index_log(
     directory: str,
     dialect: str,
     state: LogState,
-    stamp: str,
+    stamp: bytes,
     rows: list[Row],
 ) -> tuple[LogState, int]:
     """Read what ``state`` has not seen of the session's raw log into ``rows`` (the caller
     `insert`s them before its transaction ends); the new state and the bytes read.
 
-    ``stamp`` is the log's fingerprint taken before it was opened (`log_stamp`): the state
+    ``stamp`` is the log's fingerprint taken before it was opened (`catalog_check.log_key`): the state
     keeps it, so a write after it is seen as a change next time. A log read again from
     the start has its earlier rows deleted first, inside the caller's transaction.
     """
@@ -222,4 +216,4 @@ def _without_escapes(text: str) -> str:
     return _CSI.sub("", text) if "\x1b" in text else text
 
 
-__all__ = ["TITLE", "LogState", "Row", "delete_parts", "index_log", "index_title", "insert", "log_stamp"]
+__all__ = ["RACY", "TITLE", "LogState", "Row", "delete_parts", "index_log", "index_title", "insert"]

@@ -6,6 +6,7 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,7 @@ from jsonl_store import (
 from jsonl_store._format import codec as _codec
 from jsonl_store._format.names import CATALOG_DIR, CATALOG_NAME, FileKind, classify_root
 from jsonl_store._session import catalog as _catalog
+from jsonl_store._session import catalog_check as _catalog_check
 from jsonl_store._session import catalog_schema as _catalog_schema
 from jsonl_store._session.catalog_schema import SCHEMA_VERSION
 from jsonl_store.cli._main import main
@@ -274,6 +276,33 @@ def test_a_log_rewritten_with_the_same_bytes_is_not_read_again(root: Path) -> No
     hits = search_ranked(root, "parsing", on_progress=lambda done, total: totals.append(done))
     assert [(hit.session_id, hit.sequence) for hit in hits] == [("alpha", 1)]
     assert totals[-1] == 0
+
+
+def test_a_root_replaced_while_it_is_checked_is_checked_again(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check's stats go through a descriptor of the root: when the root's path names another
+    directory once they are done, the stats are taken again, so the listing is the new root's."""
+    other = tmp_path / "other"
+    with SessionStore(other) as store:
+        store.append("gamma", UserMessage(content="from the other store"))
+    check_at = _catalog_check._check_at
+    calls: list[int] = []
+
+    def swapping(*args: Any) -> _catalog_check.Checked:
+        found = check_at(*args)
+        if not calls:  # the first check ran on the old root; now the path names the other one
+            os.rename(root, tmp_path / "old")
+            os.rename(other, root)
+        calls.append(1)
+        return found
+
+    with SessionStore(root) as store:
+        monkeypatch.setattr(_catalog_check, "_check_at", swapping)
+        ids = [summary.session_id for summary in store.list_sessions()]
+    assert len(calls) == 2
+    assert ids == ["gamma"]
+    assert listed(root) == scanned(root)
 
 
 def test_ranked_search_refuses_bad_queries_and_simulated_stores(tmp_path: Path) -> None:
