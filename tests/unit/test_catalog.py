@@ -305,6 +305,24 @@ def test_a_root_replaced_while_it_is_checked_is_checked_again(
     assert listed(root) == scanned(root)
 
 
+def test_rows_are_read_again_only_after_another_connection_wrote(root: Path) -> None:
+    """A listing that follows this store's own reads no row of ``sessions`` again; one that follows
+    another store's update of the catalog does, and shows that store's change."""
+    with SessionStore(root) as store, SessionStore(root) as other:
+        store.list_sessions()
+        catalog = store._catalog
+        assert catalog is not None
+        statements: list[str] = []
+        catalog._open().set_trace_callback(statements.append)
+        store.list_sessions()
+        assert not [sql for sql in statements if "FROM sessions" in sql]
+        other.update_session("beta", title="Lunch")
+        other.list_sessions()  # the other connection saves beta's new summary
+        (beta,) = [s for s in store.list_sessions() if s.session_id == "beta"]
+        assert beta.title == "Lunch"
+        assert [sql for sql in statements if sql.startswith("SELECT session_id, stamp")]
+
+
 def test_ranked_search_refuses_bad_queries_and_simulated_stores(tmp_path: Path) -> None:
     """A query without a word or a bad limit is an `InvalidArgument`; a simulated store has no catalog."""
     with pytest.raises(InvalidArgument):
