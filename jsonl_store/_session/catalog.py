@@ -337,12 +337,15 @@ def _index_all(
     summarise: Summarise,
     progress: Callable[[int, int], None] | None,
 ) -> None:
-    found, _ = _refresh(catalog, connection, names, summarise, logs=True)
+    found, summaries = _refresh(catalog, connection, names, summarise, logs=True)
+    # A changed session whose summary was not read now (gone, unsafe, not a session) is not
+    # listed, and nothing of it is read: its row may still hold an older summary.
+    unread = {seen.name for seen in found.changed}.difference(summary.session_id for summary in summaries)
     known = _load(catalog, connection)
     work: list[tuple[str, str, bytes]] = []
     for sid, log in found.logs.items():
         entry = known.get(sid)
-        if entry is None or entry.summary is None:
+        if entry is None or entry.summary is None or sid in unread:
             continue  # not listed: no text either
         state = entry.log
         if state.stamp != log or log[:1] == RACY or state.dialect != entry.dialect:

@@ -323,6 +323,21 @@ def test_rows_are_read_again_only_after_another_connection_wrote(root: Path) -> 
         assert [sql for sql in statements if sql.startswith("SELECT session_id, stamp")]
 
 
+def test_a_session_gone_unsafe_has_no_new_text_indexed(root: Path, tmp_path: Path) -> None:
+    """A session whose meta.json became a symlink is left out of the listing; its log's new words
+    are not indexed either, as nothing of an unsafe session is read."""
+    assert search_ranked(root, "parsing")
+    with SessionStore(root) as store:
+        store.append("beta", UserMessage(content="walrus sighting"))
+    meta = root / "beta" / "meta.json"
+    outside = tmp_path / "elsewhere.json"
+    outside.write_bytes(meta.read_bytes())
+    meta.unlink()
+    meta.symlink_to(outside)
+    assert "beta" not in [summary.session_id for summary in listed(root)]
+    assert search_ranked(root, "walrus") == []
+
+
 def test_ranked_search_refuses_bad_queries_and_simulated_stores(tmp_path: Path) -> None:
     """A query without a word or a bad limit is an `InvalidArgument`; a simulated store has no catalog."""
     with pytest.raises(InvalidArgument):
