@@ -10,15 +10,16 @@ every write would add a transaction to each one, and would still miss what other
 do to the files (a ``git checkout``, an edit by hand), which a reader has to check for
 anyway.
 
-**The freshness check.** One listing of the root, then per session an ``lstat`` of its
-directory and a ``stat`` of its ``meta.json`` and raw log (and of ``fork.json`` for a
-fork): inode, size, mtime_ns and ctime_ns. The directory's times change when a file in
-it is created, renamed or removed (a whole-file write of ``meta.json``, a checkout);
-the files' own when they are written in place. A fingerprint is compared for equality,
-never for "newer", so a clock set back is a change like any other, and one taken while
-the file may still change within the timestamp granularity is marked racy and read
-again next time (git's "racily clean" rule, https://git-scm.com/docs/racy-git). A session the check finds changed has its
+**The freshness check** (`catalog_check`): a stat fingerprint of each session's files,
+compared with the one saved with its summary. A session the check finds changed has its
 summary read from its files, as a listing without the catalog does.
+
+**What this process remembers.** The ``sessions`` table's rows, as last read or written
+by this connection, are kept in memory and read again only when another connection has
+committed since (SQLite's ``PRAGMA data_version``,
+https://www.sqlite.org/pragma.html#pragma_data_version). A row pairs a fingerprint with
+what was read under it, so even a stale row can only make the check read a session again,
+never answer with what the files no longer say.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import os
 import re
 import sqlite3
 import stat
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -39,10 +39,11 @@ import msgspec
 
 from .._context.view import SessionSummary
 from .._errors import CatalogUnavailable, InvalidArgument, UnsafePath, UnsupportedFormat
-from .._format.names import FORK_NAME, LOG_NAME, META_NAME, catalog_path
-from .._io.fs import OS_FS
+from .._format.names import catalog_path
+from . import catalog_check as _catalog_check
 from . import catalog_index as _catalog_index
 from . import catalog_schema as _catalog_schema
+from .catalog_check import Checked, Entry, size_of
 from .catalog_index import RACY, LogState
 
 #: A fingerprint whose times are this close to the check's clock (or after it) is racy.
@@ -54,7 +55,6 @@ BUILD_AT = 100
 #: A batch of text indexing is committed after this many bytes of logs, so another
 #: process updating the catalog waits for one batch, never for a whole build.
 BATCH_BYTES = 16 << 20
-_META_TAIL, _LOG_TAIL, _FORK_TAIL = (os.sep + name for name in (META_NAME, LOG_NAME, FORK_NAME))
 _ENCODE = msgspec.json.Encoder().encode
 _DECODE = msgspec.json.Decoder(list[SessionSummary]).decode
 #: A word of a ranked query, as FTS5's unicode61 tokenizer splits text
@@ -99,57 +99,6 @@ class RankedHit:
         }
 
 
-_PACK = struct.Struct("<4q").pack
-_ABSENT = bytes(32)
-#: A stamp's length when it covers a fork's fork.json too (four files of four fields).
-_FORK_STAMP = 4 * 32
-
-
-def _key(st: os.stat_result | None) -> bytes:
-    """Inode, size, mtime_ns and ctime_ns, packed (zeros for no file)."""
-    if st is None:
-        return _ABSENT
-    return _PACK(st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def _stat(path: str) -> os.stat_result | None:
-    try:
-        return os.stat(path, follow_symlinks=False)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-
-
-def _racy(now: int, stats: Iterable[os.stat_result | None]) -> bool:
-    floor = now - RACY_NS
-    return any(st is not None and (st.st_mtime_ns > floor or st.st_ctime_ns > floor) for st in stats)
-
-
-#: Each checked session's raw-log stat, by session id (None: no log).
-_Logs = dict[str, os.stat_result | None]
-
-
-@dataclass(slots=True)
-class _Seen:
-    """One session directory as the freshness check found it."""
-
-    name: str
-    directory: str
-    #: The packed fingerprint; empty when racy, so the next check reads the session again.
-    stamp: bytes
-    #: The raw log's stat within it (None: no log), which the text index reuses.
-    log: os.stat_result | None
-
-
-def _fingerprint(name: str, directory: str, top: os.stat_result, now: int, fork: bool) -> _Seen:
-    meta, log = _stat(directory + _META_TAIL), _stat(directory + _LOG_TAIL)
-    stats = [top, meta, log]
-    # fork.json is written once, when the fork is made (spec §8.10): its appearing or going
-    # changes the directory's times, so only a known fork's own file needs a stat of its own.
-    if fork and (point := _stat(directory + _FORK_TAIL)) is not None:
-        stats.append(point)
-    return _Seen(name, directory, b"" if _racy(now, stats) else b"".join(map(_key, stats)), log)
-
-
 def _marked(snippet: str) -> tuple[str, tuple[tuple[int, int], ...]]:
     """A snippet from SQLite with `_OPEN`/`_CLOSE` taken out, and where they were."""
     text, marks, start = [], [], 0
@@ -183,12 +132,17 @@ class Catalog:
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None
         self._pid = 0
+        #: The ``sessions`` table as this connection last read or wrote it (None: read it), and
+        #: the connection's ``data_version`` when it was read (`_load`).
+        self.known: dict[str, Entry] | None = None
+        self.version = 0
 
     def forked(self) -> None:
         """In a forked child: a fresh lock (a thread of the parent may have held it, and is
         gone), and no connection: the parent's stays the parent's (`_open`)."""
         self._lock = threading.Lock()
         self._connection = None
+        self.known = None
 
     def close(self) -> None:
         """Close the connection (it is opened again when needed)."""
@@ -196,6 +150,7 @@ class Catalog:
             if self._connection is not None and self._pid == os.getpid():
                 self._connection.close()
             self._connection = None
+            self.known = None
 
     def _open(self) -> sqlite3.Connection:
         # A connection is never used across fork(2) (https://www.sqlite.org/howtocorrupt.html,
@@ -203,6 +158,7 @@ class Catalog:
         if self._connection is None or self._pid != os.getpid():
             self._connection = _catalog_schema.open_catalog(self.root)
             self._pid = os.getpid()
+            self.known = None  # another connection's data_version counts from elsewhere
         return self._connection
 
     def _retrying(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
@@ -221,6 +177,7 @@ class Catalog:
             with contextlib.suppress(sqlite3.Error):
                 self._connection.close()
         self._connection = None
+        self.known = None
 
     def listing(
         self, names: Iterable[str], summarise: Summarise
@@ -235,14 +192,19 @@ class Catalog:
             return None  # a few sessions list as fast from their files: no catalog is made for them
         with self._lock:
             try:
-                return self._retrying(lambda connection: _refresh(connection, self.root, names, summarise))
+                found, summaries = self._retrying(
+                    lambda connection: _refresh(self, connection, names, summarise, logs=False)
+                )
             except (OSError, sqlite3.Error):
                 return None
+        if found.good:  # decoded outside the lock: the rows are bytes nobody changes
+            summaries.extend(_DECODE(b"[" + b",".join(found.good) + b"]"))
+        return summaries, found.odd
 
     def index_text(
         self, names: Iterable[str], summarise: Summarise, progress: Callable[[int, int], None] | None = None
-    ) -> list[SessionSummary]:
-        """Bring the summaries and the text index up to date; the sessions listed.
+    ) -> None:
+        """Bring the summaries and the text index up to date.
 
         ``progress(done, total)`` is called with the bytes of logs indexed so far and the
         bytes to index. Raises `CatalogUnavailable` when there is no catalog or no FTS5.
@@ -255,9 +217,7 @@ class Catalog:
         names = list(names)
         with self._lock:
             try:
-                return self._retrying(
-                    lambda connection: _index_all(connection, self.root, names, summarise, progress)
-                )
+                self._retrying(lambda connection: _index_all(self, connection, names, summarise, progress))
             except (OSError, sqlite3.Error) as exc:
                 raise CatalogUnavailable(f"the catalog below {self.root!r} cannot be used: {exc}") from exc
 
@@ -271,101 +231,86 @@ class Catalog:
                 raise CatalogUnavailable(f"the catalog below {self.root!r} cannot be used: {exc}") from exc
 
 
-def _check(
-    root: str, names: list[str], known: dict[str, tuple[bytes, bytes | None]], now: int, logs: _Logs | None
-) -> tuple[list[bytes], list[_Seen], list[str]]:
-    """The freshness check: the summaries still good, the sessions to read again, and the
-    entries the caller reads itself; each checked session's log stat goes into ``logs``."""
-    good: list[bytes] = []
-    changed: list[_Seen] = []
-    odd: list[str] = []
-    for name in names:
-        directory = root + os.sep + name
-        try:
-            top = os.lstat(directory)
-        except FileNotFoundError:
-            continue  # deleted since the listing
-        if not stat.S_ISDIR(top.st_mode):
-            if not stat.S_ISREG(top.st_mode):  # a file named like a session is none
-                odd.append(name)
-            continue
-        row = known.get(name)
-        if row is not None and row[0]:
-            seen = _fingerprint(name, directory, top, now, fork=len(row[0]) == _FORK_STAMP)
-            if logs is not None:
-                logs[name] = seen.log
-            if row[0] == seen.stamp:
-                if row[1] is not None:
-                    good.append(row[1])
-                continue
-        seen = _fingerprint(name, directory, top, now, fork=True)
-        if logs is not None:
-            logs[name] = seen.log
-        changed.append(seen)
-    return good, changed, odd
+def _load(catalog: Catalog, connection: sqlite3.Connection) -> dict[str, Entry]:
+    """The ``sessions`` table as a dict: the one in memory while no other connection committed."""
+    (version,) = connection.execute("PRAGMA data_version").fetchone()
+    if catalog.known is None or version != catalog.version:
+        catalog.known = {
+            row[0]: Entry(row[1], row[2], row[3], LogState(*row[4:]))
+            for row in connection.execute(
+                "SELECT session_id, stamp, summary, dialect, log_stamp, log_offset, log_sequence, log_crc, "
+                "log_dialect FROM sessions"
+            )
+        }
+        catalog.version = version
+    return catalog.known
+
+
+def _checked(root: str, names: list[str], known: dict[str, Entry], logs: bool) -> Checked:
+    listed: list[str] | None = names
+    for _ in range(3):
+        found = _catalog_check.check(root, listed, known, time.time_ns() - RACY_NS, logs)
+        if found is not None:
+            return found
+        listed = None  # the caller listed a root that is gone from its path: list the new one
+    raise OSError(f"the store root {root!r} was replaced again and again while it was checked")
 
 
 def _refresh(
-    connection: sqlite3.Connection,
-    root: str,
-    names: list[str],
-    summarise: Summarise,
-    logs: _Logs | None = None,
-) -> tuple[list[SessionSummary], list[str]]:
-    known = {
-        sid: (stamp, blob)
-        for sid, stamp, blob in connection.execute("SELECT session_id, stamp, summary FROM sessions")
-    }
-    good, changed, odd = _check(root, names, known, time.time_ns(), logs)
-    fresh: list[tuple[str, bytes, bytes | None, str | None]] = []
+    catalog: Catalog, connection: sqlite3.Connection, names: list[str], summarise: Summarise, logs: bool
+) -> tuple[Checked, list[SessionSummary]]:
+    """The freshness check, and the summaries of the sessions it found changed, read from their
+    files and saved; the caller decodes ``good`` itself if it needs them."""
+    root = catalog.root
+    known = _load(catalog, connection)
+    found = _checked(root, names, known, logs)
+    fresh: list[tuple[str, bytes, bytes | None, str, str | None]] = []
     summaries: list[SessionSummary] = []
-    for seen in changed:
+    for seen in found.changed:
+        directory = root + os.sep + seen.name
         try:
             # Checked again right before the read, as a listing without the catalog does: a
             # directory swapped for a symlink since the check is never read through.
-            if not stat.S_ISDIR(os.lstat(seen.directory).st_mode):
-                odd.append(seen.name)
+            if not stat.S_ISDIR(os.lstat(directory).st_mode):
+                found.odd.append(seen.name)
                 continue
-            summary = summarise(seen.name, seen.directory)
+            summary = summarise(seen.name, directory)
         except FileNotFoundError:
             continue  # deleted since the check
         except UnsafePath:
-            odd.append(seen.name)  # reported by the caller's own read, every time it lists
+            found.odd.append(seen.name)  # reported by the caller's own read, every time it lists
             continue
         except (NotADirectoryError, UnsupportedFormat):
             summary = None  # not listed, as without the catalog, until its files change
         if summary is not None:
             summaries.append(summary)
-        fresh.append(
-            (
-                seen.name,
-                seen.stamp,
-                _ENCODE(summary) if summary is not None else None,
-                summary.title if summary is not None else None,
-            )
-        )
-    present = set(names)
+            fresh.append((seen.name, seen.stamp, _ENCODE(summary), summary.dialect, summary.title))
+        else:
+            fresh.append((seen.name, seen.stamp, None, "", None))
+    present = set(found.names)
     gone = [sid for sid in known if sid not in present]
     if fresh or gone:
-        _write_summaries(connection, fresh, gone)
-    if good:
-        summaries.extend(_DECODE(b"[" + b",".join(good) + b"]"))
-    return summaries, odd
+        _write_summaries(catalog, connection, fresh, gone)
+    return found, summaries
 
 
 def _write_summaries(
-    connection: sqlite3.Connection, fresh: list[tuple[str, bytes, bytes | None, str | None]], gone: list[str]
+    catalog: Catalog,
+    connection: sqlite3.Connection,
+    fresh: list[tuple[str, bytes, bytes | None, str, str | None]],
+    gone: list[str],
 ) -> None:
     text = _catalog_schema.has_fts5()
     connection.execute("BEGIN IMMEDIATE")
     try:
         connection.executemany(
-            "INSERT INTO sessions (session_id, stamp, summary) VALUES (?, ?, ?) "
-            "ON CONFLICT (session_id) DO UPDATE SET stamp = excluded.stamp, summary = excluded.summary",
-            [row[:3] for row in fresh],
+            "INSERT INTO sessions (session_id, stamp, summary, dialect) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (session_id) DO UPDATE SET stamp = excluded.stamp, summary = excluded.summary, "
+            "dialect = excluded.dialect",
+            [row[:4] for row in fresh],
         )
         if text:
-            for sid, _, _, title in fresh:
+            for sid, _, _, _, title in fresh:
                 _catalog_index.index_title(connection, sid, title)
         for sid in gone:
             connection.execute("DELETE FROM sessions WHERE session_id = ?", (sid,))
@@ -373,87 +318,108 @@ def _write_summaries(
                 _catalog_index.delete_parts(connection, sid)
         connection.execute("COMMIT")
     except BaseException:
+        catalog.known = None  # what was written is unknown: read the table again next time
         connection.execute("ROLLBACK")
         raise
+    known = catalog.known
+    if known is not None:  # what this connection wrote, as the table now holds it
+        for sid, stamp, summary, dialect, _ in fresh:
+            entry = known.get(sid)
+            known[sid] = Entry(stamp, summary, dialect, entry.log if entry is not None else LogState())
+        for sid in gone:
+            known.pop(sid, None)
 
 
 def _index_all(
+    catalog: Catalog,
     connection: sqlite3.Connection,
-    root: str,
     names: list[str],
     summarise: Summarise,
     progress: Callable[[int, int], None] | None,
-) -> list[SessionSummary]:
-    logs: _Logs = {}  # the freshness check's log stats: one stat per log, not two
-    summaries, _ = _refresh(connection, root, names, summarise, logs)
-    states = {
-        row[0]: LogState(*row[1:])
-        for row in connection.execute(
-            "SELECT session_id, log_stamp, log_offset, log_sequence, log_anchor, log_dialect FROM sessions"
-        )
-    }
-    now = time.time_ns()
-    work: list[tuple[SessionSummary, str, int]] = []
-    for summary in summaries:
-        sid = summary.session_id
-        log = logs[sid] if sid in logs else _stat(os.path.join(root, sid, LOG_NAME))
-        stamp = _catalog_index.log_stamp(log)
-        if _racy(now, [log]):
-            stamp = RACY + stamp
-        state = states.get(summary.session_id, LogState())
-        if state.stamp != stamp or stamp.startswith(RACY) or state.dialect != summary.dialect:
-            work.append((summary, stamp, max(0, (log.st_size if log else 0) - state.offset)))
-    total, done = sum(size for _, _, size in work), 0
+) -> None:
+    found, summaries = _refresh(catalog, connection, names, summarise, logs=True)
+    # A changed session whose summary was not read now (gone, unsafe, not a session) is not
+    # listed, and nothing of it is read: its row may still hold an older summary.
+    unread = {seen.name for seen in found.changed}.difference(summary.session_id for summary in summaries)
+    known = _load(catalog, connection)
+    work: list[tuple[str, str, bytes]] = []
+    for sid, log in found.logs.items():
+        entry = known.get(sid)
+        if entry is None or entry.summary is None or sid in unread:
+            continue  # not listed: no text either
+        state = entry.log
+        if state.stamp != log or log[:1] == RACY or state.dialect != entry.dialect:
+            work.append((sid, entry.dialect, log))
+    total = sum(max(0, size_of(log) - known[sid].log.offset) for sid, _, log in work)
+    done = 0
     if progress is not None:
         progress(0, total)
-    batch, rows = 0, list[_catalog_index.Row]()
+    if not work:
+        return  # nothing to index: no write transaction at all
+    batch, rows, states = 0, list[_catalog_index.Row](), list[tuple[str, LogState]]()
     connection.execute("BEGIN IMMEDIATE")
     try:
-        for summary, stamp, _ in work:
-            done_now = _index_one(connection, root, summary, stamp, rows)
+        for sid, dialect, log in work:
+            done_now = _index_one(connection, catalog.root, sid, dialect, log, rows, states)
             done, batch = done + done_now, batch + done_now
             if progress is not None:
                 progress(done, total)
             if batch >= BATCH_BYTES:
-                _catalog_index.insert(connection, rows)
-                connection.execute("COMMIT")
+                _commit(catalog, connection, rows, states)
                 connection.execute("BEGIN IMMEDIATE")
-                batch, rows = 0, []
-        _catalog_index.insert(connection, rows)
-        connection.execute("COMMIT")
+                batch, rows, states = 0, [], []
+        _commit(catalog, connection, rows, states)
     except BaseException:
+        catalog.known = None
         connection.execute("ROLLBACK")
         raise
-    return summaries
+
+
+def _commit(
+    catalog: Catalog,
+    connection: sqlite3.Connection,
+    rows: list[_catalog_index.Row],
+    states: list[tuple[str, LogState]],
+) -> None:
+    """Insert ``rows``, commit, and remember the log states the transaction saved."""
+    _catalog_index.insert(connection, rows)
+    connection.execute("COMMIT")
+    known = catalog.known
+    if known is not None:
+        for sid, state in states:
+            entry = known.get(sid)
+            if entry is not None:
+                entry.log = state
 
 
 def _index_one(
     connection: sqlite3.Connection,
     root: str,
-    summary: SessionSummary,
-    stamp: str,
+    sid: str,
+    dialect: str,
+    log: bytes,
     rows: list[_catalog_index.Row],
+    states: list[tuple[str, LogState]],
 ) -> int:
     """Read one session's new records into ``rows`` inside the caller's transaction; the bytes read."""
-    sid = summary.session_id
     # Read again under the write lock: another process may have indexed it meanwhile.
     row = connection.execute(
-        "SELECT log_stamp, log_offset, log_sequence, log_anchor, log_dialect FROM sessions WHERE session_id = ?",
+        "SELECT log_stamp, log_offset, log_sequence, log_crc, log_dialect FROM sessions WHERE session_id = ?",
         (sid,),
     ).fetchone()
     if row is None:
         return 0  # deleted since the listing: its rows went with it
     state = LogState(*row)
-    if state.stamp == stamp and not stamp.startswith(RACY) and state.dialect == summary.dialect:
+    if state.stamp == log and log[:1] != RACY and state.dialect == dialect:
+        states.append((sid, state))
         return 0
-    new, read = _catalog_index.index_log(
-        connection, OS_FS, sid, os.path.join(root, sid), summary.dialect, state, stamp, rows
-    )
+    new, read = _catalog_index.index_log(connection, sid, os.path.join(root, sid), dialect, state, log, rows)
     connection.execute(
-        "UPDATE sessions SET log_stamp = ?, log_offset = ?, log_sequence = ?, log_anchor = ?, log_dialect = ? "
+        "UPDATE sessions SET log_stamp = ?, log_offset = ?, log_sequence = ?, log_crc = ?, log_dialect = ? "
         "WHERE session_id = ?",
-        (new.stamp, new.offset, new.sequence, new.anchor, new.dialect, sid),
+        (new.stamp, new.offset, new.sequence, new.crc, new.dialect, sid),
     )
+    states.append((sid, new))
     return read
 
 

@@ -1,14 +1,23 @@
 """The catalog's text index: a session's records read as parts and written to FTS5, from where it stopped.
 
-Each session's row remembers where its indexed records end in the raw log, the last
-indexed sequence, the raw log's stat fingerprint then, and an anchor: the bytes just
-before that offset, which end with the last indexed line's CRC-32 suffix (spec §4), so
-they stand for that line. When the log's fingerprint changed:
+Each session's row remembers where its indexed records end in the raw log (the offset),
+the last indexed sequence, the raw log's stat fingerprint then, and the CRC-32 of every
+byte of the log before that offset. When the log's fingerprint changed, the bytes before
+the offset are read again and checksummed (a pass at memory speed, no decoding):
 
-- it grew, same inode, and the anchor is still where it was: only the bytes after the
-  offset are read (O(new bytes)), as an append leaves the earlier lines as they were;
-- anything else (it shrank, kept its size but changed, is a new file, the anchor moved):
-  the session's rows are dropped and its log indexed again from the start.
+- the checksum holds (an append, or a file written again with the same start: a
+  checkout, a copy put back): only the bytes after the offset are decoded, O(new bytes);
+- it fails (a line edited anywhere before the offset, the log cut short or replaced) or
+  the log is shorter than the offset: the session's rows are dropped and its log indexed
+  again from the start.
+
+A stat fingerprint cannot tell an append from an edit in place made together with one
+(the size grows either way, and the bytes next to the offset may be untouched): only the
+bytes can, so the whole indexed prefix is checked, never a sample of it.
+
+The bytes decoded are the bytes checksummed: the new part of the log is read once into
+memory (`_PinnedLog`) and the reader decodes from that copy, so a write racing the read
+can never leave rows that disagree with the checksum kept for them.
 
 Records are read by `LogReader`, the one read path of the raw log: checksums checked, a
 batch torn by a crash left out until it is complete (spec §8.7), large strings restored
@@ -20,15 +29,16 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import zlib
 from dataclasses import dataclass
 
 from .._context.search_text import role_of, searchable
-from .._io.fs import FileSystem
+from .._format.names import LOG_NAME
+from .._io.fs import OsFileSystem
 from .._log.reader import LogReader
 
-#: How many bytes before the indexed offset the anchor holds: more than a line's checksum
-#: suffix (spec §4), so it covers the last line's CRC-32 and the record's last bytes.
-ANCHOR_BYTES = 64
+#: The indexed prefix is checksummed in reads of this size (one buffer, reused by the kernel's page cache).
+CHECK_CHUNK = 4 << 20
 #: The kind and role of a title's row (``sequence`` 0), as `jsonl_store.search.Hit` names a title.
 TITLE = "title"
 
@@ -37,37 +47,83 @@ TITLE = "title"
 class LogState:
     """How far a session's raw log is indexed (one row of the ``sessions`` table)."""
 
-    stamp: str = ""
+    #: The raw log's fingerprint when it was read (`catalog_check.log_key`); empty: never read.
+    stamp: bytes = b""
     offset: int = 0
     sequence: int = 0
-    anchor: bytes = b""
+    #: CRC-32 (zlib's) of the raw log's bytes before ``offset``.
+    crc: int = 0
     dialect: str = ""
-
-
-def log_stamp(st: os.stat_result | None) -> str:
-    """The fingerprint of a raw log: inode, size, mtime_ns, ctime_ns (``-`` for no file)."""
-    if st is None:
-        return "-"
-    return f"{st.st_ino}.{st.st_size}.{st.st_mtime_ns}.{st.st_ctime_ns}"
 
 
 #: Marks a fingerprint taken while the file could still change within the file system's
 #: timestamp granularity (git's "racily clean" entries,
 #: https://git-scm.com/docs/racy-git): it is checked again next time even when equal.
-RACY = "~"
+RACY = b"~"
 
 
-def _size_and_inode(stamp: str) -> tuple[int, int] | None:
-    stamp = stamp.removeprefix(RACY)
-    if stamp in ("", "-"):
-        return None
-    inode, size, _ = stamp.split(".", 2)
-    return int(size), int(inode)
+def _prefix_crc(fd: int, length: int) -> int | None:
+    """The CRC-32 of the first ``length`` bytes of the file at ``fd``; None when it is shorter."""
+    crc, offset = 0, 0
+    while offset < length:
+        chunk = os.pread(fd, min(CHECK_CHUNK, length - offset), offset)
+        if not chunk:
+            return None
+        crc = zlib.crc32(chunk, crc)
+        offset += len(chunk)
+    return crc
 
 
-def _anchor(fs: FileSystem, fd: int, offset: int) -> bytes:
-    length = min(ANCHOR_BYTES, offset)
-    return fs.pread(fd, length, offset - length) if length else b""
+class _PinnedLog(OsFileSystem):
+    """The real file system, except that the raw log's bytes from ``start`` on are read
+    once (`pin`) and every later read of them is served from that copy.
+
+    The reader looks at a range more than once (where complete records end, then the
+    records): from one copy it sees one version of the file, the one `index_log`
+    checksums, even while another process rewrites it. The copy costs memory the size of
+    the bytes indexed, as the rows made from them do.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd = -1
+        self.start = 0
+        self.data = b""
+        self.pinned = False
+
+    def open(self, path: str, flags: int, mode: int = 0o777) -> int:
+        fd = super().open(path, flags, mode)
+        if path == self.path:
+            self.fd = fd
+        return fd
+
+    def pin(self, start: int, size: int) -> None:
+        """Read the log's bytes from ``start`` to ``size`` (or to its end, if shorter now)."""
+        chunks, offset = [], start
+        while self.fd >= 0 and offset < size:
+            # One read returns at most about 2 GiB on Linux (read(2), NOTES): read on.
+            chunk = os.pread(self.fd, size - offset, offset)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            offset += len(chunk)
+        self.start, self.data, self.pinned = start, b"".join(chunks), True
+
+    def pread(self, fd: int, length: int, offset: int) -> bytes:
+        if fd != self.fd or not self.pinned or offset + length <= self.start:
+            return os.pread(fd, length, offset)
+        if offset < self.start:  # the reader starts at `start`; a read across it is served whole all the same
+            before = os.pread(fd, self.start - offset, offset)
+            if len(before) < self.start - offset:
+                return before  # the file ends before `start` now
+            return before + self.pread(fd, length - len(before), self.start)
+        at = offset - self.start
+        return self.data[at : at + length]
+
+    def crc(self, end: int, crc: int) -> int:
+        """The CRC-32 ``crc`` of the bytes before ``start`` continued to ``end``, over the copy."""
+        assert self.start <= end <= self.start + len(self.data), (self.start, end, len(self.data))
+        return zlib.crc32(memoryview(self.data)[: end - self.start], crc)
 
 
 def delete_parts(connection: sqlite3.Connection, session_id: str, *, title: bool | None = None) -> None:
@@ -103,48 +159,39 @@ def index_title(connection: sqlite3.Connection, session_id: str, title: str | No
         insert(connection, [(session_id, 0, "", TITLE, TITLE, title)])
 
 
-def _start(state: LogState, stamp: str, dialect: str, reader: LogReader) -> LogState | None:
+def _resume(state: LogState, dialect: str, reader: LogReader) -> LogState | None:
     """Where reading continues (``state`` itself), or None: index the whole log again."""
-    if state.dialect != dialect or not state.stamp:
-        return None
-    before, now = _size_and_inode(state.stamp), _size_and_inode(stamp)
-    if now is None:
-        return None  # no log any more: its rows go
-    if before is None:
-        return state if state.offset == 0 else None  # a first log: read from its start
-    (old_size, old_inode), (size, inode) = before, now
-    if inode != old_inode or size < old_size or state.offset > size or reader.fd is None:
-        return None  # a new file, or one cut short
-    if size == old_size and state.stamp.removeprefix(RACY) != stamp.removeprefix(RACY):
-        return None  # the same size, written again: not an append
-    if _anchor(reader.fs, reader.fd, state.offset) != state.anchor:
-        return None
+    if state.dialect != dialect or not state.stamp or reader.fd is None or state.offset > reader.size:
+        return None  # never indexed, read as another dialect, no log any more, or cut short
+    if _prefix_crc(reader.fd, state.offset) != state.crc:
+        return None  # a byte before the offset changed: not (only) an append
     return state
 
 
 def index_log(
     connection: sqlite3.Connection,
-    fs: FileSystem,
     session_id: str,
     directory: str,
     dialect: str,
     state: LogState,
-    stamp: str,
+    stamp: bytes,
     rows: list[Row],
 ) -> tuple[LogState, int]:
     """Read what ``state`` has not seen of the session's raw log into ``rows`` (the caller
     `insert`s them before its transaction ends); the new state and the bytes read.
 
-    ``stamp`` is the log's fingerprint taken before it was opened (`log_stamp`): the state
+    ``stamp`` is the log's fingerprint taken before it was opened (`catalog_check.log_key`): the state
     keeps it, so a write after it is seen as a change next time. A log read again from
     the start has its earlier rows deleted first, inside the caller's transaction.
     """
-    with LogReader(fs, session_id, directory) as reader:
-        resumed = _start(state, stamp, dialect, reader)
+    log = _PinnedLog(os.path.join(directory, LOG_NAME))
+    with LogReader(log, session_id, directory) as reader:
+        resumed = _resume(state, dialect, reader)
         if resumed is None:
             if state.stamp:  # a session never indexed has no record rows to delete
                 delete_parts(connection, session_id, title=False)
             resumed = LogState()
+        log.pin(resumed.offset, reader.size)
         offset, sequence = resumed.offset, resumed.sequence
         for line, record in reader.records(resumed.offset, resumed.sequence):
             message = record.message
@@ -155,8 +202,8 @@ def index_log(
                 if (indexed := _without_escapes(text))
             )
             offset, sequence = line.end, record.sequence
-        anchor = _anchor(fs, reader.fd, offset) if reader.fd is not None else b""
-    return LogState(stamp, offset, sequence, anchor, dialect), offset - resumed.offset
+        crc = log.crc(offset, resumed.crc)
+    return LogState(stamp, offset, sequence, crc, dialect), offset - resumed.offset
 
 
 #: A terminal's control sequence (ECMA-48 CSI: colours, cursor moves), as tool output holds
@@ -169,4 +216,4 @@ def _without_escapes(text: str) -> str:
     return _CSI.sub("", text) if "\x1b" in text else text
 
 
-__all__ = ["TITLE", "LogState", "Row", "delete_parts", "index_log", "index_title", "insert", "log_stamp"]
+__all__ = ["RACY", "TITLE", "LogState", "Row", "delete_parts", "index_log", "index_title", "insert"]

@@ -33,26 +33,28 @@ from .._format.names import (
 #: Bumped whenever a table or what a column means changes: a database of another version is
 #: built again (SQLite's ``user_version`` header field, https://www.sqlite.org/pragma.html#pragma_user_version).
 #: The high bit of the low byte tells a database built without FTS5 from one built with it.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _NO_TEXT_FLAG = 0x80
 #: How long a connection waits for another process's write transaction (milliseconds).
 BUSY_TIMEOUT_MS = 30_000
 
 # ``sessions``: one row per session directory. ``stamp`` is the stat fingerprint of the
-# directory and its metadata, raw log and fork files (packed, `_session.catalog._key`) when
+# directory and its metadata, raw log and fork files (packed, `_session.catalog_check.key`) when
 # ``summary`` (the SessionSummary as msgspec JSON; NULL for an entry the listing leaves
-# out) was read from them; empty when it must be read again (racy). The ``log_*`` columns are
-# how far the raw log's text is indexed (`_session.catalog_index.LogState`). ``parts``: one row per
+# out) was read from them; empty when it must be read again (racy); ``dialect`` is the one
+# the summary names. The ``log_*`` columns are how far the raw log's text is indexed
+# (`_session.catalog_index.LogState`: its fingerprint then, offset, sequence, CRC-32, dialect). ``parts``: one row per
 # string of a message part (`_context.search_text.searchable`), or a title (sequence 0).
 _TABLES = """
 CREATE TABLE sessions (
     session_id TEXT PRIMARY KEY,
     stamp BLOB NOT NULL,
     summary BLOB,
-    log_stamp TEXT NOT NULL DEFAULT '',
+    dialect TEXT NOT NULL DEFAULT '',
+    log_stamp BLOB NOT NULL DEFAULT x'',
     log_offset INTEGER NOT NULL DEFAULT 0,
     log_sequence INTEGER NOT NULL DEFAULT 0,
-    log_anchor BLOB NOT NULL DEFAULT x'',
+    log_crc INTEGER NOT NULL DEFAULT 0,
     log_dialect TEXT NOT NULL DEFAULT ''
 ) WITHOUT ROWID;
 CREATE TABLE parts (

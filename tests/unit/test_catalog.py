@@ -6,6 +6,7 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,8 +18,10 @@ from jsonl_store import (
     SessionSummary,
     UserMessage,
 )
+from jsonl_store._format import codec as _codec
 from jsonl_store._format.names import CATALOG_DIR, CATALOG_NAME, FileKind, classify_root
 from jsonl_store._session import catalog as _catalog
+from jsonl_store._session import catalog_check as _catalog_check
 from jsonl_store._session import catalog_schema as _catalog_schema
 from jsonl_store._session.catalog_schema import SCHEMA_VERSION
 from jsonl_store.cli._main import main
@@ -234,6 +237,105 @@ def test_a_log_rewritten_shorter_is_indexed_again(root: Path) -> None:
     log.write_bytes(first)
     assert search_ranked(root, "week") == []
     assert [hit.sequence for hit in search_ranked(root, "importer")] == [1]
+
+
+def rewrite_line(log: Path, index: int, old: bytes, new: bytes) -> None:
+    """Replace ``old`` by ``new`` (as long) in line ``index`` of ``log``, in place, its checksum made to hold again."""
+    assert len(old) == len(new)
+    lines = log.read_bytes().splitlines(keepends=True)
+    body = _codec.unseal(lines[index].rstrip(b"\n"))
+    assert body is not None and old in body
+    lines[index] = _codec.seal(body.replace(old, new))
+    with open(log, "r+b") as out:  # in place: same inode, same size
+        out.write(b"".join(lines))
+
+
+def test_a_line_edited_in_the_middle_then_appended_to_leaves_no_phantom(root: Path) -> None:
+    """A log edited in place before its indexed end, then grown by an append: the old words are
+    never found again, the new ones are, and the append is found too."""
+    log = root / "alpha" / "messages.jsonl"
+    assert [hit.sequence for hit in search_ranked(root, "importer")] == [1]
+    size = log.stat().st_size
+    rewrite_line(log, 0, b"importer", b"exporter")  # the first of two lines: the indexed end's bytes stay
+    assert log.stat().st_size == size
+    with SessionStore(root) as store:
+        store.append("alpha", UserMessage(content="zebra crossing"))
+    assert search_ranked(root, "importer") == []
+    assert [(hit.session_id, hit.sequence) for hit in search_ranked(root, "exporter")] == [("alpha", 1)]
+    assert [(hit.session_id, hit.sequence) for hit in search_ranked(root, "zebra")] == [("alpha", 3)]
+
+
+def test_a_log_rewritten_with_the_same_bytes_is_not_read_again(root: Path) -> None:
+    """A log written again whole with what it held (a checkout, a copy back): nothing is indexed again."""
+    log = root / "alpha" / "messages.jsonl"
+    search_ranked(root, "parsing")
+    data = log.read_bytes()
+    log.unlink()
+    log.write_bytes(data)  # a new inode, the same bytes
+    totals: list[int] = []
+    hits = search_ranked(root, "parsing", on_progress=lambda done, total: totals.append(done))
+    assert [(hit.session_id, hit.sequence) for hit in hits] == [("alpha", 1)]
+    assert totals[-1] == 0
+
+
+def test_a_root_replaced_while_it_is_checked_is_checked_again(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check's stats go through a descriptor of the root: when the root's path names another
+    directory once they are done, the stats are taken again, so the listing is the new root's."""
+    other = tmp_path / "other"
+    with SessionStore(other) as store:
+        store.append("gamma", UserMessage(content="from the other store"))
+    check_at = _catalog_check._check_at
+    calls: list[int] = []
+
+    def swapping(*args: Any) -> _catalog_check.Checked:
+        found = check_at(*args)
+        if not calls:  # the first check ran on the old root; now the path names the other one
+            os.rename(root, tmp_path / "old")
+            os.rename(other, root)
+        calls.append(1)
+        return found
+
+    with SessionStore(root) as store:
+        monkeypatch.setattr(_catalog_check, "_check_at", swapping)
+        ids = [summary.session_id for summary in store.list_sessions()]
+    assert len(calls) == 2
+    assert ids == ["gamma"]
+    assert listed(root) == scanned(root)
+
+
+def test_rows_are_read_again_only_after_another_connection_wrote(root: Path) -> None:
+    """A listing that follows this store's own reads no row of ``sessions`` again; one that follows
+    another store's update of the catalog does, and shows that store's change."""
+    with SessionStore(root) as store, SessionStore(root) as other:
+        store.list_sessions()
+        catalog = store._catalog
+        assert catalog is not None
+        statements: list[str] = []
+        catalog._open().set_trace_callback(statements.append)
+        store.list_sessions()
+        assert not [sql for sql in statements if "FROM sessions" in sql]
+        other.update_session("beta", title="Lunch")
+        other.list_sessions()  # the other connection saves beta's new summary
+        (beta,) = [s for s in store.list_sessions() if s.session_id == "beta"]
+        assert beta.title == "Lunch"
+        assert [sql for sql in statements if sql.startswith("SELECT session_id, stamp")]
+
+
+def test_a_session_gone_unsafe_has_no_new_text_indexed(root: Path, tmp_path: Path) -> None:
+    """A session whose meta.json became a symlink is left out of the listing; its log's new words
+    are not indexed either, as nothing of an unsafe session is read."""
+    assert search_ranked(root, "parsing")
+    with SessionStore(root) as store:
+        store.append("beta", UserMessage(content="walrus sighting"))
+    meta = root / "beta" / "meta.json"
+    outside = tmp_path / "elsewhere.json"
+    outside.write_bytes(meta.read_bytes())
+    meta.unlink()
+    meta.symlink_to(outside)
+    assert "beta" not in [summary.session_id for summary in listed(root)]
+    assert search_ranked(root, "walrus") == []
 
 
 def test_ranked_search_refuses_bad_queries_and_simulated_stores(tmp_path: Path) -> None:
