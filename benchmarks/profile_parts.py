@@ -215,7 +215,7 @@ def measure_update(updates: int) -> list[tuple[str, float]]:
     handles.lock = lock  # type: ignore[method-assign]
     try:
         with (
-            _timed(store, "_read_meta", "meta.json read (for the merge)", times),
+            _timed(store._state, "read_meta", "meta.json read (for the merge)", times),
             _timed(_meta, "write", "meta.json written (temp, fdatasync, rename, dir fsync)", times),
             _timed(_session, "summary", "the summary returned (last record, fork.json)", times),
         ):
