@@ -90,6 +90,10 @@ class Listings:
     def __init__(self) -> None:
         self._entries: dict[str, tuple[tuple[object, object, int, int], tuple[int, ...], bool]] = {}
 
+    def clear(self) -> None:
+        """Forget every listing: the next read of each directory lists it."""
+        self._entries.clear()
+
     def descending(self, fs: FileSystem, directory: str) -> Iterator[int]:
         """Every snapshot version present in ``directory``, highest first, as a listing gives them."""
         now = clock()  # before the stat: a change after this point is after the listing too

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 
 import msgspec
 
+from .. import _process
 from .._errors import UnsafePath
 from .._format import codec as _codec
 from .._format import lines as _lines
@@ -64,6 +65,10 @@ class Absences:
     def __init__(self) -> None:
         self._keys: dict[str, tuple[object, object, int, int]] = {}
 
+    def clear(self) -> None:
+        """Forget every directory seen fork-less: the next look opens its ``fork.json``."""
+        self._keys.clear()
+
     def read(self, where: SessionDir, st: StatResult, now: int) -> ForkPoint | None:
         """`read`, skipped for a directory known fork-less; ``st`` is its ``lstat`` taken after ``now``."""
         directory = where.path
@@ -80,6 +85,9 @@ class Absences:
 
 #: The real file system's directories are the same for every store of this process.
 SHARED_ABSENCES = Absences()
+# Each entry is checked against the directory's times before use, so a child could keep
+# them; registered so that `_process.reset` leaves no cache of the parent behind.
+_process.register("fork-less directories", SHARED_ABSENCES.clear)
 
 
 def encode(point: ForkPoint) -> bytes:

@@ -20,6 +20,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
+from .. import _process
 from .._errors import LockTimeout, SessionNotFound, UnsafePath, UnsupportedFormat
 from .._format.ids import new_uuid7
 from .._format.names import (
@@ -538,6 +539,9 @@ _PREPARE_ATTEMPTS = 8
 #: What this process knows of snapshot directories is true for every store on the real
 #: file system (each entry is checked against the directory's change times).
 SHARED_LISTINGS = _snapshots.Listings()
+# As `_session.forks.SHARED_ABSENCES`: checked before use, registered so that
+# `_process.reset` leaves no cache of the parent behind.
+_process.register("snapshot listings", SHARED_LISTINGS.clear)
 
 
 class _NamedLock:
