@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from .._errors import InvalidArgument
 from .._io import dirs as _dirs
 from .._log.problems import Problem
 from .._text import redact as _redact
@@ -70,6 +71,9 @@ def scan(state: StoreState, session_id: str | None) -> list[_secrets.SecretFindi
 def allow(state: StoreState, fingerprints: Iterable[str]) -> list[str]:
     """Fingerprints added to the store root's allowlist (spec §18.2); those not in it yet."""
     from . import secrets as _secrets
+
+    if isinstance(fingerprints, str) or not isinstance(fingerprints, Iterable):
+        raise InvalidArgument(f"fingerprints must be a list of str, got {fingerprints!r}")
 
     return _secrets.add_to_allowlist(state.fs, state.root, fingerprints, durable=state.durable)
 

@@ -99,6 +99,18 @@ class StoreState:
             new_id=new_uuid7 if ids is None else _sources.checked_ids(ids),
         )
 
+    def forked(self) -> None:
+        """Renew the mutexes of this store's handle cache and catalog in a forked child."""
+        self.handles.forked()
+        if self.catalog is not None:
+            self.catalog.forked()
+
+    def close(self) -> None:
+        """Close every descriptor this store holds; it reopens them on first use."""
+        self.handles.close()
+        if self.catalog is not None:
+            self.catalog.close()
+
     # -- where damage and redactions go -------------------------------------------------
 
     def sink(self, problem: Problem) -> None:
@@ -196,6 +208,33 @@ class StoreState:
         return _session.summary(where, meta, read_fork)
 
 
+def build(
+    root: str | os.PathLike[str],
+    *,
+    durability: str,
+    lock_timeout: float,
+    on_problem: Callable[[Problem], None] | None,
+    fs: FileSystem | None,
+    clock: Callable[[], datetime] | None,
+    ids: Callable[[], str] | None,
+    redact: Any,
+    blob_threshold: int,
+    max_record_bytes: int,
+    on_redact: Callable[[_redactions.Redaction], None] | None,
+) -> StoreState:
+    """A `SessionStore`'s state from its arguments, each checked first (`InvalidArgument`)."""
+    check_options(durability, lock_timeout, on_problem=on_problem, on_redact=on_redact)
+    # Strings over ``blob_threshold`` UTF-8 bytes go to blob files; a record line is at
+    # most ``max_record_bytes`` (spec §5.1).
+    sizes = _blob_writes.Sizes(blob_threshold, max_record_bytes)
+    root = checked_root(root)
+    redactor = _redact.make(redact)
+    return StoreState(
+        root, durable=durability == "fsync", lock_timeout=float(lock_timeout), on_problem=on_problem, fs=fs,
+        clock=clock, ids=ids, redactor=redactor, sizes=sizes, on_redact=on_redact,
+    )  # fmt: skip
+
+
 def check_options(durability: object, lock_timeout: object, **callbacks: object) -> None:
     """`InvalidArgument` for a ``SessionStore`` option no store can work with."""
     if durability not in ("fsync", "none"):
@@ -267,4 +306,13 @@ def storage_errors(method: Callable[Concatenate[S, P], R]) -> Callable[Concatena
     return call
 
 
-__all__ = ["UNSET", "StoreState", "check_options", "checked_root", "failure", "missing", "storage_errors"]
+__all__ = [
+    "UNSET",
+    "StoreState",
+    "build",
+    "check_options",
+    "checked_root",
+    "failure",
+    "missing",
+    "storage_errors",
+]
