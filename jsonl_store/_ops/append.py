@@ -12,7 +12,6 @@ the same errors.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -27,6 +26,7 @@ from .._format.ids import new_uuid7
 from .._format.names import FORK_NAME, LOG_NAME, validate_session_id
 from .._format.records import AssistantMessage, Message, MessageTiming, ModelUsage
 from .._io import dirs as _dirs
+from .._io.session_dir import SessionDir
 from .._log import blob_writes as _blob_writes
 from .._log.reader import sequence_of
 from .._log.scan import Line
@@ -241,7 +241,7 @@ class Batch:
         parent: str | None,
         expected: int | None = None,
         blobs: dict[str, bytes] | None = None,
-        store_blobs: Callable[[str, dict[str, bytes]], None] | None = None,
+        store_blobs: Callable[[SessionDir, dict[str, bytes]], None] | None = None,
     ) -> None:
         self.session = session
         #: The large strings the records name, by SHA-256, and what writes them (spec §9.14).
@@ -301,7 +301,7 @@ class Batch:
             # Under the append lock, right before the write: no record is ever durable
             # before its blobs, and repair, which takes this lock to delete orphan blobs,
             # never sees a blob whose record is still to come (spec §9.14).
-            self.store_blobs(self.session.directory, self.blobs)
+            self.store_blobs(self.session.where, self.blobs)
         data = b"".join(parts) if len(parts) > 1 else parts[0]
         return data, Line(len(data) - len(parts[-1]), None, body, len(data), sequence)
 
@@ -313,10 +313,8 @@ def refuse_unstarted(session: OpenSession, expected: int) -> None:
     Looked at before the writer opens anything: a conflict must not make the session
     (its directory, metadata and empty log) on the way to being found.
     """
-    fs, directory = session.fs, session.directory
-    if _dirs.exists(fs, os.path.join(directory, LOG_NAME)) or _dirs.exists(
-        fs, os.path.join(directory, FORK_NAME)
-    ):
+    where = session.where
+    if _dirs.exists(where.fs, where.file(LOG_NAME)) or _dirs.exists(where.fs, where.file(FORK_NAME)):
         return
     raise SequenceConflict(
         f"session {session.session_id!r} has no record, not {expected}; nothing was written",
@@ -449,7 +447,7 @@ class One:
         head: bytes,
         trailer: bytes,
         blobs: dict[str, bytes] | None,
-        store_blobs: Callable[[str, dict[str, bytes]], None] | None,
+        store_blobs: Callable[[SessionDir, dict[str, bytes]], None] | None,
     ) -> None:
         self.session = session
         self.head = head
@@ -464,7 +462,7 @@ class One:
         self.sequence = sequence
         line, body = _codec.record_line(sequence, 0, self.head, self.trailer)
         if self.blobs and self.store_blobs is not None:
-            self.store_blobs(self.session.directory, self.blobs)  # as in Batch.build
+            self.store_blobs(self.session.where, self.blobs)  # as in Batch.build
         return line, Line(0, None, body, len(line), sequence)
 
 

@@ -108,7 +108,7 @@ def rewrite_context(
             state.inherited_version(session_id, directory) if state.fork_point(session_id, directory) else 0
         )
         return _compact.before_batch(
-            state.handles, session_id, directory, compacted, (expected_version, inherited), tally
+            state.handles, state.where(session_id, directory), compacted, (expected_version, inherited), tally
         )
 
     return append(

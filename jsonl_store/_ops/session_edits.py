@@ -85,7 +85,7 @@ def update(state: StoreState, session_id: str, **fields: Any) -> SessionSummary:
             meta = _unwritten_meta(state, session_id, directory)
         _meta.check_writable(meta, session_id)
         if update.apply(meta, session_id):
-            _meta.write(state.fs, directory, meta, durable=state.durable)
+            _meta.write(state.where(session_id, directory), meta, durable=state.durable)
             state.redacted(tally, session_id, "update_session")
     # The log's end as this store's writer left it, when an fstat and an lstat show the
     # file at the log's path unchanged since (`LogWriter.known_last`): no reopening and

@@ -33,6 +33,7 @@ from .._format.ids import new_uuid7
 from .._format.names import FORK_NAME, is_session_id
 from .._format.records import ForkPoint
 from .._io.fs import OS_FS, FileSystem
+from .._io.session_dir import SessionDir
 from .._log import blob_writes as _blob_writes
 from .._log.problems import Forward, Problem, Reporter
 from .._log.snapshots import Listings
@@ -40,7 +41,6 @@ from .._session import catalog as _catalog
 from .._session import forks as _forks
 from .._session import meta as _meta
 from .._session import summary as _session
-from .._session.directory import SessionDir
 from .._session.handles import SHARED_LISTINGS, Handles, now
 from .._session.history import History
 from .._session.meta import SessionMeta
@@ -80,7 +80,7 @@ class StoreState:
         self.redactor = redactor
         self.fs: FileSystem = fs if fs is not None else OS_FS
         self.sizes = sizes
-        sizes.store = functools.partial(_blob_writes.store, self.fs, durable=durable)
+        sizes.store = functools.partial(_blob_writes.store, durable=durable)
         # A file system passed in gets caches of its own (the shared ones hold only for
         # the real one, whose directories are the same for every store of this process).
         self.listings = SHARED_LISTINGS if fs is None else Listings()

@@ -41,6 +41,7 @@ from .._context.view import SessionSummary
 from .._errors import CatalogUnavailable, InvalidArgument, UnsafePath, UnsupportedFormat
 from .._format.names import FORK_NAME, LOG_NAME, META_NAME, catalog_path
 from .._io.fs import OS_FS
+from .._io.session_dir import SessionDir
 from . import catalog_index as _catalog_index
 from . import catalog_schema as _catalog_schema
 from .catalog_index import RACY, LogState
@@ -447,7 +448,7 @@ def _index_one(
     if state.stamp == stamp and not stamp.startswith(RACY) and state.dialect == summary.dialect:
         return 0
     new, read = _catalog_index.index_log(
-        connection, OS_FS, sid, os.path.join(root, sid), summary.dialect, state, stamp, rows
+        connection, SessionDir(OS_FS, sid, os.path.join(root, sid)), summary.dialect, state, stamp, rows
     )
     connection.execute(
         "UPDATE sessions SET log_stamp = ?, log_offset = ?, log_sequence = ?, log_anchor = ?, log_dialect = ? "

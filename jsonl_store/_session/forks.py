@@ -23,10 +23,10 @@ from .._format.names import FORK_NAME, is_session_id
 from .._format.records import ContextSnapshot, ForkPoint, RawMessageRecord
 from .._io import atomic as _atomic
 from .._io.fs import StatResult, check_directory
+from .._io.session_dir import SessionDir
 from .._log import snapshots as _snapshots
 from .._log.problems import LEFT_FOR_READERS, Problem, Reporter
 from .._log.reader import LogReader
-from .directory import SessionDir
 
 #: The longest chain of forks a reader follows; beyond it (or around a cycle, which only
 #: hand-edited files make) the fork is reported damaged instead of read forever.
