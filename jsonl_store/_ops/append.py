@@ -51,22 +51,6 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     expected_last_sequence: int | None = None
     created_at: datetime | None = None
 
-    def is_plain(self) -> bool:
-        """Whether no keyword was given (a ``session_type`` of exactly the int 0 counts as none):
-        the append `encode_one` encodes. Compared by identity, never with a caller's ``__eq__``."""
-        return (
-            self.request_id is None
-            and self.parent_session_id is None
-            and self.title is None
-            and self.agent_name is None
-            and type(self.session_type) is int
-            and not self.session_type
-            and self.metadata is None
-            and self.tags is None
-            and self.expected_last_sequence is None
-            and self.created_at is None
-        )
-
     @classmethod
     def from_keywords(cls, keywords: Mapping[str, Any]) -> Options:
         """The options among ``keywords`` (a checkpoint's ``append_options``; others are ignored)."""

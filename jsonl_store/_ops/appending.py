@@ -52,7 +52,25 @@ def append(
         handles = state.handles
         session = handles.session(session_id)
         tally = state.tally()
-        if operation == "append" and before_write is None and timings[0] is None and options.is_plain():
+        o = options
+        # No option given (a session_type of exactly the int 0 is none): `encode_one`'s append.
+        # Written out, not a method of `Options`: every append runs it, and a call costs more.
+        # Compared by identity, never with a caller's ``__eq__``.
+        if (
+            operation == "append"
+            and before_write is None
+            and timings[0] is None
+            and o.request_id is None
+            and o.parent_session_id is None
+            and o.title is None
+            and o.agent_name is None
+            and type(o.session_type) is int
+            and not o.session_type
+            and o.metadata is None
+            and o.tags is None
+            and o.expected_last_sequence is None
+            and o.created_at is None
+        ):
             one = _append.encode_one(
                 session, messages[0], usages[0], state.sizes, handles.clock, handles.new_id, tally
             )
