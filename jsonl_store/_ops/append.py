@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 import msgspec
@@ -312,7 +313,7 @@ def encode_record(
     message: Message,
     usage: ModelUsage | None,
     timing: MessageTiming | None,
-    common: dict[str, Any],
+    common: Mapping[str, Any],
     shared_trailer: bytes,
     created: bytes,
     new_id: Callable[[], str],
@@ -362,8 +363,8 @@ def encode_record(
     return head, trailer, blobs
 
 
-#: `encode_record`'s ``common`` when no batch field is given (never changed).
-_NO_COMMON: dict[str, Any] = {}
+#: `encode_record`'s ``common`` when no batch field is given.
+_NO_COMMON: Mapping[str, Any] = MappingProxyType({})
 
 
 def encode(

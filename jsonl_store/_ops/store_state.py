@@ -289,8 +289,8 @@ def storage_errors(method: Callable[Concatenate[S, P], R]) -> Callable[Concatena
     """Let no bare ``OSError`` out of a public method: it becomes a `StorageError`.
 
     Errors of this library pass unchanged (`LockTimeout` and `ReadOnlySession` are
-    ``OSError`` subclasses too). `append` and `append_many` do the same inline instead,
-    so the hot path pays no extra call.
+    ``OSError`` subclasses too). `_ops.appending.append` does the same inline for
+    `append` and `append_many`, so the hot path pays no extra call.
     """
     name = method.__name__
 
