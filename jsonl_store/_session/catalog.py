@@ -24,6 +24,7 @@ summary read from its files, as a listing without the catalog does.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import sqlite3
@@ -33,7 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -41,9 +42,13 @@ from .._context.view import SessionSummary
 from .._errors import CatalogUnavailable, InvalidArgument, UnsafePath, UnsupportedFormat
 from .._format.names import FORK_NAME, LOG_NAME, META_NAME, catalog_path
 from .._io.fs import OS_FS
+from .._io.session_dir import SessionDir
 from . import catalog_index as _catalog_index
 from . import catalog_schema as _catalog_schema
 from .catalog_index import RACY, LogState
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 #: A fingerprint whose times are this close to the check's clock (or after it) is racy.
 #: Wider than any file system's timestamp granularity in use (FAT's 2 s).
@@ -87,16 +92,18 @@ class RankedHit:
 
     def to_dict(self) -> dict[str, object]:
         """The hit as JSON-ready values (``marks`` as lists)."""
-        return {
-            "session_id": self.session_id,
-            "sequence": self.sequence,
-            "role": self.role,
-            "kind": self.kind,
-            "field": self.field,
-            "snippet": self.snippet,
-            "marks": [list(mark) for mark in self.marks],
-            "score": self.score,
-        }
+        return hit_fields(self)
+
+
+def hit_fields(hit: DataclassInstance) -> dict[str, Any]:
+    """A search hit's fields by name, in their order, as JSON-ready values (tuples as lists):
+    the ``to_dict`` of `RankedHit` and of `jsonl_store.search.Hit`, which print as
+    ``jsonl-store search --json`` and ``search --rank --json``."""
+    return {field.name: _listed(getattr(hit, field.name)) for field in dataclasses.fields(hit)}
+
+
+def _listed(value: object) -> object:
+    return [_listed(item) for item in value] if isinstance(value, tuple) else value
 
 
 _PACK = struct.Struct("<4q").pack
@@ -447,7 +454,7 @@ def _index_one(
     if state.stamp == stamp and not stamp.startswith(RACY) and state.dialect == summary.dialect:
         return 0
     new, read = _catalog_index.index_log(
-        connection, OS_FS, sid, os.path.join(root, sid), summary.dialect, state, stamp, rows
+        connection, SessionDir(OS_FS, sid, os.path.join(root, sid)), summary.dialect, state, stamp, rows
     )
     connection.execute(
         "UPDATE sessions SET log_stamp = ?, log_offset = ?, log_sequence = ?, log_anchor = ?, log_dialect = ? "
@@ -496,4 +503,4 @@ def _ranked(
     return hits
 
 
-__all__ = ["BATCH_BYTES", "BUILD_AT", "RACY_NS", "Catalog", "RankedHit", "fts_query"]
+__all__ = ["BATCH_BYTES", "BUILD_AT", "RACY_NS", "Catalog", "RankedHit", "fts_query", "hit_fields"]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from .._context.search_text import role_of, searchable
 from .._io.fs import FileSystem
+from .._io.session_dir import SessionDir
 from .._log.reader import LogReader
 
 #: How many bytes before the indexed offset the anchor holds: more than a line's checksum
@@ -124,9 +125,7 @@ def _start(state: LogState, stamp: str, dialect: str, reader: LogReader) -> LogS
 
 def index_log(
     connection: sqlite3.Connection,
-    fs: FileSystem,
-    session_id: str,
-    directory: str,
+    where: SessionDir,
     dialect: str,
     state: LogState,
     stamp: str,
@@ -139,7 +138,8 @@ def index_log(
     keeps it, so a write after it is seen as a change next time. A log read again from
     the start has its earlier rows deleted first, inside the caller's transaction.
     """
-    with LogReader(fs, session_id, directory) as reader:
+    fs, session_id = where.fs, where.session_id
+    with LogReader(fs, session_id, where.path) as reader:
         resumed = _start(state, stamp, dialect, reader)
         if resumed is None:
             if state.stamp:  # a session never indexed has no record rows to delete
