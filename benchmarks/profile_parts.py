@@ -101,6 +101,11 @@ def measure(number: int, repeat: int) -> list[tuple[str, float, float, bool]]:
     def appender(store: SessionStore) -> Callable[[], object]:
         return lambda: store.append("s", message, usage=usage)
 
+    pair = [UserMessage(content="look at this"), message]
+
+    def batch(store: SessionStore) -> None:
+        store.append_many("s", pair, usage=usage)
+
     parts: list[tuple[str, Callable[[], Any], bool]] = [
         ("floor: orjson.dumps + os.write", floor, False),
         ("flock + fstat + write + flock (system calls)", system_calls, True),
@@ -113,6 +118,9 @@ def measure(number: int, repeat: int) -> list[tuple[str, float, float, bool]]:
         ("sequence, line and CRC-32", lambda: _codec.record_line(2, 0, head, trailer), True),
         ("append(), redact=True", appender(stores[0]), False),
         ("append(), redact=False", appender(stores[1]), False),
+        # The general path (`_ops.append.encode`), which encodes each record with the same
+        # encoder as the one-message path above: two records in one write.
+        ("append_many() of 2 records, redact=False", lambda: batch(stores[1]), False),
     ]
     try:
         return [(name, *_median(call, number, repeat), needed) for name, call, needed in parts]
@@ -215,7 +223,7 @@ def measure_update(updates: int) -> list[tuple[str, float]]:
     handles.lock = lock  # type: ignore[method-assign]
     try:
         with (
-            _timed(store, "_read_meta", "meta.json read (for the merge)", times),
+            _timed(store._state, "read_meta", "meta.json read (for the merge)", times),
             _timed(_meta, "write", "meta.json written (temp, fdatasync, rename, dir fsync)", times),
             _timed(_session, "summary", "the summary returned (last record, fork.json)", times),
         ):

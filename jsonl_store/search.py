@@ -53,7 +53,7 @@ from ._format.names import BLOBS_DIR
 from ._format.records import RawMessageRecord
 from ._log import blobs as _blobs
 from ._log.modes import mapped
-from ._session.catalog import RankedHit, fts_query
+from ._session.catalog import RankedHit, fts_query, hit_fields
 from ._text.find import find
 from ._text.regex import Pattern, compile_linear
 from .store import SessionStore
@@ -108,17 +108,7 @@ class Hit:
 
     def to_dict(self) -> dict[str, Any]:
         """The hit as a JSON-ready dict (what ``jsonl-store search --json`` prints)."""
-        return {
-            "session_id": self.session_id,
-            "sequence": self.sequence,
-            "role": self.role,
-            "kind": self.kind,
-            "field": self.field,
-            "snippet": self.snippet,
-            "start": self.start,
-            "end": self.end,
-            "offset": self.offset,
-        }
+        return hit_fields(self)
 
 
 Matcher = Callable[[str], "tuple[int, int] | None"]

@@ -397,13 +397,15 @@ def _session_row(summary: SessionSummary) -> dict[str, Any]:
 
 def _snapshot_rows(store: SessionStore, summaries: list[SessionSummary]) -> Iterator[dict[str, Any]]:
     from ._io.fs import OS_FS
+    from ._io.session_dir import SessionDir
     from ._log import snapshots as _snapshots  # the read side's own snapshot reading (spec §6, §8)
 
     for summary in summaries:
         directory = os.path.join(store.root, summary.session_id)
-        for version in _snapshots.versions(OS_FS, directory):
+        where = SessionDir(OS_FS, summary.session_id, directory)
+        for version in _snapshots.versions(where):
             try:
-                snapshot = _snapshots.read(OS_FS, directory, version, summary.session_id)
+                snapshot = _snapshots.read(where, version)
             except _snapshots.DamagedSnapshot as exc:
                 path = os.path.join(directory, snapshot_name(version))
                 store._sink(Problem(path, "bad-snapshot", str(exc), "left out of the snapshots view"))

@@ -21,6 +21,7 @@ from .._format.names import BLOBS_DIR, blob_aside_name, damaged_name, is_blob_na
 from .._io import atomic as _atomic
 from .._io import dirs as _dirs
 from .._io.fs import FileSystem, describe_mode
+from .._io.session_dir import SessionDir
 from .blobs import (
     DEFAULT_MAX_RECORD_BYTES,
     DEFAULT_THRESHOLD,
@@ -47,7 +48,7 @@ class Sizes:
         self,
         threshold: object,
         max_record_bytes: object,
-        store: Callable[[str, dict[str, bytes]], None] | None = None,
+        store: Callable[[SessionDir, dict[str, bytes]], None] | None = None,
     ) -> None:
         for name, value in (("blob_threshold", threshold), ("max_record_bytes", max_record_bytes)):
             if type(value) is not int or value < 1:
@@ -139,7 +140,7 @@ def check_size(head: bytes, trailer: bytes, limit: int) -> None:
         )
 
 
-def store(fs: FileSystem, directory: str, blobs: dict[str, bytes], *, durable: bool) -> None:
+def store(where: SessionDir, blobs: dict[str, bytes], *, durable: bool) -> None:
     """Make each blob a complete, durable file before the record that names it is written (§9.14).
 
     Temporary file beside the log (so a crash leaves only a `leftover-temp`), fdatasync,
@@ -147,8 +148,9 @@ def store(fs: FileSystem, directory: str, blobs: dict[str, bytes], *, durable: b
     right bytes is kept (identical payloads are stored once); one whose bytes are wrong is
     replaced, since the rename is atomic.
     """
-    folder = os.path.join(directory, BLOBS_DIR)
-    _dirs.makedirs(fs, folder, durable=durable, session_id=os.path.basename(directory))
+    fs, directory = where.fs, where.path
+    folder = where.file(BLOBS_DIR)
+    _dirs.makedirs(fs, folder, durable=durable, session_id=where.session_id)
     wrote = False
     for digest, data in blobs.items():
         path = os.path.join(folder, digest)
@@ -177,9 +179,7 @@ def store(fs: FileSystem, directory: str, blobs: dict[str, bytes], *, durable: b
 # ---------------------------------------------------------------------------------------
 
 
-def check(
-    fs: FileSystem, directory: str, names: list[str], referenced: dict[str, int], *, fix: bool
-) -> list[Problem]:
+def check(where: SessionDir, names: list[str], referenced: dict[str, int], *, fix: bool) -> list[Problem]:
     """Problems of the blob files (spec §12): referenced but unreadable, or referenced by no record.
 
     ``names`` is `listing`; ``referenced`` maps each digest the log's records name to its
@@ -187,7 +187,8 @@ def check(
     blob and its record): a damaged blob is moved aside as ``blobs-<hex>.damaged`` beside
     the log, an orphan is deleted; a referenced blob that reads back is never touched.
     """
-    folder = os.path.join(directory, BLOBS_DIR)
+    fs = where.fs
+    folder = where.file(BLOBS_DIR)
     problems: list[Problem] = []
     present = set()
     changed = False
@@ -216,18 +217,19 @@ def check(
             continue
         if any(p.path == path for p in problems):
             continue  # an unsafe path, reported above
-        text, reason = read_blob(fs, directory, digest, size)
+        text, reason = read_blob(fs, where.path, digest, size)
         if text is None:
             problems.append(Problem(path, "bad-blob", f"referenced by a record; {reason}", MOVE_ASIDE))
             if fix:
-                _move_aside(fs, directory, digest)
+                _move_aside(where, digest)
                 changed = True
     if changed:
         fs.fsync_dir(folder)
     return problems
 
 
-def _move_aside(fs: FileSystem, directory: str, digest: str) -> None:
+def _move_aside(where: SessionDir, digest: str) -> None:
+    fs, directory = where.fs, where.path
     base = blob_aside_name(digest)
     existing = set(fs.listdir(directory))
     counter = 1
@@ -237,21 +239,21 @@ def _move_aside(fs: FileSystem, directory: str, digest: str) -> None:
     fs.fsync_dir(directory)
 
 
-def deletable(fs: FileSystem, directory: str, session_id: str) -> list[str] | None:
+def deletable(where: SessionDir) -> list[str] | None:
     """The names in the session's ``blobs/`` a delete removes, or None when it is no directory.
 
     Raises `UnsafePath` (so nothing is deleted) for an entry in it that is not a regular
     file. A ``blobs`` that is a symlink or a file is left to the caller's check of the
     session directory's names.
     """
-    folder = os.path.join(directory, BLOBS_DIR)
+    fs, folder = where.fs, where.file(BLOBS_DIR)
     try:
         if not stat.S_ISDIR(fs.lstat(folder).st_mode):
             return None
     except FileNotFoundError:
         return None
     names = fs.listdir(folder)
-    only_regular_files(fs, folder, names, session_id, shown=f"{BLOBS_DIR}/")
+    only_regular_files(fs, folder, names, where.session_id, shown=f"{BLOBS_DIR}/")
     return names
 
 
@@ -271,13 +273,3 @@ def only_regular_files(
                 f"{shown}{name} is {describe_mode(mode)}, not a regular file; nothing was deleted",
                 filename=path, session_id=session_id, path=path,
             )  # fmt: skip
-
-
-def remove(fs: FileSystem, directory: str, names: list[str] | None) -> None:
-    """Delete the blob files `deletable` named, then ``blobs/`` itself (nothing for None)."""
-    if names is None:
-        return
-    folder = os.path.join(directory, BLOBS_DIR)
-    for name in names:
-        fs.unlink(os.path.join(folder, name))
-    fs.rmdir(folder)

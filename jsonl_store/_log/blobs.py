@@ -31,6 +31,7 @@ from .._format import depth as _depth
 from .._format.names import BLOBS_DIR, is_blob_name
 from .._io import atomic as _atomic
 from .._io.fs import FileSystem, check_directory
+from .._io.session_dir import SessionDir
 from .problems import PLACEHOLDER, Problem, Reporter
 
 #: Strings longer than this many UTF-8 bytes go to blob files (`SessionStore(blob_threshold=)`).
@@ -223,9 +224,9 @@ def has_blobs(fs: FileSystem, directory: str) -> bool:
         return False
 
 
-def listing(fs: FileSystem, directory: str) -> list[str] | None:
+def listing(where: SessionDir) -> list[str] | None:
     """The names in the session's ``blobs/`` (None when there is none); `UnsafePath` if no directory."""
-    folder = os.path.join(directory, BLOBS_DIR)
-    if not check_directory(fs, folder):
+    folder = where.file(BLOBS_DIR)
+    if not check_directory(where.fs, folder):
         return None
-    return sorted(fs.listdir(folder))
+    return sorted(where.fs.listdir(folder))

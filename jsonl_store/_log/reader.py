@@ -18,6 +18,7 @@ from .._format import codec as _codec
 from .._format.names import LOG_NAME
 from .._format.records import ContextSnapshot, RawMessageRecord
 from .._io.fs import FileSystem, open_regular_stat
+from .._io.session_dir import SnapshotListings
 from . import blobs as _blobs
 from . import snapshots as _snapshots
 from .modes import Mode, Source, read
@@ -41,7 +42,7 @@ class LogReader:
         directory: str,
         reporter: Reporter = DISCARD,
         *,
-        listings: _snapshots.Listings | None = None,
+        listings: SnapshotListings | None = None,
     ) -> None:
         self.fs = fs
         self.session_id = session_id

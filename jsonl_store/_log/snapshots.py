@@ -23,6 +23,7 @@ from .._format.names import snapshot_name, snapshot_versions
 from .._format.records import ContextSnapshot
 from .._io import atomic as _atomic
 from .._io.fs import FileSystem, StatResult
+from .._io.session_dir import SessionDir, SnapshotListings
 from . import scan as _log_reader
 from .problems import DISCARD, SKIPPED_SNAPSHOT, Problem, Reporter
 
@@ -34,8 +35,13 @@ class DamagedSnapshot(Exception):
     """Internal: a snapshot file that cannot be used, with the reason."""
 
 
-def versions(fs: FileSystem, directory: str) -> list[int]:
-    """Every snapshot version present as a file, ascending (damaged ones included)."""
+def versions(where: SessionDir) -> list[int]:
+    """Every snapshot version present as a file in the session directory, ascending (damaged ones included)."""
+    return _versions(where.fs, where.path)
+
+
+def _versions(fs: FileSystem, directory: str) -> list[int]:
+    # `versions` for the reader's own calls, which hold the file system and path, not a SessionDir.
     try:
         names = fs.listdir(directory)
     except FileNotFoundError:
@@ -90,6 +96,10 @@ class Listings:
     def __init__(self) -> None:
         self._entries: dict[str, tuple[tuple[object, object, int, int], tuple[int, ...], bool]] = {}
 
+    def clear(self) -> None:
+        """Forget every listing: the next read of each directory lists it."""
+        self._entries.clear()
+
     def descending(self, fs: FileSystem, directory: str) -> Iterator[int]:
         """Every snapshot version present in ``directory``, highest first, as a listing gives them."""
         now = clock()  # before the stat: a change after this point is after the listing too
@@ -104,7 +114,7 @@ class Listings:
             yield from kept
             if more:
                 # Older than what is kept: list again (rare: the newest files are damaged).
-                yield from (v for v in reversed(versions(fs, directory)) if v < kept[-1])
+                yield from (v for v in reversed(_versions(fs, directory)) if v < kept[-1])
             return
         try:
             names = fs.listdir(directory)
@@ -125,12 +135,18 @@ class Listings:
         yield from found
 
 
-def read(fs: FileSystem, directory: str, version: int, session_id: str) -> ContextSnapshot:
-    return read_file(fs, directory, version, session_id)[0]
+def read(where: SessionDir, version: int) -> ContextSnapshot:
+    """Snapshot ``version`` of the session; `DamagedSnapshot` when its file cannot be used."""
+    return _read_file(where.fs, where.path, version, where.session_id)[0]
 
 
-def read_file(fs: FileSystem, directory: str, version: int, session_id: str) -> tuple[ContextSnapshot, bool]:
+def read_file(where: SessionDir, version: int) -> tuple[ContextSnapshot, bool]:
     """A snapshot file's snapshot, and whether a text conversion changed the file (§8.4)."""
+    return _read_file(where.fs, where.path, version, where.session_id)
+
+
+def _read_file(fs: FileSystem, directory: str, version: int, session_id: str) -> tuple[ContextSnapshot, bool]:
+    # `read_file` for the reader's own calls (`latest`), which hold the parts of a SessionDir.
     path = os.path.join(directory, snapshot_name(version))
     try:
         data = _atomic.read_whole(fs, path, MAX_SNAPSHOT_BYTES)
@@ -244,7 +260,7 @@ def latest(
     reporter: Reporter,
     *,
     at_most: int | None = None,
-    listings: Listings | None = None,
+    listings: SnapshotListings | None = None,
     present: Sequence[int] | None = None,
 ) -> ContextSnapshot | None:
     """The newest snapshot that is intact and agrees with the log; report the ones skipped.
@@ -258,11 +274,11 @@ def latest(
     elif listings is not None:
         order = listings.descending(fs, directory)
     else:
-        order = reversed(versions(fs, directory))
+        order = reversed(_versions(fs, directory))
     for version in order:
         path = os.path.join(directory, snapshot_name(version))
         try:
-            snapshot = read(fs, directory, version, session_id)
+            snapshot = _read_file(fs, directory, version, session_id)[0]
         except DamagedSnapshot as exc:
             reason = str(exc)
         else:
@@ -368,7 +384,9 @@ def check_size(payload: bytes) -> None:
         )
 
 
-def create(fs: FileSystem, directory: str, snapshot: ContextSnapshot, *, durable: bool) -> bool:
+def create(where: SessionDir, snapshot: ContextSnapshot, *, durable: bool) -> bool:
     """Write snapshot ``snapshot.version`` unless that version exists; False on conflict."""
     data = _codec.encode_snapshot(snapshot)
-    return _atomic.create_exclusive(fs, directory, snapshot_name(snapshot.version), data, durable=durable)
+    return _atomic.create_exclusive(
+        where.fs, where.path, snapshot_name(snapshot.version), data, durable=durable
+    )

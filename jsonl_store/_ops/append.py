@@ -5,15 +5,16 @@ whose `build` runs under the append lock and only numbers the lines (spec §9.1)
 next sequence is known only there. `encode_one` and `One` are the same for the append a
 runner makes on every message (one message, at most its usage, no other option), flat:
 about a quarter of a buffered append's time was the general path's lists and keywords.
-Both share `payload_of` and `head_of`; tests/property/test_append_paths.py checks that
-the two write the same bytes and raise the same errors.
+Both encode each record with `encode_record`, the one record encoder;
+tests/property/test_append_paths.py checks that the two write the same bytes and raise
+the same errors.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 import msgspec
@@ -26,6 +27,7 @@ from .._format.ids import new_uuid7
 from .._format.names import FORK_NAME, LOG_NAME, validate_session_id
 from .._format.records import AssistantMessage, Message, MessageTiming, ModelUsage
 from .._io import dirs as _dirs
+from .._io.session_dir import SessionDir
 from .._log import blob_writes as _blob_writes
 from .._log.reader import sequence_of
 from .._log.scan import Line
@@ -33,6 +35,32 @@ from .._session import meta as _meta
 from .._session.handles import OpenSession, now
 from .._text.redact import Redactor
 from .._text.redactions import Tally
+
+
+class Options(msgspec.Struct, frozen=True, kw_only=True):
+    """The keywords of `SessionStore.append` and ``append_many`` besides the messages, their
+    timings and usages, as given (`encode` checks them). One value instead of nine keywords
+    passed down: a checkpoint's ``append_options`` build it too (`from_keywords`)."""
+
+    request_id: str | None = None
+    parent_session_id: str | None = None
+    title: str | None = None
+    agent_name: str | None = None
+    session_type: int = 0
+    metadata: Mapping[str, Any] | None = None
+    tags: Mapping[str, Any] | None = None
+    expected_last_sequence: int | None = None
+    created_at: datetime | None = None
+
+    @classmethod
+    def from_keywords(cls, keywords: Mapping[str, Any]) -> Options:
+        """The options among ``keywords`` (a checkpoint's ``append_options``; others are ignored)."""
+        return cls(**{name: keywords[name] for name in cls.__struct_fields__ if name in keywords})
+
+
+#: What `SessionStore.checkpoint` passes on to the append it makes: every option but the
+#: expectation (a checkpoint decides what it appends after), and the timings and usages.
+CHECKPOINT_KEYWORDS = frozenset(Options.__struct_fields__) - {"expected_last_sequence"} | {"timing", "usage"}
 
 
 def is_assistant(message: Message) -> bool:
@@ -69,6 +97,16 @@ def usages_for(messages: Sequence[Message], usage: object) -> list[ModelUsage | 
         usages[assistants[0]] = usage
         return usages
     return per_message(usage, ModelUsage, count, "usage")
+
+
+def batch_timings_and_usages(
+    messages: Sequence[Message], timing: object, usage: object
+) -> tuple[list[MessageTiming | None], list[ModelUsage | None]]:
+    """``append_many``'s ``timing`` and ``usage``, one per message; `InvalidArgument` for
+    ``messages`` that are no sequence, or a list of either that does not match it."""
+    if isinstance(messages, (dict, str, bytes)) or not isinstance(messages, Sequence):
+        raise InvalidArgument("append_many takes a sequence of messages")
+    return per_message(timing, MessageTiming, len(messages), "timing"), usages_for(messages, usage)
 
 
 def check_usage(usage: object, message: Message) -> None:
@@ -188,7 +226,7 @@ class Batch:
         parent: str | None,
         expected: int | None = None,
         blobs: dict[str, bytes] | None = None,
-        store_blobs: Callable[[str, dict[str, bytes]], None] | None = None,
+        store_blobs: Callable[[SessionDir, dict[str, bytes]], None] | None = None,
     ) -> None:
         self.session = session
         #: The large strings the records name, by SHA-256, and what writes them (spec §9.14).
@@ -248,7 +286,7 @@ class Batch:
             # Under the append lock, right before the write: no record is ever durable
             # before its blobs, and repair, which takes this lock to delete orphan blobs,
             # never sees a blob whose record is still to come (spec §9.14).
-            self.store_blobs(self.session.directory, self.blobs)
+            self.store_blobs(self.session.where, self.blobs)
         data = b"".join(parts) if len(parts) > 1 else parts[0]
         return data, Line(len(data) - len(parts[-1]), None, body, len(data), sequence)
 
@@ -260,10 +298,8 @@ def refuse_unstarted(session: OpenSession, expected: int) -> None:
     Looked at before the writer opens anything: a conflict must not make the session
     (its directory, metadata and empty log) on the way to being found.
     """
-    fs, directory = session.fs, session.directory
-    if _dirs.exists(fs, os.path.join(directory, LOG_NAME)) or _dirs.exists(
-        fs, os.path.join(directory, FORK_NAME)
-    ):
+    where = session.where
+    if _dirs.exists(where.fs, where.file(LOG_NAME)) or _dirs.exists(where.fs, where.file(FORK_NAME)):
         return
     raise SequenceConflict(
         f"session {session.session_id!r} has no record, not {expected}; nothing was written",
@@ -273,15 +309,27 @@ def refuse_unstarted(session: OpenSession, expected: int) -> None:
     )
 
 
-def payload_of(
+def encode_record(
     message: Message,
+    usage: ModelUsage | None,
+    timing: MessageTiming | None,
+    common: Mapping[str, Any],
+    shared_trailer: bytes,
+    created: bytes,
+    new_id: Callable[[], str],
     redact_json: Callable[[bytes], bytes],
-    blob_threshold: int,
+    sizes: _blob_writes.Sizes,
     blobs: dict[str, bytes] | None,
-) -> tuple[bytes, bool, dict[str, bytes] | None] | None:
-    """A message as its record holds it: encoded and checked (`_format.codec.encode_message`),
-    redacted, its large strings spilled into ``blobs``; with whether it was a plain dict.
-    None for a message not to be stored (``persist=False``).
+) -> tuple[bytes, bytes, dict[str, bytes] | None] | None:
+    """One message's record without its sequence: the head (`_format.codec.record_head`),
+    the trailer, and ``blobs`` with its large strings added; None for a message not to be
+    stored (``persist=False``). The one record encoder: `encode` calls it per message and
+    `encode_one` once. ``common`` are the batch's trailer fields (request id, metadata,
+    tags), ``shared_trailer`` their encoding.
+
+    The message is encoded and checked (`_format.codec.encode_message`), redacted, its
+    large strings spilled (spec §5.1); then its usage and timing are checked, and a record
+    over the cap refused.
     """
     payload, plain = _codec.encode_message(message)
     if not (message.get("persist", True) is not False if isinstance(message, dict) else message.persist):
@@ -295,37 +343,37 @@ def payload_of(
     # the threshold. 36 is ord("$"): `int in bytes` is a bare memchr, while `b"$" in
     # bytes` first tries its argument as an int and builds (then drops) a TypeError,
     # and `find` parses its arguments; both cost more than the search.
-    if 36 in payload or len(payload) > blob_threshold:
-        payload, blobs = _blob_writes.prepare(payload, blob_threshold, blobs)
-    return payload, plain, blobs
-
-
-def head_of(
-    record_id: str, created: bytes, payload: bytes, plain: bool, trailer: bytes, sizes: _blob_writes.Sizes
-) -> bytes:
-    """The record's bytes up to its trailer (`_format.codec.record_head`); refuses a record over the cap."""
-    head = _codec.record_head(record_id, created, payload, plain)
+    if 36 in payload or len(payload) > sizes.threshold:
+        payload, blobs = _blob_writes.prepare(payload, sizes.threshold, blobs)
+    if usage is not None:
+        check_usage(usage, message)
+    if timing is not None:
+        check_timing(timing)
+        usage_fields = msgspec.structs.asdict(usage) if usage is not None else {}
+        trailer = _codec.encode_trailer(**common, **msgspec.structs.asdict(timing), **usage_fields)
+    elif usage is not None:
+        # The common case of a model response: token counts are the record's last
+        # fields, so they follow the shared part without another encoding pass.
+        trailer = shared_trailer + _codec.usage_trailer(usage)
+    else:
+        trailer = shared_trailer
+    head = _codec.record_head(new_id(), created, payload, plain)
     if len(head) + len(trailer) > sizes.record_room:
         _blob_writes.check_size(head, trailer, sizes.max_record_bytes)
-    return head
+    return head, trailer, blobs
+
+
+#: `encode_record`'s ``common`` when no batch field is given.
+_NO_COMMON: Mapping[str, Any] = MappingProxyType({})
 
 
 def encode(
     session: OpenSession,
     messages: Sequence[Message],
-    sizes: _blob_writes.Sizes = _blob_writes.DEFAULT_SIZES,
-    *,
-    request_id: str | None,
+    sizes: _blob_writes.Sizes,
+    options: Options,
     timings: Sequence[MessageTiming | None],
     usages: Sequence[ModelUsage | None],
-    parent_session_id: str | None,
-    title: str | None,
-    agent_name: str | None,
-    session_type: int,
-    metadata: Mapping[str, Any] | None,
-    tags: Mapping[str, Any] | None,
-    expected_last_sequence: int | None = None,
-    created_at: datetime | None = None,
     clock: Callable[[], datetime] = now,
     new_id: Callable[[], str] = new_uuid7,
     redactor: Redactor | None = None,
@@ -335,56 +383,42 @@ def encode(
     With a ``redactor``, every stored string (messages, metadata, tags, the request id,
     the first append's title and agent name) is redacted here, before any file is touched,
     and before a long string can be spilled into a blob (so no secret reaches one).
-    ``sizes`` is positional: a keyword more in this call (made with ``**options``) costs
-    every append more than the checks it configures.
     """
-    check_session_options(session.session_id, request_id, parent_session_id, session_type)
-    if expected_last_sequence is not None and (
-        type(expected_last_sequence) is not int or expected_last_sequence < 0
-    ):
-        raise InvalidArgument(
-            f"expected_last_sequence must be a non-negative int, got {expected_last_sequence!r}"
-        )
-    common: dict[str, Any] = {}
-    if request_id is not None or metadata is not None or tags is not None:
+    check_session_options(
+        session.session_id, options.request_id, options.parent_session_id, options.session_type
+    )
+    expected = options.expected_last_sequence
+    if expected is not None and (type(expected) is not int or expected < 0):
+        raise InvalidArgument(f"expected_last_sequence must be a non-negative int, got {expected!r}")
+    common = _NO_COMMON
+    if options.request_id is not None or options.metadata is not None or options.tags is not None:
         common = {
-            "request_id": redact_labels(redactor, request_id)[0],
-            "metadata": json_object(metadata, "metadata", redactor),
-            "tags": json_object(tags, "tags", redactor),
+            "request_id": redact_labels(redactor, options.request_id)[0],
+            "metadata": json_object(options.metadata, "metadata", redactor),
+            "tags": json_object(options.tags, "tags", redactor),
         }
     shared_trailer = _codec.encode_trailer(**common) if common else b""
-    created_at = clock() if created_at is None else record_time(created_at)
+    created_at = clock() if options.created_at is None else record_time(options.created_at)
     created = _codec.encode_time(created_at)
     bodies: list[tuple[bytes, bytes] | None] = []
     blobs: dict[str, bytes] | None = None
-    blob_threshold = sizes.threshold
-    usage_trailer = _codec.usage_trailer
     redact_json = redactor.redact_json if redactor is not None else _unchanged
-    for index, message in enumerate(messages):
-        stored = payload_of(message, redact_json, blob_threshold, blobs)
-        if stored is None:
+    for message, usage, timing in zip(messages, usages, timings, strict=True):
+        record = encode_record(
+            message, usage, timing, common, shared_trailer, created, new_id, redact_json, sizes, blobs
+        )
+        if record is None:
             bodies.append(None)
             continue
-        payload, plain, blobs = stored
-        usage = usages[index]
-        timing = timings[index]
-        if usage is not None:
-            check_usage(usage, message)
-        if timing is not None:
-            check_timing(timing)
-            usage_fields = msgspec.structs.asdict(usage) if usage is not None else {}
-            trailer = _codec.encode_trailer(**common, **msgspec.structs.asdict(timing), **usage_fields)
-        elif usage is not None:
-            # The common case of a model response: token counts are the record's last
-            # fields, so they follow the shared part without another encoding pass.
-            trailer = shared_trailer + usage_trailer(usage)
-        else:
-            trailer = shared_trailer
-        bodies.append((head_of(new_id(), created, payload, plain, trailer, sizes), trailer))
+        head, trailer, blobs = record
+        bodies.append((head, trailer))
     if len(bodies) == bodies.count(None):
         return None
-    set_init(session, created_at, parent_session_id, session_type, agent_name, title, redactor)
-    return Batch(session, bodies, parent_session_id, expected_last_sequence, blobs, sizes.store)
+    set_init(
+        session, created_at, options.parent_session_id, options.session_type, options.agent_name,
+        options.title, redactor,
+    )  # fmt: skip
+    return Batch(session, bodies, options.parent_session_id, expected, blobs, sizes.store)
 
 
 class One:
@@ -398,7 +432,7 @@ class One:
         head: bytes,
         trailer: bytes,
         blobs: dict[str, bytes] | None,
-        store_blobs: Callable[[str, dict[str, bytes]], None] | None,
+        store_blobs: Callable[[SessionDir, dict[str, bytes]], None] | None,
     ) -> None:
         self.session = session
         self.head = head
@@ -413,7 +447,7 @@ class One:
         self.sequence = sequence
         line, body = _codec.record_line(sequence, 0, self.head, self.trailer)
         if self.blobs and self.store_blobs is not None:
-            self.store_blobs(self.session.directory, self.blobs)  # as in Batch.build
+            self.store_blobs(self.session.where, self.blobs)  # as in Batch.build
         return line, Line(0, None, body, len(line), sequence)
 
 
@@ -428,23 +462,16 @@ def encode_one(
 ) -> One | None:
     """`encode` of ``append(session, message)`` or ``append(session, message, usage=...)``.
 
-    The same checks in the same order, for the append a runner makes on every message:
-    none of the options that only `encode` handles (request id, timing, metadata, tags,
-    parent, title, agent name, session type, expectation, time) is given.
+    The same record encoder and checks in the same order, for the append a runner makes
+    on every message: none of the `Options` is given.
     """
     created_at = clock()
-    stored = payload_of(
-        message, redactor.redact_json if redactor is not None else _unchanged, sizes.threshold, None
-    )
-    if stored is None:
+    record = encode_record(
+        message, usage, None, _NO_COMMON, b"", _codec.encode_time(created_at), new_id,
+        redactor.redact_json if redactor is not None else _unchanged, sizes, None,
+    )  # fmt: skip
+    if record is None:
         return None
-    payload, plain, blobs = stored
-    if usage is not None:
-        check_usage(usage, message)
-        trailer = _codec.usage_trailer(usage)
-    else:
-        trailer = b""
-    head = head_of(new_id(), _codec.encode_time(created_at), payload, plain, trailer, sizes)
     session.init = (created_at, None, 0, None, None)
     session.init_redacted = {}
-    return One(session, head, trailer, blobs, sizes.store)
+    return One(session, *record, sizes.store)

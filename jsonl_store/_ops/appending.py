@@ -9,9 +9,9 @@ reported (spec §18.1).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
+from .._errors import JsonlStoreError
 from .._format.records import Message, MessageTiming, ModelUsage
 from .._log.scan import Line
 from .._log.writer import LogWriter
@@ -19,7 +19,7 @@ from .._session import usage as _usage
 from .._session.handles import OpenSession
 from .._text.redactions import Tally
 from . import append as _append
-from .store_state import StoreState
+from .store_state import StoreState, failure
 
 #: What a writer appends: the bytes and last line of a batch, given the log's last line.
 Build = Callable[[Line | None], tuple[bytes, Line]]
@@ -27,93 +27,79 @@ Build = Callable[[Line | None], tuple[bytes, Line]]
 #: How many times `write` tries a write whose session directory vanished.
 WRITE_ATTEMPTS = 8
 
-#: What `append_many` passes to the encoder when a keyword is not given (a checkpoint's
-#: rewrite, and the check of a save that makes its session).
-REWRITE_DEFAULTS: dict[str, Any] = {
-    "request_id": None,
-    "parent_session_id": None,
-    "title": None,
-    "agent_name": None,
-    "session_type": 0,
-    "metadata": None,
-    "tags": None,
-    "created_at": None,
-}
-
 
 def append(
     state: StoreState,
     session_id: str,
     operation: str,
     messages: Sequence[Message],
-    *,
     timings: Sequence[MessageTiming | None],
     usages: Sequence[ModelUsage | None],
-    request_id: str | None = None,
-    parent_session_id: str | None = None,
-    title: str | None = None,
-    agent_name: str | None = None,
-    session_type: int = 0,
-    metadata: Mapping[str, Any] | None = None,
-    tags: Mapping[str, Any] | None = None,
-    expected_last_sequence: int | None = None,
-    created_at: datetime | None = None,
+    options: _append.Options,
     before_write: Callable[[Tally | None], Callable[[int, bytes], None]] | None = None,
 ) -> list[int]:
     """The one append path: ``messages`` encoded (`_ops.append`) and written in one write; their sequences.
 
     A plain ``append`` (one message, no option but a usage) takes `_ops.append.encode_one`,
-    the same checks encoded flat. ``operation`` names the call in redaction notices (spec
-    §18.1). ``before_write(tally)`` gives what runs under the append lock right before
-    the write, with the batch's offset and first line (a checkpoint's rewrite makes its
-    snapshot there, spec §10).
+    the same record encoder without the batch around it. ``operation`` names the call in
+    redaction notices (spec §18.1). ``before_write(tally)`` gives what runs under the
+    append lock right before the write, with the batch's offset and first line (a
+    checkpoint's rewrite makes its snapshot there, spec §10). An ``OSError`` becomes the
+    `StorageError` of the public method ``operation`` (`store_state.storage_errors`),
+    here rather than by a wrapper around the facade's method: every append pays no call more.
     """
-    handles = state.handles
-    session = handles.session(session_id)
-    tally = state.tally()
-    if (
-        operation == "append"
-        and before_write is None
-        and request_id is None
-        and timings[0] is None
-        and parent_session_id is None
-        and title is None
-        and agent_name is None
-        and type(session_type) is int
-        and not session_type
-        and metadata is None
-        and tags is None
-        and expected_last_sequence is None
-        and created_at is None
-    ):
-        one = _append.encode_one(
-            session, messages[0], usages[0], state.sizes, handles.clock, handles.new_id, tally
+    try:
+        handles = state.handles
+        session = handles.session(session_id)
+        tally = state.tally()
+        o = options
+        # No option given (a session_type of exactly the int 0 is none): `encode_one`'s append.
+        # Written out, not a method of `Options`: every append runs it, and a call costs more.
+        # Compared by identity, never with a caller's ``__eq__``.
+        if (
+            operation == "append"
+            and before_write is None
+            and timings[0] is None
+            and o.request_id is None
+            and o.parent_session_id is None
+            and o.title is None
+            and o.agent_name is None
+            and type(o.session_type) is int
+            and not o.session_type
+            and o.metadata is None
+            and o.tags is None
+            and o.expected_last_sequence is None
+            and o.created_at is None
+        ):
+            one = _append.encode_one(
+                session, messages[0], usages[0], state.sizes, handles.clock, handles.new_id, tally
+            )
+            if one is None:
+                return [0]  # not to be persisted
+            write(session, handles.writer, one.build)
+            _report(state, session, tally, operation, [one.sequence], made=False)
+            return [one.sequence]
+        # Everything that can fail on bad input is checked before any file is touched.
+        batch = _append.encode(
+            session, messages, state.sizes, options, timings, usages, handles.clock, handles.new_id, tally
         )
-        if one is None:
-            return [0]  # not to be persisted
-        write(session, handles.writer, one.build)
-        _report(state, session, tally, operation, [one.sequence], made=False)
-        return [one.sequence]
-    # Everything that can fail on bad input is checked before any file is touched.
-    batch = _append.encode(
-        session, messages, state.sizes, request_id=request_id, timings=timings, usages=usages,
-        parent_session_id=parent_session_id, title=title, agent_name=agent_name, session_type=session_type,
-        metadata=metadata, tags=tags, expected_last_sequence=expected_last_sequence, created_at=created_at,
-        clock=handles.clock, new_id=handles.new_id, redactor=tally,
-    )  # fmt: skip
-    if batch is None:
-        return [0] * len(messages)  # nothing to persist
-    build = batch.build if before_write is None else _made_before(batch.build, before_write(tally))
-    if batch.expected:
-        expected = batch.expected
-        _append.refuse_unstarted(session, expected)
-        # Deleted between that look and the write: the retry must not make it again.
-        write(session, handles.writer, build, lambda: _append.refuse_unstarted(session, expected))
-    else:
-        write(session, handles.writer, build)
-    # The labels of a metadata file this write made count too (a rewrite's session is made already).
-    _report(state, session, tally, operation, batch.sequences, made=before_write is None)
-    return batch.sequences
+        if batch is None:
+            return [0] * len(messages)  # nothing to persist
+        build = batch.build if before_write is None else _made_before(batch.build, before_write(tally))
+        if batch.expected:
+            expected = batch.expected
+            _append.refuse_unstarted(session, expected)
+            # Deleted between that look and the write: the retry must not make it again.
+            write(session, handles.writer, build, lambda: _append.refuse_unstarted(session, expected))
+        else:
+            write(session, handles.writer, build)
+        # The labels of a metadata file this write made count too (a rewrite's session is made already).
+        _report(state, session, tally, operation, batch.sequences, made=before_write is None)
+        return batch.sequences
+    except JsonlStoreError:
+        raise
+    except OSError as exc:
+        raise failure(state.root, exc, operation, session_id) from exc
 
 
 def _report(
@@ -196,7 +182,6 @@ def record_usage(state: StoreState, session_id: str, record: ModelUsage | Mappin
 
 
 __all__ = [
-    "REWRITE_DEFAULTS",
     "WRITE_ATTEMPTS",
     "Build",
     "append",

@@ -10,6 +10,7 @@ from .._errors import InvalidArgument, SessionNotFound, SnapshotConflict
 from .._format import codec as _codec
 from .._format.names import LOG_NAME
 from .._format.records import ContextSnapshot, Message
+from .._io.session_dir import SessionDir
 from .._log import snapshots as _snapshots
 from .._log.reader import LogReader, sequence_of
 from .._log.scan import first_line_converted, last_good
@@ -40,8 +41,7 @@ def check_arguments(
 
 def create(
     handles: Handles,
-    session_id: str,
-    directory: str,
+    where: SessionDir,
     compacted_message: Message,
     compacted_through_sequence: int,
     versions: tuple[int, int],
@@ -53,7 +53,7 @@ def create(
     starts at while it has none of its own, else 0).
     """
     expected_version, inherited = versions
-    fs = handles.fs
+    fs, session_id = where.fs, where.session_id
     payload, plain = _codec.encode_message(compacted_message)
     if redactor is not None:
         redacted = redactor.redact_json(payload)
@@ -61,8 +61,8 @@ def create(
             # The caller gets back what is stored, as a later `load` would give it.
             payload = redacted
             compacted_message = _codec.decode_message(payload, plain)
-    _restore_if_converted(handles, session_id, directory)
-    with LogReader(fs, session_id, directory, handles.reporter) as log:
+    _restore_if_converted(handles, where)
+    with LogReader(fs, session_id, where.path, handles.reporter) as log:
         if log.fd is None:
             raise SessionNotFound(f"session {session_id!r} has no records to compact", session_id=session_id)
         if handles.durable:
@@ -72,7 +72,7 @@ def create(
             fs.fdatasync(log.fd)
         # One listing, under the lock, for both the newest snapshot and the next version:
         # only a snapshot() holding the lock makes a new one.
-        present = _snapshots.versions(fs, directory)
+        present = _snapshots.versions(where)
         current = log.latest_snapshot(present=present)
         current_version = current.version if current else inherited
         _expect(session_id, expected_version, current_version)
@@ -104,14 +104,13 @@ def create(
         plain=plain,
         compacted_message=msgspec.Raw(payload),
     )
-    _write(handles, directory, session_id, snapshot)
+    _write(handles, where, snapshot)
     return msgspec.structs.replace(snapshot, compacted_message=compacted_message, session_id=session_id)
 
 
 def before_batch(
     handles: Handles,
-    session_id: str,
-    directory: str,
+    where: SessionDir,
     compacted_message: Message,
     versions: tuple[int, int],
     redactor: Redactor | None = None,
@@ -127,16 +126,15 @@ def before_batch(
     is as `create` takes it.
     """
     expected_version, inherited = versions
-    fs = handles.fs
     payload, plain = _codec.encode_message(compacted_message)
     if redactor is not None:
         payload = redactor.redact_json(payload)
-    _restore_if_converted(handles, session_id, directory)
-    present = _snapshots.versions(fs, directory)
-    with LogReader(fs, session_id, directory, handles.reporter) as log:
+    _restore_if_converted(handles, where)
+    present = _snapshots.versions(where)
+    with LogReader(where.fs, where.session_id, where.path, handles.reporter) as log:
         current = log.latest_snapshot(present=present)
     current_version = current.version if current else inherited
-    _expect(session_id, expected_version, current_version)
+    _expect(where.session_id, expected_version, current_version)
     version = max([current_version, *present]) + 1
 
     def make(offset: int, marker_line: bytes) -> None:
@@ -152,7 +150,7 @@ def before_batch(
             plain=plain,
             compacted_message=msgspec.Raw(payload),
         )
-        _write(handles, directory, session_id, snapshot)
+        _write(handles, where, snapshot)
 
     return make
 
@@ -166,16 +164,16 @@ def _expect(session_id: str, expected_version: int, current_version: int) -> Non
         )
 
 
-def _write(handles: Handles, directory: str, session_id: str, snapshot: ContextSnapshot) -> None:
+def _write(handles: Handles, where: SessionDir, snapshot: ContextSnapshot) -> None:
     """Create the snapshot's file once (by link); `SnapshotConflict` when its number is taken."""
-    if not _snapshots.create(handles.fs, directory, snapshot, durable=handles.durable):
+    if not _snapshots.create(where, snapshot, durable=handles.durable):
         raise SnapshotConflict(
-            f"snapshot {snapshot.version} of session {session_id!r} was created by another writer",
-            session_id=session_id,
+            f"snapshot {snapshot.version} of session {where.session_id!r} was created by another writer",
+            session_id=where.session_id,
         )
 
 
-def _restore_if_converted(handles: Handles, session_id: str, directory: str) -> None:
+def _restore_if_converted(handles: Handles, where: SessionDir) -> None:
     """Give the raw log back its bytes as written when a text conversion is seen in it.
 
     A snapshot's offsets must be those of the restored log (§9.3, §10): made on lines a
@@ -183,8 +181,8 @@ def _restore_if_converted(handles: Handles, session_id: str, directory: str) -> 
     log. So a conversion seen in the first or last line is undone first, as the next
     append would (and as `repair` does), under the append lock.
     """
-    fs = handles.fs
-    with LogReader(fs, session_id, directory) as log:
+    fs, session_id = where.fs, where.session_id
+    with LogReader(fs, session_id, where.path) as log:
         if log.fd is None:
             return
         _, last = last_good(fs, log.fd, log.size)
@@ -223,8 +221,7 @@ def take(
     with state.handles.lock(session_id):
         snapshot = create(
             state.handles,
-            session_id,
-            directory,
+            state.where(session_id, directory),
             compacted_message,
             compacted_through_sequence,
             (expected_version, inherited),

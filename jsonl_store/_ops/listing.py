@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from .._context.view import SessionSummary
 from .._errors import UnsafePath, UnsupportedFormat
-from .._format.names import is_session_id
+from .._format.names import is_session_id, validate_session_id
 from .._format.records import ForkPoint
 from .._log.snapshots import clock as _snapshots_clock
 from .._session import forks as _forks
@@ -29,7 +29,9 @@ Summarize = Callable[..., SessionSummary | None]
 def list_sessions(
     state: StoreState, parent_session_id: str | None, summarize: Summarize
 ) -> list[SessionSummary]:
-    """`SessionStore.list_sessions` once its arguments are checked; ``summarize`` reads one summary."""
+    """`SessionStore.list_sessions`; ``summarize`` reads one summary."""
+    if parent_session_id is not None:
+        validate_session_id(parent_session_id)
     names = candidates(state)
     # The catalog answers for the sessions it checked fresh (spec §21); the rest are read here.
     listed = state.catalog.listing(names, summarize) if state.catalog is not None else None

@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from .._errors import InvalidArgument
 from .._io import dirs as _dirs
 from .._log.problems import Problem
 from .._text import redact as _redact
@@ -63,7 +64,7 @@ def scan(state: StoreState, session_id: str | None) -> list[_secrets.SecretFindi
     for name in names:
         directory = state.handles.directory(name)
         if state.handles.check_dir(name, directory):
-            found.extend(_secrets.scan(state.fs, name, directory, redactor, allowed))
+            found.extend(_secrets.scan(state.where(name, directory), redactor, allowed))
     return found
 
 
@@ -71,6 +72,8 @@ def allow(state: StoreState, fingerprints: Iterable[str]) -> list[str]:
     """Fingerprints added to the store root's allowlist (spec §18.2); those not in it yet."""
     from . import secrets as _secrets
 
+    if isinstance(fingerprints, str) or not isinstance(fingerprints, Iterable):
+        raise InvalidArgument(f"fingerprints must be a list of str, got {fingerprints!r}")
     return _secrets.add_to_allowlist(state.fs, state.root, fingerprints, durable=state.durable)
 
 
@@ -87,7 +90,7 @@ def redact_session(state: StoreState, session_id: str) -> list[_secrets.SecretFi
     handles.forget(session_id)
     with handles.lock(session_id):
         found = _secrets.redact(
-            state.fs, session_id, directory, redactor, lock_timeout=state.lock_timeout, allowed=allowed
+            state.where(session_id, directory), redactor, lock_timeout=state.lock_timeout, allowed=allowed
         )
     handles.forget(session_id)  # what it cached of the old files is stale now
     return found

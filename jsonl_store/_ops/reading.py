@@ -14,7 +14,7 @@ from typing import Any
 from .._context import resume as _resume
 from .._context.dialect_neutral import Dialect
 from .._context.dialects import stored_dialect
-from .._context.view import SessionView
+from .._context.view import SessionSummary, SessionView
 from .._errors import CorruptSession, InvalidArgument, JsonlStoreError, SequenceConflict
 from .._format.records import RawMessageRecord
 from .._log.problems import CORRUPT_KINDS, Reporter
@@ -119,6 +119,14 @@ def records(
         state.report(p for p in found.problems if p.kind != "bad-snapshot")
 
 
+def get_session(state: StoreState, session_id: str) -> SessionSummary | None:
+    """`SessionStore.get_session`: the session's summary, None when its directory is not there."""
+    directory = state.handles.directory(session_id)
+    if not state.handles.check_dir(session_id, directory):
+        return None
+    return state.summary(session_id, directory)
+
+
 def tail(state: StoreState, session_id: str, n: int) -> list[RawMessageRecord]:
     """`SessionStore.tail`."""
     if type(n) is not int or n < 0:
@@ -153,4 +161,4 @@ def own_record_calls(state: StoreState, session_id: str) -> list[dict[str, Any]]
         state.report(p for p in found.problems if p.kind != "bad-snapshot")
 
 
-__all__ = ["load", "open_records", "own_record_calls", "records", "resume", "tail", "usage"]
+__all__ = ["get_session", "load", "open_records", "own_record_calls", "records", "resume", "tail", "usage"]

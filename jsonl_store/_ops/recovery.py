@@ -32,6 +32,7 @@ from .._format.names import (
 )
 from .._io import atomic as _atomic
 from .._io.fs import FileSystem, check_directory, describe_mode, open_regular
+from .._io.session_dir import SessionDir
 from .._log import blob_writes as _blob_writes
 from .._log import blobs as _blobs
 from .._log import snapshots as _snapshots
@@ -64,7 +65,6 @@ from .._log.writer import LogWriter, free_sidecar
 from .._session import forks as _forks
 from .._session import meta as _meta
 from .._session import summary as _session
-from .._session.directory import SessionDir
 from .._session.meta import SessionMeta
 
 
@@ -157,7 +157,7 @@ def _check_session(where: SessionDir, *, fix: bool, durable: bool, lock_timeout:
             check.problems.extend(found_in_log)
     check.problems.extend(_check_blobs(where, fix=fix))
     with LogReader(where.fs, where.session_id, where.path) as log:
-        for version in _snapshots.versions(fs, directory):
+        for version in _snapshots.versions(where):
             check.snapshot(log, version, held=version in held, log_converted=log_converted)
     return check.problems
 
@@ -221,7 +221,7 @@ class _Check:
             if present and self.fix:
                 _session.move_aside(self.where, META_NAME)
                 created = _session.first_record_time(self.where) or datetime.now(UTC)
-                _meta.write(fs, directory, SessionMeta(created_at=created), durable=self.durable)
+                _meta.write(self.where, SessionMeta(created_at=created), durable=self.durable)
             return
         if self.fix:
             _meta.check_writable(meta, self.session_id)
@@ -247,7 +247,7 @@ class _Check:
         fs, directory = self.fs, self.directory
         path = os.path.join(directory, snapshot_name(version))
         try:
-            snap, converted = _snapshots.read_file(fs, directory, version, session_id=self.session_id)
+            snap, converted = _snapshots.read_file(self.where, version)
         except _snapshots.DamagedSnapshot as exc:
             self._bad_snapshot(path, version, str(exc))
             return
@@ -372,8 +372,8 @@ def _check_blobs(where: SessionDir, *, fix: bool) -> list[Problem]:
     To repair, the log's append lock is held throughout: a writer stores a record's blobs
     under it, right before the record (§9.14), so no blob seen here is waiting for its record.
     """
-    fs, directory = where.fs, where.path
-    names = _blobs.listing(fs, directory)
+    fs = where.fs
+    names = _blobs.listing(where)
     problems: list[Problem] = []
     with LogReader(where.fs, where.session_id, where.path) as log:
         if log.fd is None:
@@ -381,7 +381,7 @@ def _check_blobs(where: SessionDir, *, fix: bool) -> list[Problem]:
         else:
             if fix:
                 fs.flock(log.fd, fcntl.LOCK_EX)
-                names = _blobs.listing(fs, directory)  # again, under the lock
+                names = _blobs.listing(where)  # again, under the lock
             referenced = {}
             end, _ = log.last_good()
             for line in read(Source(fs, log.fd, end, log.path), Mode.TOLERANT):
@@ -395,7 +395,7 @@ def _check_blobs(where: SessionDir, *, fix: bool) -> list[Problem]:
                     )
         if names is None and not referenced:
             return problems
-        return problems + _blob_writes.check(fs, directory, names or [], referenced, fix=fix)
+        return problems + _blob_writes.check(where, names or [], referenced, fix=fix)
 
 
 def _restore_and_cut(
@@ -428,17 +428,16 @@ def _restore_and_cut(
 
 def _offsets_holding(where: SessionDir) -> set[int]:
     """The versions of the snapshots whose boundary record is where they say, right now."""
-    fs, session_id, directory = where.fs, where.session_id, where.path
     holding: set[int] = set()
     with LogReader(where.fs, where.session_id, where.path) as log:
         if log.fd is None:
             return holding
-        for version in _snapshots.versions(fs, directory):
+        for version in _snapshots.versions(where):
             try:
-                snap = _snapshots.read(fs, directory, version, session_id)
+                snap = _snapshots.read(where, version)
             except _snapshots.DamagedSnapshot:
                 continue
-            if _snapshots.boundary_problem(fs, log.fd, log.size, snap) is None:
+            if _snapshots.boundary_problem(where.fs, log.fd, log.size, snap) is None:
                 holding.add(version)
     return holding
 

@@ -21,7 +21,7 @@ from .._session.handles import OpenSession
 from .._text.redactions import Tally
 from . import append as _append
 from . import compact as _compact
-from .appending import REWRITE_DEFAULTS, append
+from .appending import append
 from .store_state import StoreState
 
 
@@ -31,14 +31,13 @@ def checkpoint(
     session_id: str,
     messages: Sequence[Message],
     append_options: dict[str, Any],
-    allowed: frozenset[str],
 ) -> list[int]:
-    """`SessionStore.checkpoint`; ``allowed`` are the keywords it passes on to ``append_many``."""
+    """`SessionStore.checkpoint`; ``append_options`` are among `_ops.append.CHECKPOINT_KEYWORDS`."""
     handles = state.handles
     directory = handles.directory(session_id)
     # Checked before the session is made: nothing may be created for a call that fails.
     _checkpoint.check_messages(messages)
-    unknown = set(append_options) - allowed
+    unknown = set(append_options) - _append.CHECKPOINT_KEYWORDS
     if unknown:
         raise InvalidArgument(f"checkpoint got unknown append options: {', '.join(sorted(unknown))}")
     session = handles.session(session_id)
@@ -82,15 +81,9 @@ def _check_first_save(
     timings = _append.per_message(options.pop("timing", None), MessageTiming, len(kept), "timing")
     usages = _append.usages_for(kept, options.pop("usage", None))
     _append.encode(
-        session,
-        kept,
-        state.sizes,
-        **{**REWRITE_DEFAULTS, **options},
-        timings=timings,
-        usages=usages,
-        clock=state.handles.clock,
-        new_id=state.handles.new_id,
-    )
+        session, kept, state.sizes, _append.Options.from_keywords(options), timings, usages,
+        state.handles.clock, state.handles.new_id,
+    )  # fmt: skip
 
 
 def rewrite_context(
@@ -115,12 +108,12 @@ def rewrite_context(
             state.inherited_version(session_id, directory) if state.fork_point(session_id, directory) else 0
         )
         return _compact.before_batch(
-            state.handles, session_id, directory, compacted, (expected_version, inherited), tally
+            state.handles, state.where(session_id, directory), compacted, (expected_version, inherited), tally
         )
 
     return append(
-        state, session_id, "checkpoint", batch, **{**REWRITE_DEFAULTS, **options},
-        timings=timings, usages=usages, before_write=before_write,
+        state, session_id, "checkpoint", batch, timings, usages, _append.Options.from_keywords(options),
+        before_write=before_write,
     )  # fmt: skip
 
 

@@ -40,6 +40,7 @@ from .._format.names import (
 )
 from .._io import atomic as _atomic
 from .._io.fs import FileSystem, open_regular
+from .._io.session_dir import SessionDir
 from .._log import blob_writes as _blob_writes
 from .._log import blobs as _blobs
 from .._log import modes as _log_modes
@@ -249,9 +250,9 @@ def _pieces(name: str, data: bytes) -> Iterator[tuple[int, Any, bytes]]:
             yield piece.number, _decode(piece.raw), piece.raw
 
 
-def _files(fs: FileSystem, directory: str) -> list[str]:
+def _files(where: SessionDir) -> list[str]:
     try:
-        return sorted(name for name in fs.listdir(directory) if name != LOCK_NAME)
+        return sorted(name for name in where.fs.listdir(where.path) if name != LOCK_NAME)
     except FileNotFoundError:
         return []
 
@@ -280,26 +281,25 @@ def _read(fs: FileSystem, path: str) -> bytes | None:
         fs.close(fd)
 
 
-def _blob_files(fs: FileSystem, directory: str) -> list[str]:
+def _blob_files(where: SessionDir) -> list[str]:
     """The blob files of a session (spec §5.1): names in ``blobs/`` that are SHA-256 digests."""
     try:
-        names = _blobs.listing(fs, directory)
+        names = _blobs.listing(where)
     except UnsafePath:
         return []  # a symlink in place of blobs/: never followed (verify reports it)
     return [name for name in names or () if is_blob_name(name)]
 
 
-def scan(
-    fs: FileSystem, session_id: str, directory: str, redactor: Redactor, allowed: frozenset[str] = frozenset()
-) -> list[SecretFinding]:
+def scan(where: SessionDir, redactor: Redactor, allowed: frozenset[str] = frozenset()) -> list[SecretFinding]:
     """Every secret and guess in every file of one session directory, file by file, line by line.
 
     A blob file (a long string a record names, spec §5.1) is one string: its findings
     name it ``blobs/<hex>``, line 0, ``where`` ``"blob"``. ``allowed``: the allowlist's
     fingerprints (`read_allowlist`), which mark a finding ``allowed``.
     """
+    fs, session_id, directory = where.fs, where.session_id, where.path
     found: list[SecretFinding] = []
-    for name in _files(fs, directory):
+    for name in _files(where):
         data = _read(fs, os.path.join(directory, name))
         if data is None:
             continue
@@ -307,7 +307,7 @@ def scan(
             found.extend(
                 _findings_in(redactor, _Place(session_id, name, line, None, ""), value, raw, allowed)
             )
-    for name in _blob_files(fs, directory):
+    for name in _blob_files(where):
         data = _read(fs, os.path.join(directory, BLOBS_DIR, name))
         if data is not None:
             place = _Place(session_id, f"{BLOBS_DIR}/{name}", 0, None, "blob")
@@ -339,15 +339,15 @@ def _remarked(value: Any, renamed: Renamed) -> Any:
     return value
 
 
-def _redact_blobs(fs: FileSystem, directory: str, redactor: Redactor) -> Renamed:
+def _redact_blobs(where: SessionDir, redactor: Redactor) -> Renamed:
     """Each blob holding a secret, written anew without it under its new digest (durably).
 
     The old files stay until the records name the new ones (`redact` deletes them last),
     so a crash in between leaves every record readable.
     """
     renamed: Renamed = {}
-    for name in _blob_files(fs, directory):
-        data = _read(fs, os.path.join(directory, BLOBS_DIR, name))
+    for name in _blob_files(where):
+        data = _read(where.fs, os.path.join(where.path, BLOBS_DIR, name))
         if data is None:
             continue
         text = _text(data)
@@ -356,7 +356,7 @@ def _redact_blobs(fs: FileSystem, directory: str, redactor: Redactor) -> Renamed
             continue
         new = clean.encode("utf-8", "surrogateescape")
         digest = hashlib.sha256(new).hexdigest()
-        _blob_writes.store(fs, directory, {digest: new}, durable=True)
+        _blob_writes.store(where, {digest: new}, durable=True)
         renamed[name] = _blob_writes.marker(digest, len(new))
     return renamed
 
@@ -456,42 +456,37 @@ def _flock(fs: FileSystem, fd: int, timeout: float, path: str, session_id: str) 
             time.sleep(0.002)
 
 
-def _replace(fs: FileSystem, directory: str, name: str, data: bytes) -> None:
+def _replace(where: SessionDir, name: str, data: bytes) -> None:
     # Always durable: a rewrite that the next power loss undoes would bring the secret back.
-    _atomic.replace(fs, directory, name, data, durable=True)
+    _atomic.replace(where.fs, where.path, name, data, durable=True)
 
 
 def _rewrite_under_lock(
-    fs: FileSystem,
-    directory: str,
-    name: str,
-    rewrite: Callable[[bytes], bytes],
-    lock: tuple[float, str] | None,
+    where: SessionDir, name: str, rewrite: Callable[[bytes], bytes], lock_timeout: float | None
 ) -> bytes | None:
-    """Rewrite one file (holding its append lock when ``lock`` says so); the old bytes, or None."""
-    path = os.path.join(directory, name)
+    """Rewrite one file (holding its append lock, waiting at most ``lock_timeout``, unless
+    that is None); the old bytes, or None."""
+    fs, path = where.fs, where.file(name)
     try:
         fd = open_regular(fs, path, FLAGS_READ)
     except FileNotFoundError:
         return None
     try:
-        if lock is not None:
-            _flock(fs, fd, lock[0], path, lock[1])
+        if lock_timeout is not None:
+            _flock(fs, fd, lock_timeout, path, where.session_id)
         data = _read_all(fs, fd)
         new = rewrite(data)
         if new != data:
             # Renamed over the old file while its lock is held: a writer waiting for that
             # lock finds the file unlinked and opens the new one (as after a delete).
-            _replace(fs, directory, name, new)
+            _replace(where, name, new)
         return data
     finally:
         fs.close(fd)
 
 
 def redact(
-    fs: FileSystem,
-    session_id: str,
-    directory: str,
+    where: SessionDir,
     redactor: Redactor,
     *,
     lock_timeout: float,
@@ -504,30 +499,26 @@ def redact(
     rewrite); guesses and allowlisted values stay as they are, reported by `scan` only.
     Running it again rewrites nothing.
     """
-    found = [f for f in scan(fs, session_id, directory, redactor, allowed) if f.blocking]
+    fs, directory = where.fs, where.path
+    found = [f for f in scan(where, redactor, allowed) if f.blocking]
     redactor = _Rewrite(redactor, allowed)
-    names = _files(fs, directory)
+    names = _files(where)
     log: list[_Rewritten] = []
     # Blobs first, the records that name them after: a record never names a missing blob.
-    renamed = _redact_blobs(fs, directory, redactor)
+    renamed = _redact_blobs(where, redactor)
 
     def log_anew(data: bytes) -> bytes:
         log.append(_rewrite_log(redactor, data, renamed))
         return log[0].data
 
-    _rewrite_under_lock(fs, directory, LOG_NAME, log_anew, (lock_timeout, session_id))
+    _rewrite_under_lock(where, LOG_NAME, log_anew, lock_timeout)
     rewritten = log[0] if log else None
-    _rewrite_under_lock(fs, directory, USAGE_NAME, lambda data: _rewrite_log(redactor, data).data,
-                        (lock_timeout, session_id))  # fmt: skip
+    _rewrite_under_lock(where, USAGE_NAME, lambda data: _rewrite_log(redactor, data).data, lock_timeout)
     for version in snapshot_versions(names):
         _rewrite_under_lock(
-            fs,
-            directory,
-            snapshot_name(version),
-            lambda data: _snapshot_anew(redactor, data, rewritten),
-            None,
+            where, snapshot_name(version), lambda data: _snapshot_anew(redactor, data, rewritten), None
         )
-    _rewrite_under_lock(fs, directory, META_NAME, lambda data: _meta_anew(redactor, data), None)
+    _rewrite_under_lock(where, META_NAME, lambda data: _meta_anew(redactor, data), None)
     for name in names:
         path = os.path.join(directory, name)
         kind = classify(name)
@@ -539,7 +530,7 @@ def redact(
             except FileNotFoundError:
                 pass
         elif kind in (FileKind.CUT, FileKind.DAMAGED):
-            _rewrite_under_lock(fs, directory, name, lambda data: _redact_raw(redactor, data), None)
+            _rewrite_under_lock(where, name, lambda data: _redact_raw(redactor, data), None)
     # The records name the new blobs now (durably): the old ones, with the secrets, go.
     folder = os.path.join(directory, BLOBS_DIR)
     for old in renamed:

@@ -14,7 +14,7 @@ from typing import Any
 from .._context.view import SessionSummary
 from .._errors import InvalidArgument, ParentMismatch
 from .._format import codec as _codec
-from .._format.names import LOG_NAME
+from .._format.names import LOG_NAME, validate_session_id
 from .._io import dirs as _dirs
 from .._session import meta as _meta
 from .._session import summary as _session
@@ -68,8 +68,10 @@ def create(
     return summary
 
 
-def update(state: StoreState, session_id: str, update: _meta.Update) -> SessionSummary:
-    """`SessionStore.update_session` once its fields are checked: merged under the session lock."""
+def update(state: StoreState, session_id: str, **fields: Any) -> SessionSummary:
+    """`SessionStore.update_session`: the id and ``fields`` checked, then merged under the session lock."""
+    validate_session_id(session_id)
+    update = _meta.Update.checked(**fields)
     handles = state.handles
     directory = handles.directory(session_id)
     tally = state.tally()
@@ -83,7 +85,7 @@ def update(state: StoreState, session_id: str, update: _meta.Update) -> SessionS
             meta = _unwritten_meta(state, session_id, directory)
         _meta.check_writable(meta, session_id)
         if update.apply(meta, session_id):
-            _meta.write(state.fs, directory, meta, durable=state.durable)
+            _meta.write(state.where(session_id, directory), meta, durable=state.durable)
             state.redacted(tally, session_id, "update_session")
     # The log's end as this store's writer left it, when an fstat and an lstat show the
     # file at the log's path unchanged since (`LogWriter.known_last`): no reopening and

@@ -33,6 +33,7 @@ from .._format.ids import new_uuid7
 from .._format.names import FORK_NAME, is_session_id
 from .._format.records import ForkPoint
 from .._io.fs import OS_FS, FileSystem
+from .._io.session_dir import SessionDir
 from .._log import blob_writes as _blob_writes
 from .._log.problems import Forward, Problem, Reporter
 from .._log.snapshots import Listings
@@ -40,7 +41,6 @@ from .._session import catalog as _catalog
 from .._session import forks as _forks
 from .._session import meta as _meta
 from .._session import summary as _session
-from .._session.directory import SessionDir
 from .._session.handles import SHARED_LISTINGS, Handles, now
 from .._session.history import History
 from .._session.meta import SessionMeta
@@ -80,7 +80,7 @@ class StoreState:
         self.redactor = redactor
         self.fs: FileSystem = fs if fs is not None else OS_FS
         self.sizes = sizes
-        sizes.store = functools.partial(_blob_writes.store, self.fs, durable=durable)
+        sizes.store = functools.partial(_blob_writes.store, durable=durable)
         # A file system passed in gets caches of its own (the shared ones hold only for
         # the real one, whose directories are the same for every store of this process).
         self.listings = SHARED_LISTINGS if fs is None else Listings()
@@ -98,6 +98,18 @@ class StoreState:
             clock=now if clock is None else _sources.checked_clock(clock),
             new_id=new_uuid7 if ids is None else _sources.checked_ids(ids),
         )
+
+    def forked(self) -> None:
+        """Renew the mutexes of this store's handle cache and catalog in a forked child."""
+        self.handles.forked()
+        if self.catalog is not None:
+            self.catalog.forked()
+
+    def close(self) -> None:
+        """Close every descriptor this store holds; it reopens them on first use."""
+        self.handles.close()
+        if self.catalog is not None:
+            self.catalog.close()
 
     # -- where damage and redactions go -------------------------------------------------
 
@@ -196,6 +208,33 @@ class StoreState:
         return _session.summary(where, meta, read_fork)
 
 
+def build(
+    root: str | os.PathLike[str],
+    *,
+    durability: str,
+    lock_timeout: float,
+    on_problem: Callable[[Problem], None] | None,
+    fs: FileSystem | None,
+    clock: Callable[[], datetime] | None,
+    ids: Callable[[], str] | None,
+    redact: Any,
+    blob_threshold: int,
+    max_record_bytes: int,
+    on_redact: Callable[[_redactions.Redaction], None] | None,
+) -> StoreState:
+    """A `SessionStore`'s state from its arguments, each checked first (`InvalidArgument`)."""
+    check_options(durability, lock_timeout, on_problem=on_problem, on_redact=on_redact)
+    # Strings over ``blob_threshold`` UTF-8 bytes go to blob files; a record line is at
+    # most ``max_record_bytes`` (spec §5.1).
+    sizes = _blob_writes.Sizes(blob_threshold, max_record_bytes)
+    root = checked_root(root)
+    redactor = _redact.make(redact)
+    return StoreState(
+        root, durable=durability == "fsync", lock_timeout=float(lock_timeout), on_problem=on_problem, fs=fs,
+        clock=clock, ids=ids, redactor=redactor, sizes=sizes, on_redact=on_redact,
+    )  # fmt: skip
+
+
 def check_options(durability: object, lock_timeout: object, **callbacks: object) -> None:
     """`InvalidArgument` for a ``SessionStore`` option no store can work with."""
     if durability not in ("fsync", "none"):
@@ -250,8 +289,8 @@ def storage_errors(method: Callable[Concatenate[S, P], R]) -> Callable[Concatena
     """Let no bare ``OSError`` out of a public method: it becomes a `StorageError`.
 
     Errors of this library pass unchanged (`LockTimeout` and `ReadOnlySession` are
-    ``OSError`` subclasses too). `append` and `append_many` do the same inline instead,
-    so the hot path pays no extra call.
+    ``OSError`` subclasses too). `_ops.appending.append` does the same inline for
+    `append` and `append_many`, so the hot path pays no extra call.
     """
     name = method.__name__
 
@@ -267,4 +306,13 @@ def storage_errors(method: Callable[Concatenate[S, P], R]) -> Callable[Concatena
     return call
 
 
-__all__ = ["UNSET", "StoreState", "check_options", "checked_root", "failure", "missing", "storage_errors"]
+__all__ = [
+    "UNSET",
+    "StoreState",
+    "build",
+    "check_options",
+    "checked_root",
+    "failure",
+    "missing",
+    "storage_errors",
+]

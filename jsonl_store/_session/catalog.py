@@ -25,6 +25,7 @@ never answer with what the files no longer say.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import sqlite3
@@ -33,7 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -45,6 +46,9 @@ from . import catalog_index as _catalog_index
 from . import catalog_schema as _catalog_schema
 from .catalog_check import Checked, Entry, size_of
 from .catalog_index import RACY, LogState
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 #: A fingerprint whose times are this close to the check's clock (or after it) is racy.
 #: Wider than any file system's timestamp granularity in use (FAT's 2 s).
@@ -87,16 +91,18 @@ class RankedHit:
 
     def to_dict(self) -> dict[str, object]:
         """The hit as JSON-ready values (``marks`` as lists)."""
-        return {
-            "session_id": self.session_id,
-            "sequence": self.sequence,
-            "role": self.role,
-            "kind": self.kind,
-            "field": self.field,
-            "snippet": self.snippet,
-            "marks": [list(mark) for mark in self.marks],
-            "score": self.score,
-        }
+        return hit_fields(self)
+
+
+def hit_fields(hit: DataclassInstance) -> dict[str, Any]:
+    """A search hit's fields by name, in their order, as JSON-ready values (tuples as lists):
+    the ``to_dict`` of `RankedHit` and of `jsonl_store.search.Hit`, which print as
+    ``jsonl-store search --json`` and ``search --rank --json``."""
+    return {field.name: _listed(getattr(hit, field.name)) for field in dataclasses.fields(hit)}
+
+
+def _listed(value: object) -> object:
+    return [_listed(item) for item in value] if isinstance(value, tuple) else value
 
 
 def _marked(snippet: str) -> tuple[str, tuple[tuple[int, int], ...]]:
@@ -462,4 +468,4 @@ def _ranked(
     return hits
 
 
-__all__ = ["BATCH_BYTES", "BUILD_AT", "RACY_NS", "Catalog", "RankedHit", "fts_query"]
+__all__ = ["BATCH_BYTES", "BUILD_AT", "RACY_NS", "Catalog", "RankedHit", "fts_query", "hit_fields"]

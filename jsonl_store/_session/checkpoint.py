@@ -20,10 +20,10 @@ from .._errors import InvalidArgument, InvalidMessage, UnsupportedValue
 from .._format import codec as _codec
 from .._format.records import MESSAGE_TYPES, CompactedMessage, ContextSnapshot, Message, RawMessageRecord
 from .._io.fs import FileSystem
+from .._io.session_dir import SessionDir
 from .._log import snapshots as _snapshots
 from .._log.problems import Reporter
 from .._log.reader import LogReader
-from .directory import SessionDir
 from .history import History
 
 

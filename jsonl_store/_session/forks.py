@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 
 import msgspec
 
+from .. import _process
 from .._errors import UnsafePath
 from .._format import codec as _codec
 from .._format import lines as _lines
@@ -22,10 +23,10 @@ from .._format.names import FORK_NAME, is_session_id
 from .._format.records import ContextSnapshot, ForkPoint, RawMessageRecord
 from .._io import atomic as _atomic
 from .._io.fs import StatResult, check_directory
+from .._io.session_dir import SessionDir
 from .._log import snapshots as _snapshots
 from .._log.problems import LEFT_FOR_READERS, Problem, Reporter
 from .._log.reader import LogReader
-from .directory import SessionDir
 
 #: The longest chain of forks a reader follows; beyond it (or around a cycle, which only
 #: hand-edited files make) the fork is reported damaged instead of read forever.
@@ -64,6 +65,10 @@ class Absences:
     def __init__(self) -> None:
         self._keys: dict[str, tuple[object, object, int, int]] = {}
 
+    def clear(self) -> None:
+        """Forget every directory seen fork-less: the next look opens its ``fork.json``."""
+        self._keys.clear()
+
     def read(self, where: SessionDir, st: StatResult, now: int) -> ForkPoint | None:
         """`read`, skipped for a directory known fork-less; ``st`` is its ``lstat`` taken after ``now``."""
         directory = where.path
@@ -80,6 +85,9 @@ class Absences:
 
 #: The real file system's directories are the same for every store of this process.
 SHARED_ABSENCES = Absences()
+# Each entry is checked against the directory's times before use, so a child could keep
+# them; registered so that `_process.reset` leaves no cache of the parent behind.
+_process.register("fork-less directories", SHARED_ABSENCES.clear)
 
 
 def encode(point: ForkPoint) -> bytes:

@@ -20,6 +20,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
+from .. import _process
 from .._errors import LockTimeout, SessionNotFound, UnsafePath, UnsupportedFormat
 from .._format.ids import new_uuid7
 from .._format.names import (
@@ -40,6 +41,7 @@ from .._io import atomic as _atomic
 from .._io import dirs as _dirs
 from .._io.cleared import clear_deleted
 from .._io.fs import FileSystem, check_directory, open_regular, register_descriptor_cache
+from .._io.session_dir import SessionDir
 from .._log import blob_writes as _blob_writes
 from .._log import snapshots as _snapshots
 from .._log.problems import Reporter
@@ -49,7 +51,6 @@ from .._log.writer import LogWriter
 from . import meta as _meta
 from . import summary as _session
 from .checkpoint import CheckpointCache
-from .directory import SessionDir
 from .forks import DamagedFork
 from .forks import read as _forks_read
 from .meta import SessionMeta
@@ -396,7 +397,7 @@ class Handles:
         if first is not None:
             # The log (or the fork file) is older than this metadata: the session began with it.
             meta.created_at = first
-        if _meta.create(self.fs, session.directory, meta, durable=self.durable):
+        if _meta.create(session.where, meta, durable=self.durable):
             session.made_redacted = dict(session.init_redacted)
             return meta
         existing = _session.read_meta(session.where, Reporter())
@@ -520,7 +521,7 @@ class Handles:
         not the store's, and a person must look at it, so `UnsafePath` and nothing deleted.
         """
         fs = self.fs
-        blobs = _blob_writes.deletable(fs, directory, session_id)  # checks what blobs/ holds
+        blobs = _blob_writes.deletable(SessionDir(fs, session_id, directory))  # checks what blobs/ holds
         names = fs.listdir(directory)
         checked = [name for name in names if not (name == BLOBS_DIR and blobs is not None)]
         _blob_writes.only_regular_files(fs, directory, checked, session_id)
@@ -538,6 +539,9 @@ _PREPARE_ATTEMPTS = 8
 #: What this process knows of snapshot directories is true for every store on the real
 #: file system (each entry is checked against the directory's change times).
 SHARED_LISTINGS = _snapshots.Listings()
+# As `_session.forks.SHARED_ABSENCES`: checked before use, registered so that
+# `_process.reset` leaves no cache of the parent behind.
+_process.register("snapshot listings", SHARED_LISTINGS.clear)
 
 
 class _NamedLock:

@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterator
 
 from .._format.names import FORK_NAME
 from .._format.records import ContextSnapshot, RawMessageRecord
+from .._io.session_dir import SessionDir
 from .._log.problems import LEFT_FOR_READERS, Problem, Reporter
 from .._log.reader import LogReader
 from . import forks as _forks
 from . import summary as _session
-from .directory import SessionDir
 
 
 class History:

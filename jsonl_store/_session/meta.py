@@ -7,7 +7,6 @@ change goes through `merge`, which applies only the fields a caller named.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final, Literal
@@ -20,7 +19,7 @@ from .._format import depth as _depth
 from .._format import roundtrip as _roundtrip
 from .._format.names import META_NAME
 from .._io import atomic as _atomic
-from .._io.fs import FileSystem
+from .._io.session_dir import SessionDir
 from .._text.redact import Redactor
 
 #: Format version this library writes, and the oldest reader version that can read it.
@@ -73,10 +72,10 @@ def decode(data: bytes) -> SessionMeta:
         return _depth.in_deep_stack(_decoder.decode, data)
 
 
-def read(fs: FileSystem, directory: str) -> SessionMeta | None:
+def read(where: SessionDir) -> SessionMeta | None:
     """The session's metadata, None when absent; raises msgspec errors when damaged."""
     try:
-        data = _atomic.read_whole(fs, os.path.join(directory, META_NAME), MAX_META_BYTES)
+        data = _atomic.read_whole(where.fs, where.file(META_NAME), MAX_META_BYTES)
     except _atomic.FileTooLarge as exc:
         raise msgspec.DecodeError(f"{META_NAME} is {exc}") from None
     return None if data is None else decode(data)
@@ -100,7 +99,7 @@ def check_writable(meta: SessionMeta, session_id: str) -> None:
         )
 
 
-def write(fs: FileSystem, directory: str, meta: SessionMeta, *, durable: bool) -> None:
+def write(where: SessionDir, meta: SessionMeta, *, durable: bool) -> None:
     data = encode(meta)
     if len(data) > MAX_META_BYTES:
         # Refused before writing: a reader would take a larger file for damage (spec §7).
@@ -108,12 +107,12 @@ def write(fs: FileSystem, directory: str, meta: SessionMeta, *, durable: bool) -
             f"{META_NAME} would be {len(data)} bytes; the metadata of a session is capped at "
             f"{MAX_META_BYTES >> 20} MiB (keep large data in records)"
         )
-    _atomic.replace(fs, directory, META_NAME, data, durable=durable)
+    _atomic.replace(where.fs, where.path, META_NAME, data, durable=durable)
 
 
-def create(fs: FileSystem, directory: str, meta: SessionMeta, *, durable: bool) -> bool:
+def create(where: SessionDir, meta: SessionMeta, *, durable: bool) -> bool:
     """Write the first metadata file unless another writer did; False if it existed."""
-    return _atomic.create_exclusive(fs, directory, META_NAME, encode(meta), durable=durable)
+    return _atomic.create_exclusive(where.fs, where.path, META_NAME, encode(meta), durable=durable)
 
 
 def check_title(title: str | None) -> None:

@@ -15,13 +15,13 @@ from .._context.view import SessionSummary
 from .._format import codec as _codec
 from .._format.names import META_NAME, damaged_name
 from .._format.records import ForkPoint
+from .._io.session_dir import SessionDir
 from .._log.modes import Mode, Source, read
 from .._log.problems import MOVE_ASIDE, Problem, Reporter
 from .._log.reader import LogReader, record_summary
 from .._log.scan import Line
 from . import forks as _forks
 from . import meta as _meta
-from .directory import SessionDir
 from .meta import SessionMeta
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -33,7 +33,7 @@ def read_meta(where: SessionDir, reporter: Reporter) -> SessionMeta | None:
     Raises `UnsupportedFormat` for metadata that needs a newer reader.
     """
     try:
-        meta = _meta.read(where.fs, where.path)
+        meta = _meta.read(where)
     except _codec.DECODE_ERRORS as exc:
         reporter.report(
             Problem(

@@ -14,12 +14,12 @@ from .._format import roundtrip as _roundtrip
 from .._format.names import USAGE_NAME
 from .._format.records import ModelUsage, RawMessageRecord, UsageRecord
 from .._io.fs import open_regular
+from .._io.session_dir import SessionDir
 from .._log import modes as _log_modes
 from .._log.problems import SKIPPED, Problem, Reporter
 from .._log.reader import LogReader
 from .._log.scan import FLAGS_READ, Line
 from .._text.redact import Redactor
-from .directory import SessionDir
 from .handles import now
 
 _KNOWN = frozenset(f for f in UsageRecord.__struct_fields__ if f not in ("recorded_at", "extra"))

@@ -25,6 +25,8 @@ from jsonl_store._format import ids as _ids
 from jsonl_store._format import lines as _lines
 from jsonl_store._io.lock import FileLock
 from jsonl_store._session.catalog_schema import has_fts5
+from jsonl_store._session.forks import SHARED_ABSENCES
+from jsonl_store._session.handles import SHARED_LISTINGS
 from jsonl_store._text import find as _find
 from jsonl_store.testing import _simfs
 
@@ -42,6 +44,8 @@ CHECKED = {
     "rarest byte of recent needles",
     "CRC-32 zero-byte operators",
     "catalog FTS5 probe",
+    "snapshot listings",
+    "fork-less directories",
 }
 
 
@@ -112,6 +116,8 @@ def _stale(store: SessionStore, file_lock: FileLock, parent: int) -> list[str]:
         stale.append("rarest-byte or CRC-32 operator cache")
     if has_fts5.cache_info().currsize:
         stale.append("FTS5 probe cache")
+    if SHARED_LISTINGS._entries or SHARED_ABSENCES._keys:
+        stale.append("snapshot listings or fork-less directories")
     if store._catalog is None or not _free(store._catalog._lock):
         stale.append("catalog lock")
     return stale
@@ -125,6 +131,9 @@ def test_a_forked_child_finds_every_registered_lock_free_and_every_cache_empty(t
     _find.rarest(b"needle")
     _lines._zeros_operators()
     has_fts5()
+    # Entries as a directory unchanged for long leaves them (the parent's, to be forgotten).
+    SHARED_LISTINGS._entries[str(tmp_path / SID)] = ((0, 0, 0, 0), (1,), False)
+    SHARED_ABSENCES._keys[str(tmp_path / SID)] = (0, 0, 0, 0)
     file_lock = FileLock(
         str(tmp_path / "held.lock"), 0.05, lambda p: os.open(p, os.O_RDWR | os.O_CREAT, 0o600)
     )

@@ -32,9 +32,9 @@ from jsonl_store import (
 from jsonl_store._format import codec as _codec
 from jsonl_store._format.names import FORK_NAME
 from jsonl_store._io.fs import OS_FS
+from jsonl_store._io.session_dir import SessionDir
 from jsonl_store._log import snapshots as _snapshots
 from jsonl_store._session import forks as _forks
-from jsonl_store._session.directory import SessionDir
 from jsonl_store.export import to_markdown
 from jsonl_store.search import search
 from jsonl_store.testing import SimulatedFileSystem, crash_states

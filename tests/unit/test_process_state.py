@@ -10,6 +10,8 @@ import pytest
 from jsonl_store import SessionStore, UserMessage, _process
 from jsonl_store._format import depth as _depth
 from jsonl_store._format import ids as _ids
+from jsonl_store._session.forks import SHARED_ABSENCES
+from jsonl_store._session.handles import SHARED_LISTINGS
 from jsonl_store.testing import _simfs
 
 PACKAGE = Path(_process.__file__).parent
@@ -86,6 +88,16 @@ def test_reset_empties_every_registered_cache_and_renews_its_locks(tmp_path: Pat
     assert _depth._DeepStack.mutex is not lock
     store.append("s", UserMessage(content="after"))
     assert len(list(store.records("s"))) == 2
+
+
+def test_reset_forgets_the_shared_snapshot_listings_and_fork_less_directories(tmp_path: Path) -> None:
+    """The caches every store on the real file system shares are registered, and `reset` empties them."""
+    assert {"snapshot listings", "fork-less directories"} <= set(_process.registered())
+    SHARED_LISTINGS._entries[str(tmp_path)] = ((0, 0, 0, 0), (1,), False)
+    SHARED_ABSENCES._keys[str(tmp_path)] = (0, 0, 0, 0)
+    _process.reset()
+    assert str(tmp_path) not in SHARED_LISTINGS._entries
+    assert str(tmp_path) not in SHARED_ABSENCES._keys
 
 
 def test_a_module_registering_again_replaces_its_reset_in_place(monkeypatch: pytest.MonkeyPatch) -> None:

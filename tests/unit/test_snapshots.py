@@ -22,6 +22,7 @@ from jsonl_store import (
 )
 from jsonl_store._format.names import snapshot_name
 from jsonl_store._io.fs import OS_FS
+from jsonl_store._io.session_dir import SessionDir
 from jsonl_store._log import snapshots as _snapshots
 from jsonl_store.testing.damage import damage_file, flip, garbage, tear, zero_fill
 
@@ -319,8 +320,8 @@ def test_versions_lists_only_snapshot_files_ascending(tmp_path: Path) -> None:
         "meta.json",
     ]:
         (tmp_path / name).write_bytes(b"")
-    assert _snapshots.versions(OS_FS, str(tmp_path)) == [2, 10]
-    assert _snapshots.versions(OS_FS, str(tmp_path / "missing")) == []
+    assert _snapshots.versions(SessionDir(OS_FS, "s", str(tmp_path))) == [2, 10]
+    assert _snapshots.versions(SessionDir(OS_FS, "s", str(tmp_path / "missing"))) == []
 
 
 def test_create_is_a_compare_and_swap(store: SessionStore, root: Path) -> None:
@@ -328,6 +329,6 @@ def test_create_is_a_compare_and_swap(store: SessionStore, root: Path) -> None:
     filled(store, 2)
     made = store.snapshot("s", CompactedMessage(content="x"), 1, 0)
     before = snapshot_path(root, "s", 1).read_bytes()
-    assert _snapshots.create(OS_FS, str(root / "s"), made, durable=False) is False
+    assert _snapshots.create(SessionDir(OS_FS, "s", str(root / "s")), made, durable=False) is False
     assert snapshot_path(root, "s", 1).read_bytes() == before
     assert not any(name.endswith(".tmp") for name in os.listdir(root / "s"))

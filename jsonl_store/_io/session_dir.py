@@ -5,24 +5,37 @@ or the crash simulator in `jsonl_store.testing`), at a path below the store root
 its id names (spec §3), with the snapshot listings that store keeps. Those travel
 together, so they are one frozen value: a function takes a `SessionDir` and cannot be
 handed one session's path with another's id. The file names inside it are `_format.names`'s.
+
+It sits on the `_io` floor, below the logs, so that the snapshot, blob and metadata
+functions of every floor above can take it; the listings it carries are typed by what
+they do (`SnapshotListings`), the cache itself being `_log.snapshots.Listings`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterator
+from typing import Protocol
 
 from .._format.names import LOG_NAME, session_dir, validate_session_id
-from .._io.fs import FileSystem
-from .._log.snapshots import Listings
+from .fs import FileSystem
+
+
+class SnapshotListings(Protocol):
+    """A cache of the snapshot versions in session directories (`_log.snapshots.Listings`)."""
+
+    def descending(self, fs: FileSystem, directory: str) -> Iterator[int]:
+        """Every snapshot version present in ``directory``, highest first."""
+        ...
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class SessionDir:
     """One session's directory: the file system it is reached through, its id, its path.
 
-    ``listings`` is the store's cache of snapshot listings (`_log.snapshots.Listings`), or
-    None to list the directory on every read. Nothing here touches the disk. Readers open
+    ``listings`` is the store's cache of snapshot listings (`SnapshotListings`), or None
+    to list the directory on every read. Nothing here touches the disk. Readers open
     ``LogReader(where.fs, where.session_id, where.path, ...)`` themselves: a helper method
     would add a frame to every append and load, which a caller with few frames left to
     its recursion limit may not have (``tests/unit/test_nesting_depth.py``).
@@ -31,7 +44,7 @@ class SessionDir:
     fs: FileSystem
     session_id: str
     path: str
-    listings: Listings | None = None
+    listings: SnapshotListings | None = None
 
     def file(self, name: str) -> str:
         """The path of the file ``name`` (one of `_format.names`'s names) inside the directory."""
@@ -50,4 +63,4 @@ class SessionDir:
         )
 
 
-__all__ = ["SessionDir"]
+__all__ = ["SessionDir", "SnapshotListings"]
