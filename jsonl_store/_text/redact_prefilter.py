@@ -72,9 +72,14 @@ _BYTE_GAPS = (
     b"",
     b"[\"' \t]",
     b"(?:[\"'][ \t]|\\\\[\"'t])",
-    b"(?:\\\\[\"'][ \t]|[\"']\\\\t)",
-    b"\\\\[\"']\\\\t",
+    b"(?:\\\\[\"'][ \t]|[\"']\\\\t|\\\\{2}[\"'])",
+    b"(?:\\\\[\"']\\\\t|\\\\{2,3}[\"'][ \t]?)",
+    b"\\\\{2,3}[\"'](?:[ \t]|\\\\t)",
 )
+#: A quote of the text as it is encoded, after a backslash of the text or not: \" (a
+#: quote), \\' (a backslash and a quote), \\\" (a backslash and a quote shown in
+#: JSON, as in {\"password\": ...}). Any of them may end a name's gap (`_TEXT_GAPS`).
+_ESCAPED_QUOTES = (b"\\\\[\"']", b"\\\\{2}[\"']", b"\\\\{3}[\"']")
 _NAME_ENDS = frozenset(b"dDsStTnNlLyY' \t")
 
 
@@ -102,17 +107,19 @@ def _separator_gate(separator: bytes, url: bytes = b"") -> re.Pattern[bytes]:
         + before(b"[\"'][ \t]")
         + b"(?:"
         + before(ending + b"[\"'][ \t]")
-        + b"|"
-        + before(ending + b"\\\\[\"'][ \t]")
+        + b"".join(b"|" + before(ending + quote + b"[ \t]") for quote in _ESCAPED_QUOTES)
         + b"))",
-        before(b"[\"']") + b"(?:" + before(ending + quotes) + b"|" + before(ending + b"\\\\[\"']") + b")",
+        before(b"[\"']")
+        + b"(?:"
+        + before(ending + quotes)
+        + b"".join(b"|" + before(ending + quote) for quote in _ESCAPED_QUOTES)
+        + b")",
         before(b"\\\\t")
         + b"(?:"
         + before(ending + b"\\\\t")
         + b"|"
         + before(ending + b"[\"']\\\\t")
-        + b"|"
-        + before(ending + b"\\\\[\"']\\\\t")
+        + b"".join(b"|" + before(ending + quote + b"\\\\t") for quote in _ESCAPED_QUOTES)
         + b")",
     )
     # The URL first: its ':' may follow any byte. Then one look at the byte before, which
