@@ -287,24 +287,25 @@ def _urls_checked(data: bytes, line_holds: LineJudge, checked: set[int], budget:
     number of '@' that grows with the size, one search of the rest (`_URL_AT`)."""
     find, rfind = data.find, data.rfind
     jumps = _JUMPS + len(data) // _SPARSE
-    at = find(b"@")
+    previous, at = -1, find(b"@")
     while at >= 0:
-        slash = rfind(b"/", 0, at)
         if not jumps:
             return any(
                 _line_holds_at(data, url.start(), checked, budget, line_holds)
-                for url in _URL_AT.finditer(data, max(0, slash - 2))
+                for url in _URL_AT.finditer(data, previous + 1)
             )
         jumps -= 1
-        colon = slash - 2
+        # Nor does the run hold an '@': its "//" is after the '@' before, so no byte is
+        # read back twice.
+        colon = rfind(b"/", previous + 1, at) - 2
         if (
-            colon >= 0
+            colon > previous
             and data.startswith(b"://", colon)
             and _LARGE_COLON.match(data, colon) is not None
             and _line_holds_at(data, colon, checked, budget, line_holds)
         ):
             return True
-        at = find(b"@", at + 1)
+        previous, at = at, find(b"@", at + 1)
     return False
 
 
