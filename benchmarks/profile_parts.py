@@ -147,12 +147,19 @@ def measure_code(repeat: int) -> list[tuple[str, float, float]]:
         ("floor: bytes.find of an absent byte (memchr)", lambda: data.find(b"\x01")),
         ("floor: regex scan for an absent byte", lambda: literal.search(data)),
         ("decoding the value (what a text search needs)", lambda: _redact._decode(data)),
+        ("gates 'A', 'z', 'G' (one pass over a copy)", lambda: prefilter._letters_hold(data)),
         *(
             (f"gate {byte.decode()!r}", gate(byte, before, pattern))
             for byte, before, pattern in prefilter._LARGE_GATES
         ),
-        ("separators '=' (whole scan)", scan(prefilter._EQUALS_GATE)),
-        ("separators ':' and '://' (whole scan)", scan(prefilter._LARGE_COLON)),
+        (
+            "separators '=' and ':' (one pass over a copy)",
+            lambda: list(prefilter._NAMED_SCREEN.finditer(data.replace(b":", b"="))),
+        ),
+        (
+            "URLs with user info (from each '@')",
+            lambda: prefilter._urls_checked(data, lambda _: False, set(), 0),
+        ),
         ("'-': tokens and curl -u (whole scan)", scan(prefilter._LARGE_DASH)),
         (
             "the separators' lines, judged (_line_checked)",

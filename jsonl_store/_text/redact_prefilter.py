@@ -6,7 +6,8 @@ The literal pieces every built-in pattern needs are looked for in the encoded by
 decoded and redacted. A value over `_BIG` (a long tool output) has only the lines those
 pieces are on judged (`_large_may_hold`), each by a function the caller gives (`LineJudge`),
 so nothing here decodes a value. Those places are found by one RE2 pass (`screen`, with the
-``regex`` extra), or else by a pass of Python's engine per piece.
+``regex`` extra), or else by passes of Python's engine, each over a copy of the bytes in
+which the bytes several pieces start with are made one (`_letters_hold`, `_named_checked`).
 """
 
 from __future__ import annotations
@@ -72,9 +73,14 @@ _BYTE_GAPS = (
     b"",
     b"[\"' \t]",
     b"(?:[\"'][ \t]|\\\\[\"'t])",
-    b"(?:\\\\[\"'][ \t]|[\"']\\\\t)",
-    b"\\\\[\"']\\\\t",
+    b"(?:\\\\[\"'][ \t]|[\"']\\\\t|\\\\{2}[\"'])",
+    b"(?:\\\\[\"']\\\\t|\\\\{2,3}[\"'][ \t]?)",
+    b"\\\\{2,3}[\"'](?:[ \t]|\\\\t)",
 )
+#: A quote of the text as it is encoded, after a backslash of the text or not: \" (a
+#: quote), \\' (a backslash and a quote), \\\" (a backslash and a quote shown in
+#: JSON, as in {\"password\": ...}). Any of them may end a name's gap (`_TEXT_GAPS`).
+_ESCAPED_QUOTES = (b"\\\\[\"']", b"\\\\{2}[\"']", b"\\\\{3}[\"']")
 _NAME_ENDS = frozenset(b"dDsStTnNlLyY' \t")
 
 
@@ -102,17 +108,19 @@ def _separator_gate(separator: bytes, url: bytes = b"") -> re.Pattern[bytes]:
         + before(b"[\"'][ \t]")
         + b"(?:"
         + before(ending + b"[\"'][ \t]")
-        + b"|"
-        + before(ending + b"\\\\[\"'][ \t]")
+        + b"".join(b"|" + before(ending + quote + b"[ \t]") for quote in _ESCAPED_QUOTES)
         + b"))",
-        before(b"[\"']") + b"(?:" + before(ending + quotes) + b"|" + before(ending + b"\\\\[\"']") + b")",
+        before(b"[\"']")
+        + b"(?:"
+        + before(ending + quotes)
+        + b"".join(b"|" + before(ending + quote) for quote in _ESCAPED_QUOTES)
+        + b")",
         before(b"\\\\t")
         + b"(?:"
         + before(ending + b"\\\\t")
         + b"|"
         + before(ending + b"[\"']\\\\t")
-        + b"|"
-        + before(ending + b"\\\\[\"']\\\\t")
+        + b"".join(b"|" + before(ending + quote + b"\\\\t") for quote in _ESCAPED_QUOTES)
         + b")",
     )
     # The URL first: its ':' may follow any byte. Then one look at the byte before, which
@@ -190,16 +198,37 @@ def _large_may_hold(data: bytes, line_holds: LineJudge, screen: Screen | None = 
     benchmarks race an append of 1 MB of code output with and without redaction). So each
     place where a secret can be has its line alone judged: with a ``screen`` (`screen`),
     the places one RE2 pass finds (`_screened`); without, the formats' gates
-    (`_LARGE_GATES`), then each place where a name-based value, a password, a Slack
-    webhook or a token with a '-' can be (`_line_checked`).
+    (`_letters_hold`, `_LARGE_GATES`), then each place where a name-based value, a
+    password, a Slack webhook or a token with a '-' can be (`_line_checked`).
     """
     if screen is not None:
         return _screened(data, screen, line_holds)
+    if _letters_hold(data):
+        return True
     for byte, before, pattern in _LARGE_GATES:
         at = data.find(byte)
         if at >= 0 and _holds(data, at, byte, before, pattern):
             return True
     return _line_checked(data, line_holds)
+
+
+def _letters_hold(data: bytes) -> bool:
+    """Whether the gates of `_GATES` for 'A', 'z' and 'G' match in ``data``, in one pass.
+
+    Each of those bytes is in a megabyte of code hundreds or thousands of times, too
+    often to jump from one to the next, so each gate would cost a pass of Python's engine.
+    In a copy with every 'z' and 'G' made an 'A', one pass of `_LETTERS` finds every
+    place one of the three can match (and a few more); each is then held to the gate of
+    the byte ``data`` has there.
+    """
+    folded = data.replace(b"z", b"A").replace(b"G", b"A")
+    match = _LETTERS.search(folded)
+    while match is not None:
+        at = match.start()
+        if _LETTER_GATES[data[at]].match(data, at) is not None:
+            return True
+        match = _LETTERS.search(folded, at + 1)
+    return False
 
 
 def _line_checked(data: bytes, line_holds: LineJudge) -> bool:
@@ -211,21 +240,72 @@ def _line_checked(data: bytes, line_holds: LineJudge) -> bool:
     `_CURL_USER`), nor does a match of `BUILTIN` (such as a Slack webhook, or an Azure key,
     "AccountKey=", which the '=' gate lets through by its "key") but a private key's block,
     so its header answers True. So do too many lines, or a line too long to find the ends
-    of: the caller then searches all of the text.
+    of: the caller then searches all of the text. The places: each '=' or ':' after a
+    secret's name (`_named_checked`), each URL with user info (`_urls_checked`), each '-'
+    of a token or of curl's ``-u`` (`_LARGE_DASH`).
     """
     checked: set[int] = set()
     budget = len(data) // _LINE_SHARE
-    for pattern in (_EQUALS_GATE, _LARGE_COLON, _LARGE_DASH):
-        match = pattern.search(data)
-        while match is not None:
-            at = match.start()
-            if pattern is _LARGE_DASH and data.startswith(b"----BEGIN", at + 1):
-                return True
-            if (
-                pattern is _LARGE_DASH or data.startswith(b"//", at + 1) or _named_before(data, at)
-            ) and _line_holds_at(data, at, checked, budget, line_holds):
-                return True
-            match = pattern.search(data, at + 1)
+    if _named_checked(data, line_holds, checked, budget) or _urls_checked(data, line_holds, checked, budget):
+        return True
+    match = _LARGE_DASH.search(data)
+    while match is not None:
+        at = match.start()
+        if data.startswith(b"----BEGIN", at + 1) or _line_holds_at(data, at, checked, budget, line_holds):
+            return True
+        match = _LARGE_DASH.search(data, at + 1)
+    return False
+
+
+def _named_checked(data: bytes, line_holds: LineJudge, checked: set[int], budget: int) -> bool:
+    """`_line_checked` for each '=' or ':' after a secret's name (and a Slack webhook's "://").
+
+    Both separators are looked for in one pass of `_NAMED_SCREEN` over a copy of ``data``
+    with each ':' made a '=' (``bytes.replace`` of one byte by another is a copy and a
+    ``memchr`` loop: a fraction of a pass of Python's engine). Each place it lets through
+    is then held to the gate of its own separator (`_EQUALS_GATE`, `_LARGE_COLON`) and to
+    `_named_before`: the lines judged are those the two gates give, less those whose
+    separator no value can follow.
+    """
+    for match in _NAMED_SCREEN.finditer(data.replace(b":", b"=")):
+        at = match.start()
+        if data[at] == 0x3D:  # '='
+            held = _EQUALS_GATE.match(data, at) is not None and _named_before(data, at)
+        else:
+            held = _LARGE_COLON.match(data, at) is not None and (
+                data.startswith(b"//", at + 1) or _named_before(data, at)
+            )
+        if held and _line_holds_at(data, at, checked, budget, line_holds):
+            return True
+    return False
+
+
+def _urls_checked(data: bytes, line_holds: LineJudge, checked: set[int], budget: int) -> bool:
+    """`_line_checked` for each URL with user info (``scheme://user:password@``), found from
+    its '@' (``bytes.find``: code holds few). The run between "//" and '@' holds no '/'
+    (`_LARGE_COLON`), so the last '/' before an '@' is the end of its URL's "//". Past a
+    number of '@' that grows with the size, one search of the rest (`_URL_AT`)."""
+    find, rfind = data.find, data.rfind
+    jumps = _JUMPS + len(data) // _SPARSE
+    previous, at = -1, find(b"@")
+    while at >= 0:
+        if not jumps:
+            return any(
+                _line_holds_at(data, url.start(), checked, budget, line_holds)
+                for url in _URL_AT.finditer(data, previous + 1)
+            )
+        jumps -= 1
+        # Nor does the run hold an '@': its "//" is after the '@' before, so no byte is
+        # read back twice.
+        colon = rfind(b"/", previous + 1, at) - 2
+        if (
+            colon > previous
+            and data.startswith(b"://", colon)
+            and _LARGE_COLON.match(data, colon) is not None
+            and _line_holds_at(data, colon, checked, budget, line_holds)
+        ):
+            return True
+        previous, at = at, find(b"@", at + 1)
     return False
 
 
@@ -311,10 +391,79 @@ _SPARSE: Final = 512
 _SHORT: Final = 2048
 #: `_GATES` for a large value (`_large_may_hold`): a Slack webhook is looked for from its
 #: "://" instead (`_LARGE_COLON`), a token with a '-' from `_LARGE_DASH`, on their lines.
-_LARGE_GATES: Final = tuple(gate for gate in _GATES if gate[0] not in (b"/", b"-"))
+_LARGE_GATES: Final = tuple(gate for gate in _GATES if gate[0] not in (b"/", b"-", b"A", b"z", b"G"))
+#: The gates `_letters_hold` checks, by the byte they start with.
+_LETTER_GATES: Final = {gate[0][0]: gate[2] for gate in _GATES if gate[0] in (b"A", b"z", b"G")}
+#: Where one of `_LETTER_GATES` can match, in a copy of the bytes with each 'z' and 'G'
+#: made an 'A': "AKIA", "ASIA", "AIza" (as "AIAa"), "uthorization" from its 'z', "SG." and
+#: what follows it from its 'G'. Each alternative starts with a literal byte, which the
+#: engine compares before it enters the alternative; all are looked at from one place
+#: (`(?=...)`), so no match hides the next.
+_LETTERS: Final = re.compile(rb"A(?=KIA|SIA|IAa|ation(?<=uthoriAation)|\.(?<=SA\.)[A-Za-z0-9_\-]{22}\.)")
 #: `_COLON_GATE` for a large value, with a Slack webhook and user info of any length (the
 #: run stops at the next '/', so each byte is read once): the line is then searched.
 _LARGE_COLON: Final = _separator_gate(b":", rb'//(?:[^/\s"@]*@|hooks\.slack\.com/)|')
+#: A URL with user info, from the ':' of its "://" to its '@' (`_urls_checked`).
+_URL_AT: Final = re.compile(rb'://[^/\s"@]*@')
+
+# `_NAMED_SCREEN` runs over a copy of the bytes with each ':' made a '=': it finds where a
+# secret's name and one of `_BYTE_GAPS` may end before a separator that a value can
+# follow, or where "https://hooks.slack.com/" starts. CPython's engine pays some 15 ns
+# for each assertion it tries at each of the ten thousand separators in a megabyte of
+# code, and several times that for a branch; so the first tests are assertions that every
+# such place passes, each on the last bytes before the separator, and together they leave
+# about one separator in twenty-five to the branch. Each class below is what one byte can
+# be when the name ends in one of `_ENDINGS` (passwORD, passWD, PWD, pASS, secRET, toKEN,
+# api_KEY, credentiALS, credentIAL).
+_LAST = b"dtnlsyDTNLSY"  # an ending's last letter
+_MIDDLE = b"rwselaRWSELA"  # the letter before it
+_FIRST = b"osparkiOSPARKI"  # the one before that
+_QUOTES = b"\"'"
+_SPACES = b" \t"
+#: `_ENDINGS`, each letter in both cases: a pattern that ignores case is slower.
+_ENDINGS_BYTES = (
+    rb"(?:[oO][rR][dD]|[sSpP][wW][dD]|[aA][sS][sS]|[rR][eE][tT]|[kK][eE][nNyY]|[aA][lL][sS]|[iI][aA][lL])"
+)
+
+
+def _before(*pieces: bytes, negated: bool = False) -> bytes:
+    """A look-behind (or a negative one) at the bytes just before a separator ('=')."""
+    return (b"(?<!" if negated else b"(?<=") + b"".join(pieces) + b"=)"
+
+
+def _any(*classes: bytes) -> bytes:
+    return b"[" + b"".join(classes) + b"]"
+
+
+def _none(*classes: bytes) -> bytes:
+    return b"[^" + b"".join(classes) + b"]"
+
+
+#: A byte of one of `_BYTE_GAPS`: a quote, a space, or a piece of an escape (\t, \").
+_GAP_BYTE = _any(b"\\\\", _QUOTES, _SPACES, b"t")
+_NAMED_SCREEN: Final = re.compile(
+    # What `_value_after` needs after the separator: no '=', '>' or ':' (each ':' is a '='
+    # here), no value that `_UNQUOTED` cannot start or that `_judge` takes for code
+    # ("x=(", "x=$y"), no newline.
+    rb"""=(?![=>",;&`()\[\]{}<$%]|\\[nr])"""
+    # The byte before: a name's last letter, or the last byte of a gap.
+    + _before(_any(_LAST, _QUOTES, _SPACES))
+    # The one before that: after a last letter, the letter before it (or the '\' of \t,
+    # or the 'p' of "https"); after a quote, a last letter or the '\' of \"; after a
+    # space, a last letter or a quote.
+    + _before(_none(_MIDDLE, b"pP\\\\"), _any(_LAST), negated=True)
+    + _before(_none(_LAST, b"\\\\"), _any(_QUOTES), negated=True)
+    + _before(_none(_LAST, _QUOTES), _any(_SPACES), negated=True)
+    # Three and four bytes back, where the ones after them are a name's last letters.
+    + _before(_none(_FIRST), _any(_MIDDLE), _any(_LAST), negated=True)
+    + _before(_none(_MIDDLE), _any(_LAST), _any(_SPACES, _QUOTES), negated=True)
+    + _before(_none(_FIRST), _any(_MIDDLE), _any(_LAST), _any(_SPACES, _QUOTES), negated=True)
+    # Then the ending itself, before a gap of each width in `_BYTE_GAPS` (up to six bytes:
+    # \\\" and \t).
+    + rb"(?:(?=//hooks\.slack\.com/)|"
+    + b"|".join(_before(_ENDINGS_BYTES + _GAP_BYTE * width) for width in range(7))
+    + b")"
+)
 #: The '-' gate of `_GATES` and curl's ``-u`` (`_DASH_GATE`) in one pass, for a large value:
 #: a private key's header has its whole text searched (its block spans lines), anything
 #: else its line (`_line_checked`).

@@ -204,3 +204,23 @@ def test_a_url_password_after_a_long_user_in_a_large_value_is_redacted() -> None
     content = f"{_stdlib_code(96 * 1024)}\n{url}\n"
     data = msgspec.json.encode({"role": "tool", "content": content})
     assert msgspec.json.decode(Redactor().redact_json(data))["content"] == redact_text(content) != content
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{\\"password\\": \\"aB3dE5gH7jK9mN1pQ2rS4t\\"}',
+        'x = {\\"api_key\\":\\"aB3dE5gH7jK9mN1pQ2rS4t\\"}',
+        "DB_PASSWORD\\'=aB3dE5gH7jK9mN1pQ2rS4t",
+        '{\\"token\\":\t\\"aB3dE5gH7jK9mN1pQ2rS4t\\"}',
+    ],
+)
+@pytest.mark.parametrize("size", [0, 96 * 1024])
+def test_a_value_in_json_shown_with_its_escapes_is_redacted_as_in_text(line: str, size: int) -> None:
+    """A name's quote written with a backslash before it (JSON shown inside a string) still lets its value
+    through the encoded-value gates, alone and in 96 KB of code: the stored string is redacted as the text is."""
+    import msgspec
+
+    content = f"{_stdlib_code(size)}\n{line}\n"
+    data = msgspec.json.encode({"role": "tool", "content": content})
+    assert msgspec.json.decode(Redactor().redact_json(data))["content"] == redact_text(content) != content

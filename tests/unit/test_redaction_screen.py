@@ -81,3 +81,50 @@ def test_a_private_key_header_in_a_large_value_sends_all_of_it_to_redaction() ->
     data = msgspec.json.encode({"role": "tool", "content": content})
     assert prefilter._screened(data, screen, lambda line: False)
     assert "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC" not in _stored(Redactor(), content)
+
+
+# Code with separators, URLs and decorators on every line but no secret's name: no line of
+# it is judged, so a secret's own place is what sends a value to redaction.
+_PLAIN_CODE = (
+    "    x = f(a, b)\n    if y: return {'a': 1}\n    url = 'https://h.example/p'\n    @decorator\n" * 1000
+)
+
+
+def _gated() -> Redactor:
+    """A redactor whose large values go through the gates, as without google-re2."""
+    redactor = Redactor()
+    redactor._screens.append(None)
+    return redactor
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "DATABASE_URL=postgres://app:aB3dE5gH7jK9mN1pQ2rS4t@db.internal/app",
+        "see http://deploy:aB3dE5gH7jK9mN1pQ2rS4t@10.0.0.7:8080/hooks",
+        "hook = 'https://hooks.slack.com/services/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v'",
+        '{\\"password\\": \\"aB3dE5gH7jK9mN1pQ2rS4t\\"}',
+        "export API_TOKEN='aB3dE5gH7jK9mN1pQ2rS4t'",
+        "AccountKey=aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zC==",
+    ],
+)
+def test_a_url_password_a_webhook_or_a_named_value_amid_code_is_redacted_without_re2(line: str) -> None:
+    """One secret amid 200 KB of code full of '=', ':', '@' and URLs but no secret's name: the gates find its line."""
+    content = f"{_PLAIN_CODE}{line}\n{_PLAIN_CODE}"
+    assert redact_text(content) != content
+    assert _stored(_gated(), content) == redact_text(content)
+
+
+def test_a_url_after_more_at_signs_than_are_jumped_to_is_still_found() -> None:
+    """Past the '@' it jumps to one by one, the URL search runs over the rest: a password after 5,000 '@' goes."""
+    content = "x@y\n" * 5000 + "postgres://app:aB3dE5gH7jK9mN1pQ2rS4t@db/app\n" + _PLAIN_CODE
+    data = msgspec.json.encode({"role": "tool", "content": content})
+    assert data.count(b"@") > prefilter._JUMPS + len(data) // prefilter._SPARSE
+    assert "aB3dE5gH7jK9mN1pQ2rS4t" not in _stored(_gated(), content)
+    assert _stored(_gated(), content) == redact_text(content)
+
+
+def test_code_full_of_separators_and_names_comes_back_unchanged_without_re2() -> None:
+    """Code whose names end like secret words ("token = next_token()") holds nothing certain: the value is kept as it was."""
+    data = msgspec.json.encode({"role": "tool", "content": _CODE * 3})
+    assert _gated().redact_json(data) is data
