@@ -281,22 +281,18 @@ def scan(
     wanted: bytes | None = None,
     strict: bool = False,
 ) -> Iterator[Line]:
-    """Yield every valid line in ``[start, end)``; report damage followed by good lines.
+    """Yield every valid line in ``[start, end)`` (``start`` a line's start); report damage
+    followed by good lines. Damage after the last good line (the damaged tail) is not
+    reported here: a writer cuts it, `verify` names it. Lines a text conversion changed
+    (§8.4) are read as written and reported once, at the end, as one ``text-conversion``.
 
-    With ``wanted``, only the lines that hold those bytes are checked and yielded (and
-    the line a chunk begins with, when it began in the one before): the others are
-    stepped over with `_text.find.find` and never checked, so their damage goes unnoticed.
-
-    ``start`` must be the start of a line. Reads ``first_read`` bytes first, then twice
-    as many each time up to `CHUNK` (a caller that stops early reads little). Damage
-    after the last good line (the damaged tail) is not reported here: a writer cuts it, `verify`
-    names it. Lines that a text conversion changed (§8.4) are read as written and
-    reported once, at the end, as one ``text-conversion`` problem. Memory stays bounded
-    by `LONG_LINE` plus one chunk.
-
-    ``strict`` (`_log.modes.Mode.STRICT`) raises `DamagedLine` instead, at the first line
-    in ``[start, end)`` that is not a record line exactly as a writer writes it: damaged,
-    changed by a text conversion, or bytes after the last newline. Not with ``wanted``.
+    With ``wanted``, only the lines that hold those bytes are checked and yielded (and a
+    line begun in the chunk before): the others are stepped over with `_text.find.find`
+    and never checked, so their damage goes unnoticed. Reads ``first_read`` bytes first,
+    then twice as many each time up to `CHUNK`; memory stays bounded by `LONG_LINE` plus
+    one chunk. ``strict`` (`_log.modes.Mode.STRICT`, not with ``wanted``) raises
+    `DamagedLine` instead at the first line not exactly as a writer writes it: damaged,
+    changed by a text conversion, or bytes after the last newline.
     """
     assert not (strict and wanted is not None), "a strict read checks every line"
     notes = _Notes(path, reporter, strict)
@@ -315,8 +311,7 @@ def scan(
         past = position + 1  # a line ending at chunk[i] ends at past + i in the file
         position += len(chunk)
         view = memoryview(chunk)  # the CRC reads a line through it: no second copy
-        # `find` (memchr) rather than `split`, whose byte-by-byte loop cost more per line
-        # than the CRC itself.
+        # `find` (memchr), not `split`: its byte loop cost more per line than the CRC.
         find = chunk.find
         begin = 0
         stop = find(b"\n")

@@ -14,15 +14,11 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Final, Protocol
 
+from .redact_lines import LineJudge, line_holds_at
 from .redact_names import _ENDINGS
-
-#: What a caller judges each line of a large value with (`_large_may_hold`): given the
-#: bytes of one line as they stand inside a JSON string, whether it may hold a certain
-#: secret (True too when it cannot tell, such as for bytes that do not decode).
-LineJudge = Callable[[bytes], bool]
 
 #: The encoded-JSON pre-filter: (byte, bytes next to it, pattern); a built-in secret in any
 #: string of a JSON value needs, in the value's encoding, one of the bytes and a match of
@@ -251,7 +247,7 @@ def _line_checked(data: bytes, line_holds: LineJudge) -> bool:
     match = _LARGE_DASH.search(data)
     while match is not None:
         at = match.start()
-        if data.startswith(b"----BEGIN", at + 1) or _line_holds_at(data, at, checked, budget, line_holds):
+        if data.startswith(b"----BEGIN", at + 1) or line_holds_at(data, at, checked, budget, line_holds):
             return True
         match = _LARGE_DASH.search(data, at + 1)
     return False
@@ -275,7 +271,7 @@ def _named_checked(data: bytes, line_holds: LineJudge, checked: set[int], budget
             held = _LARGE_COLON.match(data, at) is not None and (
                 data.startswith(b"//", at + 1) or _named_before(data, at)
             )
-        if held and _line_holds_at(data, at, checked, budget, line_holds):
+        if held and line_holds_at(data, at, checked, budget, line_holds):
             return True
     return False
 
@@ -291,7 +287,7 @@ def _urls_checked(data: bytes, line_holds: LineJudge, checked: set[int], budget:
     while at >= 0:
         if not jumps:
             return any(
-                _line_holds_at(data, url.start(), checked, budget, line_holds)
+                line_holds_at(data, url.start(), checked, budget, line_holds)
                 for url in _URL_AT.finditer(data, previous + 1)
             )
         jumps -= 1
@@ -302,7 +298,7 @@ def _urls_checked(data: bytes, line_holds: LineJudge, checked: set[int], budget:
             colon > previous
             and data.startswith(b"://", colon)
             and _LARGE_COLON.match(data, colon) is not None
-            and _line_holds_at(data, colon, checked, budget, line_holds)
+            and line_holds_at(data, colon, checked, budget, line_holds)
         ):
             return True
         previous, at = at, find(b"@", at + 1)
@@ -331,52 +327,6 @@ _NAME_BYTES: Final = 24
 #: At most one line checked per this many bytes of a value (`_line_checked`); past that,
 #: one search of all its text costs less.
 _LINE_SHARE: Final = 4096
-#: How far from a separator its line's ends are looked for.
-_LINE_LIMIT: Final = 16 * 1024
-
-
-def _line_at(data: bytes, at: int) -> tuple[int, int] | None:
-    """The line of the JSON string of encoded ``data`` that holds ``data[at]``: where its
-    bytes start and end. A line ends at a newline (its escape, \\n) or at the string's
-    end; None when an end is farther than `_LINE_LIMIT`."""
-    start, end = _line_start(data, at), _line_end(data, at)
-    if start is None or end is None:
-        return None
-    return start, end
-
-
-def _escaped(data: bytes, at: int) -> bool:
-    """Whether ``data[at]`` follows an odd run of backslashes: escaped, part of the escape before it."""
-    run = at
-    while run > 0 and data[run - 1] == 0x5C:
-        run -= 1
-    return (at - run) % 2 == 1
-
-
-def _line_start(data: bytes, at: int) -> int | None:
-    """Just after the string's opening quote or the newline escape before ``data[at]``."""
-    low, high = max(0, at - _LINE_LIMIT), at
-    while True:
-        quote, newline = data.rfind(b'"', low, high), data.rfind(b"\\n", low, high)
-        edge = max(quote, newline)
-        if edge < 0:
-            return None
-        if not _escaped(data, edge):
-            return edge + (1 if edge == quote else 2)
-        high = edge
-
-
-def _line_end(data: bytes, at: int) -> int | None:
-    """The string's closing quote or the newline escape after ``data[at]``."""
-    low, high = at + 1, min(len(data), at + _LINE_LIMIT)
-    while True:
-        quote, newline = data.find(b'"', low, high), data.find(b"\\n", low, high)
-        edge = min(quote, newline) if quote >= 0 and newline >= 0 else max(quote, newline)
-        if edge < 0:
-            return None
-        if not _escaped(data, edge):
-            return edge
-        low = edge + 1
 
 
 #: Above this size a value is taken to hold a name-based candidate (`_gate`, which
@@ -585,22 +535,6 @@ def _screened(data: bytes, screen: Screen, line_holds: LineJudge) -> bool:
     budget = len(data) // _LINE_SHARE
     for match in screen.finditer(data):
         at = match.start()
-        if data.startswith(b"-----BEGIN", at) or _line_holds_at(data, at, checked, budget, line_holds):
+        if data.startswith(b"-----BEGIN", at) or line_holds_at(data, at, checked, budget, line_holds):
             return True
     return False
-
-
-def _line_holds_at(data: bytes, at: int, checked: set[int], budget: int, line_holds: LineJudge) -> bool:
-    """Whether the line around ``at`` holds a certain secret, each line judged once (``checked``);
-    True too when the line's ends cannot be found or more than ``budget`` lines were judged,
-    so the caller searches all of the text."""
-    line = _line_at(data, at)
-    if line is None:
-        return True
-    start, end = line
-    if start in checked:
-        return False
-    if len(checked) >= budget:
-        return True
-    checked.add(start)
-    return line_holds(data[start:end])

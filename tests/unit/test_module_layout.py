@@ -146,3 +146,50 @@ def test_a_fork_chain_is_read_only_by_history_and_verify() -> None:
 def test_the_caller_search_finds_a_use() -> None:
     """The search above can fail: the append path is found using the encoder."""
     assert "jsonl_store._ops.appending" in _callers("_append", {"encode"})
+
+
+#: What CONTRIBUTING promises of the package's size: the facade, each module, each function.
+FACADE_LINES, MODULE_LINES, FUNCTION_LINES = 450, 600, 80
+#: The only places over those bounds, each with why: the crash simulator models a whole
+#: file system in one piece; the argument parser is one declaration per command.
+OVER_MODULE_LINES = {"jsonl_store.testing._simfs"}
+OVER_FUNCTION_LINES = {"jsonl_store.cli._main:build_parser"}
+
+
+def _long_functions(source: str, module: str, bound: int) -> set[str]:
+    """The functions (nested ones included) of ``source`` longer than ``bound`` lines, by qualified name."""
+    found: set[str] = set()
+
+    def walk(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = f"{prefix}{child.name}"
+                is_function = not isinstance(child, ast.ClassDef)
+                if is_function and (child.end_lineno or child.lineno) - child.lineno + 1 > bound:
+                    found.add(name)
+                walk(child, name + ".")
+
+    walk(ast.parse(source), f"{module}:")
+    return found
+
+
+def test_the_facade_modules_and_functions_stay_within_their_lengths() -> None:
+    """store.py is at most 450 lines, every other module 600 and every function 80, but the two named exceptions."""
+    modules = sorted(PACKAGE.rglob("*.py"))
+    assert len((PACKAGE / "store.py").read_text().splitlines()) <= FACADE_LINES
+    long_modules = {_module_name(p) for p in modules if len(p.read_text().splitlines()) > MODULE_LINES}
+    assert long_modules == OVER_MODULE_LINES
+    long_functions = set().union(
+        *(_long_functions(p.read_text(), _module_name(p), FUNCTION_LINES) for p in modules)
+    )
+    assert long_functions == OVER_FUNCTION_LINES
+
+
+def test_the_length_check_finds_a_long_function_in_a_class_and_spares_one_at_the_bound() -> None:
+    """The function-length check sees a method of 81 lines and lets one of 80 pass."""
+
+    def method(name: str, lines: int) -> str:
+        return f"    def {name}(self) -> None:\n" + "".join(f"        x{i} = {i}\n" for i in range(lines - 1))
+
+    source = "class C:\n" + method("long", 81) + method("fits", 80)
+    assert _long_functions(source, "m", FUNCTION_LINES) == {"m:C.long"}
