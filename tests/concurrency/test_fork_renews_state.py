@@ -8,6 +8,7 @@ each lock free and each cache empty, and use the store it inherited. Children le
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import threading
@@ -28,6 +29,7 @@ from jsonl_store._session.catalog_schema import has_fts5
 from jsonl_store._session.forks import SHARED_ABSENCES
 from jsonl_store._session.handles import SHARED_LISTINGS
 from jsonl_store._text import find as _find
+from jsonl_store.adapters import _in_thread
 from jsonl_store.testing import _simfs
 
 SID = "parent"
@@ -46,6 +48,7 @@ CHECKED = {
     "catalog FTS5 probe",
     "snapshot listings",
     "fork-less directories",
+    "adapters' worker threads",
 }
 
 
@@ -118,8 +121,16 @@ def _stale(store: SessionStore, file_lock: FileLock, parent: int) -> list[str]:
         stale.append("FTS5 probe cache")
     if SHARED_LISTINGS._entries or SHARED_ABSENCES._keys:
         stale.append("snapshot listings or fork-less directories")
+    return stale + _stale_above_the_store(store)
+
+
+def _stale_above_the_store(store: SessionStore) -> list[str]:
+    """`_stale` for the catalog and the adapters' worker threads."""
+    stale = []
     if store._catalog is None or not _free(store._catalog._lock):
         stale.append("catalog lock")
+    if _in_thread._pool._executor is not None or not _free(_in_thread._pool._mutex):
+        stale.append("adapters' worker threads")
     return stale
 
 
@@ -131,6 +142,7 @@ def test_a_forked_child_finds_every_registered_lock_free_and_every_cache_empty(t
     _find.rarest(b"needle")
     _lines._zeros_operators()
     has_fts5()
+    asyncio.run(_in_thread.run_to_completion(lambda: None))  # the adapters' pool, with an idle thread
     # Entries as a directory unchanged for long leaves them (the parent's, to be forgotten).
     SHARED_LISTINGS._entries[str(tmp_path / SID)] = ((0, 0, 0, 0), (1,), False)
     SHARED_ABSENCES._keys[str(tmp_path / SID)] = (0, 0, 0, 0)
@@ -160,6 +172,7 @@ def test_a_forked_child_finds_every_registered_lock_free_and_every_cache_empty(t
         _held(stack, _depth._DeepStack.mutex)
         assert store._catalog is not None
         _held(stack, store._catalog._lock)
+        _held(stack, _in_thread._pool._mutex)
         assert _ids._tails and _simfs._normalized
         report = _in_child(child)
     assert report == "ok"
