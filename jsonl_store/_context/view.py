@@ -13,6 +13,40 @@ from .parts import Part
 from .tool_batches import INTERRUPTED_NOTICE, ToolBatchPolicy, model_messages, repair, repair_context
 
 
+def shown_role(message: object) -> str | None:
+    """The role a reader shows for a stored message, None when it states none.
+
+    Its ``role``, except for a ``system`` message that keeps its source's own role as
+    ``codex_role`` (a Codex ``developer`` message: a session stores only the roles its
+    dialect sends, spec §19): a reader shows the source's role, and what a provider is
+    sent (`SessionView.model_context`) stays the stored message.
+    """
+    if isinstance(message, dict):
+        role, source = message.get("role"), message.get("codex_role")
+    else:
+        role, source = getattr(message, "role", None), None
+    if role == "system" and isinstance(source, str) and source:
+        return source
+    return role if isinstance(role, str) and role else None
+
+
+#: Where an imported record names the kind of source line it holds (spec §19).
+_KIND_KEYS = ("claude_code_type", "codex_event", "codex_type", "pi_type")
+
+
+def imported_kind(message: object) -> str | None:
+    """The kind of source line an imported record holds when it is no plain message (a Claude
+    Code ``summary`` or ``attachment:hook_success``, a Codex ``turn_aborted`` event), or None:
+    what a reader labels such a record with, beside its role (spec §19)."""
+    if not isinstance(message, dict):
+        return None
+    for key in _KIND_KEYS:
+        kind = message.get(key)
+        if isinstance(kind, str) and kind:
+            return kind
+    return None
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class SessionSummary:
     """What `list_sessions` and `get_session` tell about one session."""
