@@ -150,20 +150,23 @@ def describe(raw: Any) -> tuple[str, str] | None:
       a ``tool_search_output`` item: ``("tool search result", the names of the tools it found)``.
 
     The text is what the stored value says, nothing added; the value itself stays as stored.
+    None too when the value says none of it (a search without a query): a reader then shows
+    the value as stored.
     """
     if not isinstance(raw, dict):
         return None
     kind = raw.get("type")
+    described: tuple[str, str] | None = None
     if kind == "tool_reference":
         name = raw.get("tool_name")
-        return "tool reference", name if isinstance(name, str) else ""
-    if kind == "web_search_call":
-        return _web_search(raw.get("action"))
-    if kind == "tool_search_call":
-        return "tool search", _words(raw.get("arguments"))
-    if kind == "tool_search_output":
-        return "tool search result", ", ".join(_tool_names(raw.get("tools")))
-    return None
+        described = "tool reference", name if isinstance(name, str) else ""
+    elif kind == "web_search_call":
+        described = _web_search(raw.get("action"))
+    elif kind == "tool_search_call":
+        described = "tool search", _words(raw.get("arguments"))
+    elif kind == "tool_search_output":
+        described = "tool search result", ", ".join(_tool_names(raw.get("tools")))
+    return described if described is not None and described[1] else None
 
 
 # ---------------------------------------------------------------------------------------

@@ -363,7 +363,9 @@ def _run_html(run: list[Entry], images: Images, transcript: Transcript) -> list[
         if entry.fact:
             lines.append(_fact_html(entry))
             continue
-        meta = esc_line(" · ".join([f"#{entry.sequence}", *facts(entry)[1:]]))
+        # The kind of an imported line that is no plain message (`summary`, `attachment:...`), as show's header names it.
+        label = f"#{entry.sequence} {entry.kind}" if entry.kind else f"#{entry.sequence}"
+        meta = esc_line(" · ".join([label, *facts(entry)[1:]]))
         if position == 0:
             lines.append(f'<h2 id="r{entry.sequence}">{heading}{meta}</h2>')
         else:

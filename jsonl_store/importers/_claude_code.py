@@ -523,7 +523,7 @@ class _Parse:
             prompt
             if isinstance(prompt, list)
             else next(filter(None, (_text_of(attachment.get(k)) for k in _ATTACHMENT_TEXT)), "")
-        )
+        ) or fields_text(attachment, frozenset({"type", "toolUseID"}))  # no text: its plain fields
         message = {"role": "system", "content": text, "claude_code_type": f"attachment:{attachment.get('type')}",
                    "attachment": attachment, "include_in_messages": False}  # fmt: skip
         self.add(Entry(session_id, message, line.number, line.end, metadata=metadata))

@@ -298,6 +298,7 @@ class Codex:
                 "role": "system",
                 "content": f"turn aborted: {reason if isinstance(reason, str) else 'unknown reason'}",
                 "codex_event": "turn_aborted",
+                "codex_payload": payload,
                 "include_in_messages": False,
             }
             out.add(Entry(out.main.session_id, message, line.number, line.end, metadata=metadata))

@@ -190,10 +190,15 @@ def fields_text(d: Mapping[str, Any], leave_out: frozenset[str] = frozenset()) -
     with no text of its own says: a turn's duration, a mode), ``leave_out`` and empty values
     left out: the text of a record that keeps the line's fields as written beside it."""
     return ", ".join(
-        f"{key}: {value}"
-        for key, value in d.items()
-        if key not in leave_out
-        and isinstance(value, (str, int, float))
-        and not isinstance(value, bool)
-        and value != ""
+        f"{key}: {shown}" for key, value in d.items() if key not in leave_out and (shown := _plain(value))
     )
+
+
+def _plain(value: object) -> str:
+    """A field's value as text: a string or number as it is, a list of strings joined by
+    ``", "`` (the tool names a delta adds), "" for anything else (a flag, an object, nothing)."""
+    if isinstance(value, str) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return str(value)
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return ", ".join(value)
+    return ""
