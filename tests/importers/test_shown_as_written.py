@@ -236,3 +236,28 @@ def test_html_labels_an_imported_hidden_records_kind_as_show_does(
     for sequence, kind in kinds.items():
         assert f"#{sequence} {kind}" in html and f"#{sequence} system {kind}" in markdown
         assert any(line.strip().startswith(f"#{sequence} system {kind}") for line in shown.splitlines())
+
+
+@pytest.mark.parametrize("columns", [60, 100])
+def test_shows_header_leaves_out_defaults_and_fits_the_metadata_to_the_terminal(
+    cc_store: SessionStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
+    """No ``type: 0`` or empty title, agent and parent lines; the metadata wraps at COLUMNS, none of it lost up to its cut."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    out = _show(cc_store.root, capsys, "show", CC_SESSION, "--no-pager")
+    header = out.split("\n\n")[0].splitlines()
+    assert [line.split(":")[0] for line in header if not line.startswith(" ")] == [
+        "session", "records", "created", "updated", "snapshot", "metadata"
+    ]  # fmt: skip
+    start = next(i for i, line in enumerate(header) if line.startswith("metadata:"))
+    metadata = header[start:]
+    assert all(len(line) <= columns for line in metadata) and len(metadata) > 1
+    joined = "".join(line[len("metadata: ") :] for line in metadata)
+    assert joined.startswith('{"cwd":"-experiments/worktrees","dialect":"anthropic"')
+    full = (
+        _show(cc_store.root, capsys, "show", CC_SESSION, "--no-pager", "--full").split("\n\n")[0].splitlines()
+    )
+    start = next(i for i, line in enumerate(full) if line.startswith("metadata:"))
+    summary = cc_store.get_session(CC_SESSION)
+    assert summary is not None
+    assert json.loads("".join(line[len("metadata: ") :] for line in full[start:])) == summary.metadata
