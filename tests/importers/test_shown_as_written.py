@@ -12,9 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
-from jsonl_store import OtherPart, SessionStore, message_parts
+from jsonl_store import CompactedMessage, OtherPart, SessionStore, TextPart, message_parts, repair_context
 from jsonl_store.cli import main
 from jsonl_store.export import to_html, to_markdown
 from jsonl_store.importers import import_claude_code, import_codex
@@ -261,3 +262,35 @@ def test_shows_header_leaves_out_defaults_and_fits_the_metadata_to_the_terminal(
     summary = cc_store.get_session(CC_SESSION)
     assert summary is not None
     assert json.loads("".join(line[len("metadata: ") :] for line in full[start:])) == summary.metadata
+
+
+def test_an_imported_compactions_model_context_goes_to_the_provider_as_it_is(tmp_path: Path) -> None:
+    """model_context() of a compacted Claude Code or Codex session is all dialect dicts, the summary a user message."""
+    store = SessionStore(tmp_path / "s", durability="none")
+    cc = import_claude_code(
+        store, DATA / "claude-code" / "SYNTHETIC-cc-schema-drift-composite-with-compaction.jsonl"
+    )
+    codex = import_codex(store, CODEX_SYNTHETIC)
+    for report, dialect in ((cc, "anthropic"), (codex, "openai-responses")):
+        session_id = report.files[0].session_id
+        assert session_id is not None
+        view = store.load(session_id)
+        assert view.snapshot is not None and isinstance(view.messages[0], CompactedMessage)
+        summary = view.snapshot.compacted_message
+        assert isinstance(summary, CompactedMessage)
+        context = view.model_context()
+        assert all(isinstance(message, dict) for message in context)
+        assert message_parts(context[0], dialect) == [TextPart(summary.content)]
+        assert context[0]["role"] == "user"  # type: ignore[index]
+        assert (
+            context[1:] == view.model_context()[1:]
+            and context[1:] == repair_context(view.context, dialect=dialect)[1:]
+        )
+        assert orjson.loads(orjson.dumps(context)) == context  # JSON as it is: nothing to convert
+    neutral = SessionStore(tmp_path / "n", durability="none")
+    neutral.append("s", {"role": "user", "content": "hi"})
+    neutral.snapshot("s", CompactedMessage(content="earlier"), 1, 0)
+    neutral.append("s", {"role": "user", "content": "again"})
+    assert isinstance(
+        neutral.load("s").model_context()[0], CompactedMessage
+    )  # the neutral shape is the class
