@@ -55,7 +55,8 @@ def imported_kind(message: object) -> str | None:
         return None
     for key in _KIND_KEYS:
         kind = message.get(key)
-        if isinstance(kind, str) and kind:
+        # A Codex token count is a model call's usage record, shown by its tokens.
+        if isinstance(kind, str) and kind and (key, kind) != ("codex_event", "token_count"):
             return kind
     return None
 
