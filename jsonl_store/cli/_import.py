@@ -110,11 +110,9 @@ def _file_line(f: FileReport, redact: bool) -> str:
 def _lines(report: ImportReport, root: str, redact: bool) -> Iterator[str]:
     for f in report.files:
         yield _file_line(f, redact)
-        # Each line stored as no record, named with why (spec §19): nothing left out unsaid.
+        # Each line skipped, named with why (spec §19); --json adds those read into the meta.
         for kind, count in f.skipped_types.items():
             yield f"  skipped {count} {kind}: {f.reasons.get(kind, 'no reason given')}"
-        for kind, count in f.in_meta.items():
-            yield f"  read {count} {kind} into the session's meta: {f.reasons.get(kind, 'no reason given')}"
         for damaged in f.damaged:
             yield f"  {damaged}"
         if f.damaged_count > len(f.damaged):
