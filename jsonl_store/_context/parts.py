@@ -138,6 +138,18 @@ def _web_search(action: Any) -> tuple[str, str]:
     return label, " ".join(p for p in parts if isinstance(p, str) and p)
 
 
+def _agent_message(raw: dict[str, Any]) -> tuple[str, str]:
+    """A Codex ``agent_message`` item (one agent's message to another): who to whom, and its text."""
+    author, recipient = raw.get("author"), raw.get("recipient")
+    label = "agent message"
+    if isinstance(author, str) and isinstance(recipient, str):
+        label = f"agent message {author} → {recipient}"
+    content = raw.get("content")
+    items = content if isinstance(content, list) else []
+    texts = [item["text"] for item in items if isinstance(item, dict) and isinstance(item.get("text"), str)]
+    return label, "\n".join(texts)
+
+
 def describe(raw: Any) -> tuple[str, str] | None:
     """``(label, text)`` for stored content no part maps but whose meaning is known, else None.
 
@@ -148,6 +160,9 @@ def describe(raw: Any) -> tuple[str, str] | None:
       opened or searched in.
     - A Responses ``tool_search_call`` item: ``("tool search", the strings of its arguments)``;
       a ``tool_search_output`` item: ``("tool search result", the names of the tools it found)``.
+    - A Responses ``image_generation_call``: ``("image generation", its revised prompt)``.
+    - A Codex ``agent_message`` item (a message between agents): ``("agent message <author> →
+      <recipient>", the text of its content items)``.
 
     The text is what the stored value says, nothing added; the value itself stays as stored.
     None too when the value says none of it (a search without a query): a reader then shows
@@ -166,6 +181,11 @@ def describe(raw: Any) -> tuple[str, str] | None:
         described = "tool search", _words(raw.get("arguments"))
     elif kind == "tool_search_output":
         described = "tool search result", ", ".join(_tool_names(raw.get("tools")))
+    elif kind == "image_generation_call":
+        prompt = raw.get("revised_prompt")
+        described = "image generation", prompt if isinstance(prompt, str) else ""
+    elif kind == "agent_message":
+        described = _agent_message(raw)
     return described if described is not None and described[1] else None
 
 

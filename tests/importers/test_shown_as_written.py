@@ -294,3 +294,26 @@ def test_an_imported_compactions_model_context_goes_to_the_provider_as_it_is(tmp
     assert isinstance(
         neutral.load("s").model_context()[0], CompactedMessage
     )  # the neutral shape is the class
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ({"type": "tool_reference", "tool_name": "TaskCreate"}, ("tool reference", "TaskCreate")),
+        ({"type": "web_search_call", "action": {"type": "search", "query": "q", "queries": ["q", "r"]}}, ("web search", "q, r")),
+        ({"type": "web_search_call", "action": {"type": "open_page", "url": "https://e.invalid"}}, ("web search: open_page", "https://e.invalid")),
+        ({"type": "web_search_call", "action": {"type": "search", "sources": ["x"]}}, None),
+        ({"type": "tool_search_call", "arguments": {"query": "pdf", "limit": 3}}, ("tool search", "pdf")),
+        ({"type": "tool_search_call", "arguments": {}}, None),
+        ({"type": "tool_search_output", "tools": [{"name": "g", "tools": [{"name": "a"}, {"name": "b"}]}]}, ("tool search result", "g, a, b")),
+        ({"type": "image_generation_call", "revised_prompt": "a red fox"}, ("image generation", "a red fox")),
+        ({"type": "agent_message", "author": "lead", "recipient": "bob", "content": [{"type": "input_text", "text": "hi"}]}, ("agent message lead → bob", "hi")),
+        ({"type": "document", "source": {}}, None),
+        ("plain", None),
+    ],
+)  # fmt: skip
+def test_an_other_parts_description_is_what_its_value_says(
+    raw: Any, expected: tuple[str, str] | None
+) -> None:
+    """OtherPart.description gives a known value's label and text, taken from the value alone; None for any other."""
+    assert OtherPart(raw).description == expected
