@@ -258,12 +258,15 @@ class _Parse:
         #: ``summary`` lines before the first message, waiting for its timestamp (they carry none).
         self.summaries: list[tuple[_source.SourceLine, dict[str, Any]]] = []
         self.last_time: str | None = None  # the last line's timestamp
+        #: Lines kept as records (`note`) before any line with a time, waiting for the next one's.
+        self.untimed: list[Entry] = []
 
     def run(self, lines: Iterator[Parsed]) -> None:
         for line, d in lines:
             self.line(line, d)
         self.flush()
         self.close_boundary(None)
+        self.close_untimed(self.last_time)
         self.close_summaries(self.last_time)
         for entry in self.tree.abandoned():
             # Left out of the context, kept and marked (docs/guides/importing.md, "Branches", says why).
@@ -473,7 +476,11 @@ class _Parse:
         self.add(Compaction(self.out.main.session_id, text or "Conversation compacted", first, end, metadata))
 
     def add(self, event: Event) -> None:
-        """Report an event; the main session's first message closes the ``summary`` lines before it."""
+        """Report an event; the main session's first message closes the ``summary`` lines before it,
+        and the first event with a time gives it to the untimed lines before it (`note`)."""
+        moment = event.metadata.get("timestamp")
+        if self.untimed and isinstance(moment, str):
+            self.close_untimed(moment)
         if event.session_id == self.out.main.session_id:
             self.close_summaries(event.metadata.get("timestamp", self.last_time))
             self.began = self.began or isinstance(event, Entry)
@@ -501,10 +508,18 @@ class _Parse:
         self.flush()  # records keep the file's order
         self.close_boundary(None)  # a compaction waiting for its summary is stored before it
         metadata = {k: d[k] for k in ("timestamp", "uuid") if isinstance(d.get(k), str)}
+        if "timestamp" not in metadata and self.last_time is not None:
+            metadata["timestamp"] = (
+                self.last_time
+            )  # a line without a time (a mode) is as old as the line before
         fields = {k: v for k, v in d.items() if k not in _ENVELOPE}
         message = {"role": "system", "content": text, "claude_code_type": kind, "claude_code_line": fields,
                    "include_in_messages": False}  # fmt: skip
-        self.add(Entry(self.route(d), message, line.number, line.end, metadata=metadata))
+        entry = Entry(self.route(d), message, line.number, line.end, metadata=metadata)
+        if "timestamp" in metadata:
+            self.add(entry)
+        else:  # no line before it had a time: it waits for the next line's, as a summary line does
+            self.untimed.append(entry)
 
     def attachment_note(self, line: _source.SourceLine, d: dict[str, Any]) -> None:
         """Keep an ``attachment`` line (a prompt queued while the agent worked, a hook's output,
@@ -527,6 +542,14 @@ class _Parse:
         message = {"role": "system", "content": text, "claude_code_type": f"attachment:{attachment.get('type')}",
                    "attachment": attachment, "include_in_messages": False}  # fmt: skip
         self.add(Entry(session_id, message, line.number, line.end, metadata=metadata))
+
+    def close_untimed(self, timestamp: object) -> None:
+        """Store the lines `note` kept waiting for a time, at ``timestamp`` (the next line's)."""
+        waiting, self.untimed = self.untimed, []
+        for entry in waiting:
+            if isinstance(timestamp, str):
+                entry.metadata["timestamp"] = timestamp
+            self.out.add(entry)
 
     def close_summaries(self, timestamp: object) -> None:
         """Store the waiting ``summary`` lines, at ``timestamp`` (the next line's time: the lines carry none)."""

@@ -186,19 +186,26 @@ def clean_title(value: object) -> str | None:
 
 
 def fields_text(d: Mapping[str, Any], leave_out: frozenset[str] = frozenset()) -> str:
-    """A source line's fields of plain values as ``name: value`` pairs, in order (what a line
-    with no text of its own says: a turn's duration, a mode), ``leave_out`` and empty values
-    left out: the text of a record that keeps the line's fields as written beside it."""
-    return ", ".join(
-        f"{key}: {shown}" for key, value in d.items() if key not in leave_out and (shown := _plain(value))
-    )
+    """A source line's plain values as ``name: value`` pairs, in order (what a line with no
+    text of its own says: a turn's duration, a tool call's server and tool), a nested
+    object's as ``outer.inner: value``, ``leave_out`` (top-level names), flags, nulls and
+    empty values left out: the text of a record that keeps the line as written beside it."""
+    return ", ".join(f"{name}: {value}" for name, value in _plain_fields(d, "", leave_out))
 
 
-def _plain(value: object) -> str:
-    """A field's value as text: a string or number as it is, a list of strings joined by
-    ``", "`` (the tool names a delta adds), "" for anything else (a flag, an object, nothing)."""
-    if isinstance(value, str) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
-        return str(value)
-    if isinstance(value, list) and all(isinstance(item, str) for item in value):
-        return ", ".join(value)
-    return ""
+def _plain_fields(
+    value: Any, name: str, leave_out: frozenset[str] = frozenset()
+) -> Iterator[tuple[str, str]]:
+    stack: list[tuple[str, Any]] = [(name, value)]
+    while stack:  # depth first, in order, without recursion (a source's nesting is untrusted)
+        path, item = stack.pop()
+        if isinstance(item, str) or (isinstance(item, (int, float)) and not isinstance(item, bool)):
+            if item != "":
+                yield path, str(item)
+        elif isinstance(item, list) and item and all(isinstance(inner, str) for inner in item):
+            yield path, ", ".join(item)
+        elif isinstance(item, dict):
+            keys = [k for k in item if not (path == "" and k in leave_out)]
+            stack.extend(reversed([(f"{path}.{k}" if path else str(k), item[k]) for k in keys]))
+        elif isinstance(item, list):
+            stack.extend(reversed([(f"{path}.{i}", inner) for i, inner in enumerate(item)]))

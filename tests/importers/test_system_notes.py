@@ -96,3 +96,33 @@ def test_an_api_error_is_kept_with_its_message_shown_and_searchable(tmp_path: Pa
     assert kept[0]["claude_code_line"]["error"] == lines[1]["error"]  # type: ignore[index]
     assert store.load(f"claude-code-{sid}").model_context() == [{"role": "user", "content": "hello"}]
     assert [hit.sequence for hit in search(store, "Overloaded upstream")] == [2]
+
+
+def test_a_mode_change_is_kept_when_it_changes_at_the_time_of_the_lines_around_it(tmp_path: Path) -> None:
+    """permission-mode lines (no timestamp) are records when the mode changes, dated by the next or previous line."""
+    sid = "11111111-2222-3333-4444-555555555555"
+
+    def mode(name: str) -> dict[str, str]:
+        return {"type": "permission-mode", "permissionMode": name, "sessionId": sid}
+
+    def user(uuid: str, when: str) -> dict[str, object]:
+        return {"type": "user", "sessionId": sid, "uuid": uuid, "timestamp": when,
+                "message": {"role": "user", "content": uuid}}  # fmt: skip
+
+    lines = [mode("default"), user("u1", "2025-01-01T00:00:01Z"), mode("default"), mode("plan"),
+             user("u2", "2025-01-01T00:00:02Z")]  # fmt: skip
+    path = tmp_path / f"{sid}.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    store = SessionStore(tmp_path / "s", durability="none")
+    [file] = import_claude_code(store, path).files
+    assert dict(file.skipped_types) == {"permission-mode:unchanged": 1} and file.reasons
+    records = list(store.records(f"claude-code-{sid}"))
+    shown = [
+        (r.message.get("content"), r.created_at.isoformat()) for r in records if isinstance(r.message, dict)
+    ]
+    assert shown == [
+        ("permissionMode: default", "2025-01-01T00:00:01+00:00"),
+        ("u1", "2025-01-01T00:00:01+00:00"),
+        ("permissionMode: plan", "2025-01-01T00:00:01+00:00"),
+        ("u2", "2025-01-01T00:00:02+00:00"),
+    ]
