@@ -110,9 +110,6 @@ def _file_line(f: FileReport, redact: bool) -> str:
 def _lines(report: ImportReport, root: str, redact: bool) -> Iterator[str]:
     for f in report.files:
         yield _file_line(f, redact)
-        # Each line skipped, named with why (spec §19); --json adds those read into the meta.
-        for kind, count in f.skipped_types.items():
-            yield f"  skipped {count} {kind}: {f.reasons.get(kind, 'no reason given')}"
         for damaged in f.damaged:
             yield f"  {damaged}"
         if f.damaged_count > len(f.damaged):
