@@ -219,6 +219,8 @@ def render_sessions(
 #: How much of a session's metadata `show`'s header prints unless ``--full``: an import's
 #: bookkeeping (the message ids it counted) runs to thousands of characters.
 METADATA_CHARS = 400
+#: Room the note after cut metadata takes (``… (12,345 more characters; --full or --json shows all)``).
+_NOTE_ROOM = 58
 
 
 def render_summary(
@@ -259,14 +261,16 @@ def render_summary(
     ]
     if summary.pinned:
         facts.append(("pinned", "yes"))
+    name_width = max(len(key) for key, _ in [*facts, ("metadata", "")]) + 2
+    room = max(width - name_width, 20)
     if summary.metadata:
         text = inline(summary.metadata)
         if not full and len(text) > METADATA_CHARS:
-            more = len(text) - METADATA_CHARS
-            text = f"{text[:METADATA_CHARS]}… ({more:,} more characters; --full or --json shows all)"
+            # One line: as much as fits beside the note (a terminal too narrow even for that
+            # wraps it below); shorter metadata is wrapped whole.
+            cut = max(min(room - _NOTE_ROOM, METADATA_CHARS), 20)
+            text = f"{text[:cut]}… ({len(text) - cut:,} more characters; --full or --json shows all)"
         facts.append(("metadata", text))
-    name_width = max(len(key) for key, _ in facts) + 2
-    room = max(width - name_width, 20)
     lines: list[str] = []
     for key, value in facts:
         if key != "metadata":
