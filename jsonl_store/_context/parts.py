@@ -75,6 +75,12 @@ class OtherPart(_Part, frozen=True, tag="other"):
 
     raw: JsonValue
 
+    @property
+    def description(self) -> tuple[str, str] | None:
+        """``(label, text)`` a reader shows instead of the JSON, for a value whose meaning is
+        known (a web search's query, the tools a tool search found, spec §5.2); else None."""
+        return describe(self.raw)
+
 
 Part: TypeAlias = TextPart | ReasoningPart | ToolCallPart | ToolResultPart | ImagePart | OtherPart
 """One part of a message, as `jsonl_store.message_parts` gives them."""
@@ -87,6 +93,100 @@ PART_TYPES: tuple[type[_Part], ...] = (
     ImagePart,
     OtherPart,
 )
+
+
+# ---------------------------------------------------------------------------------------
+# What a reader shows of an `other` part whose meaning is known (spec §5.2, "Descriptions")
+# ---------------------------------------------------------------------------------------
+
+
+def _words(value: Any) -> str:
+    """The strings of a small JSON value, in order, joined by ", " (numbers and nulls left out)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return ", ".join(filter(None, (_words(item) for item in value)))
+    if isinstance(value, dict):
+        return ", ".join(filter(None, (_words(item) for item in value.values())))
+    return ""
+
+
+def _tool_names(tools: Any) -> list[str]:
+    """The names in a tool search's ``tools`` list, a group's tools after the group's name."""
+    names: list[str] = []
+    for tool in tools if isinstance(tools, list) else ():
+        if isinstance(tool, dict):
+            if isinstance(tool.get("name"), str):
+                names.append(tool["name"])
+            names.extend(_tool_names(tool.get("tools")))
+    return names
+
+
+def _web_search(action: Any) -> tuple[str, str]:
+    """A Responses ``web_search_call``'s action: a search's queries, a page opened, a pattern found in one
+    (https://platform.openai.com/docs/api-reference/responses/object, ``web_search_call.action``)."""
+    if not isinstance(action, dict):
+        return "web search", ""
+    kind = action.get("type")
+    label = "web search" if kind in (None, "search") or not isinstance(kind, str) else f"web search: {kind}"
+    queries = action.get("queries")
+    query = action.get("query")
+    if isinstance(queries, list) and any(isinstance(q, str) and q for q in queries):
+        seen = [query] if isinstance(query, str) and query and query not in queries else []
+        return label, _words([*seen, *queries])
+    parts = [action.get(key) for key in ("query", "pattern", "url")]
+    return label, " ".join(p for p in parts if isinstance(p, str) and p)
+
+
+def _agent_message(raw: dict[str, Any]) -> tuple[str, str]:
+    """A Codex ``agent_message`` item (one agent's message to another): who to whom, and its text."""
+    author, recipient = raw.get("author"), raw.get("recipient")
+    label = "agent message"
+    if isinstance(author, str) and isinstance(recipient, str):
+        label = f"agent message {author} → {recipient}"
+    content = raw.get("content")
+    items = content if isinstance(content, list) else []
+    texts = [item["text"] for item in items if isinstance(item, dict) and isinstance(item.get("text"), str)]
+    return label, "\n".join(texts)
+
+
+def describe(raw: Any) -> tuple[str, str] | None:
+    """``(label, text)`` for stored content no part maps but whose meaning is known, else None.
+
+    - An Anthropic ``tool_reference`` block (what a tool search gives back: a tool the model
+      may now call, https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/tool-search-tool):
+      ``("tool reference", its tool_name)``.
+    - A Responses ``web_search_call`` item: ``("web search", its queries)``, or the page it
+      opened or searched in.
+    - A Responses ``tool_search_call`` item: ``("tool search", the strings of its arguments)``;
+      a ``tool_search_output`` item: ``("tool search result", the names of the tools it found)``.
+    - A Responses ``image_generation_call``: ``("image generation", its revised prompt)``.
+    - A Codex ``agent_message`` item (a message between agents): ``("agent message <author> →
+      <recipient>", the text of its content items)``.
+
+    The text is what the stored value says, nothing added; the value itself stays as stored.
+    None too when the value says none of it (a search without a query): a reader then shows
+    the value as stored.
+    """
+    if not isinstance(raw, dict):
+        return None
+    kind = raw.get("type")
+    described: tuple[str, str] | None = None
+    if kind == "tool_reference":
+        name = raw.get("tool_name")
+        described = "tool reference", name if isinstance(name, str) else ""
+    elif kind == "web_search_call":
+        described = _web_search(raw.get("action"))
+    elif kind == "tool_search_call":
+        described = "tool search", _words(raw.get("arguments"))
+    elif kind == "tool_search_output":
+        described = "tool search result", ", ".join(_tool_names(raw.get("tools")))
+    elif kind == "image_generation_call":
+        prompt = raw.get("revised_prompt")
+        described = "image generation", prompt if isinstance(prompt, str) else ""
+    elif kind == "agent_message":
+        described = _agent_message(raw)
+    return described if described is not None and described[1] else None
 
 
 # ---------------------------------------------------------------------------------------

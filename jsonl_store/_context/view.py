@@ -6,11 +6,59 @@ import dataclasses
 from datetime import datetime
 from typing import Any
 
-from .._format.records import ContextSnapshot, ForkPoint, Message, RawMessageRecord
+from .._format.records import CompactedMessage, ContextSnapshot, ForkPoint, Message, RawMessageRecord
 from .._log.problems import Problem
 from .dialects import message_parts, resolve, stored_dialect
-from .parts import Part
+from .parts import Part, TextPart
 from .tool_batches import INTERRUPTED_NOTICE, ToolBatchPolicy, model_messages, repair, repair_context
+
+
+def _summary_in_dialect(context: list[Message], dialect: str) -> list[Message]:
+    """``context`` with a leading `CompactedMessage` as ``dialect``'s user message of its text
+    (spec §5, "The model context"); a neutral session's context as it is."""
+    if dialect == "neutral" or not context or not isinstance(context[0], CompactedMessage):
+        return context
+    # A dialect a program registers without a mapping reads as neutral: its summary stays the class.
+    from_parts = getattr(resolve(dialect), "from_parts", None)
+    if not callable(from_parts):
+        return context
+    summary: Message = from_parts([TextPart(context[0].content)], "user")
+    return [summary, *context[1:]]
+
+
+def shown_role(message: object) -> str | None:
+    """The role a reader shows for a stored message, None when it states none.
+
+    Its ``role``, except for a ``system`` message that keeps its source's own role as
+    ``codex_role`` (a Codex ``developer`` message: a session stores only the roles its
+    dialect sends, spec §19): a reader shows the source's role, and what a provider is
+    sent (`SessionView.model_context`) stays the stored message.
+    """
+    if isinstance(message, dict):
+        role, source = message.get("role"), message.get("codex_role")
+    else:
+        role, source = getattr(message, "role", None), None
+    if role == "system" and isinstance(source, str) and source:
+        return source
+    return role if isinstance(role, str) and role else None
+
+
+#: Where an imported record names the kind of source line it holds (spec §19).
+_KIND_KEYS = ("claude_code_type", "codex_event", "codex_type", "pi_type")
+
+
+def imported_kind(message: object) -> str | None:
+    """The kind of source line an imported record holds when it is no plain message (a Claude
+    Code ``summary`` or ``attachment:hook_success``, a Codex ``turn_aborted`` event), or None:
+    what a reader labels such a record with, beside its role (spec §19)."""
+    if not isinstance(message, dict):
+        return None
+    for key in _KIND_KEYS:
+        kind = message.get(key)
+        # A Codex token count is a model call's usage record, shown by its tokens.
+        if isinstance(kind, str) and kind and (key, kind) != ("codex_event", "token_count"):
+            return kind
+    return None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -106,7 +154,15 @@ class SessionView:
         ``"close"`` keeps them and answers each missing call with an interruption notice.
         ``close_last`` does the same for the batch at the very end. Both in the session's
         `dialect`.
+
+        Every message is in the session's dialect, so the list goes to its provider as it
+        is: in a session of another dialect than ``"neutral"`` (an imported Claude Code or
+        Codex transcript), a snapshot's `CompactedMessage` comes first as that dialect's
+        user message holding the summary's text (spec §5, "The model context"), as the
+        provider request shapes send it; `context` and `messages` keep the
+        `CompactedMessage` itself.
         """
-        return repair_context(
+        context = repair_context(
             self.context, mid_history=mid_history, close_last=close_last, dialect=self.dialect
         )
+        return _summary_in_dialect(context, self.dialect)

@@ -8,6 +8,7 @@ instances and dicts appended as dicts print the same way.
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -218,19 +219,35 @@ def render_sessions(
 #: How much of a session's metadata `show`'s header prints unless ``--full``: an import's
 #: bookkeeping (the message ids it counted) runs to thousands of characters.
 METADATA_CHARS = 400
+#: Room the note after cut metadata takes (``… (12,345 more characters; --full or --json shows all)``).
+_NOTE_ROOM = 58
 
 
 def render_summary(
-    summary: SessionSummary, view: SessionView, children: Sequence[SessionSummary], *, full: bool = False
+    summary: SessionSummary,
+    view: SessionView,
+    children: Sequence[SessionSummary],
+    *,
+    full: bool = False,
+    width: int = WIDTH,
 ) -> list[str]:
+    """The facts of a session, one ``name: value`` line each, fitted to ``width`` columns.
+
+    A fact that holds its default (no title, agent, parent or children; session type 0) is
+    left out: it says nothing. The metadata is cut at `METADATA_CHARS` without ``full``, and
+    wrapped under its name at ``width`` (it is one JSON text, so words are cut where needed).
+    """
     snapshot = view.snapshot
-    facts: list[tuple[str, str]] = [
-        ("session", summary.session_id),
-        ("title", summary.title or "-"),
-        ("agent", summary.agent_name or "-"),
-        ("type", str(summary.session_type)),
-        ("parent", summary.parent_session_id or "-"),
-        ("children", ", ".join(c.session_id for c in children) or "-"),
+    facts: list[tuple[str, str]] = [("session", summary.session_id)]
+    optional = (
+        ("title", summary.title or ""),
+        ("agent", summary.agent_name or ""),
+        ("type", str(summary.session_type) if summary.session_type else ""),
+        ("parent", summary.parent_session_id or ""),
+        ("children", ", ".join(c.session_id for c in children)),
+    )
+    facts += [(key, value) for key, value in optional if value]
+    facts += [
         ("records", count(summary.message_count)),
         ("created", when(summary.created_at)),
         ("updated", when(summary.updated_at)),
@@ -244,14 +261,25 @@ def render_summary(
     ]
     if summary.pinned:
         facts.append(("pinned", "yes"))
+    name_width = max(len(key) for key, _ in [*facts, ("metadata", "")]) + 2
+    room = max(width - name_width, 20)
     if summary.metadata:
         text = inline(summary.metadata)
         if not full and len(text) > METADATA_CHARS:
-            more = len(text) - METADATA_CHARS
-            text = f"{text[:METADATA_CHARS]}… ({more:,} more characters; --full or --json shows all)"
+            # One line: as much as fits beside the note (a terminal too narrow even for that
+            # wraps it below); shorter metadata is wrapped whole.
+            cut = max(min(room - _NOTE_ROOM, METADATA_CHARS), 20)
+            text = f"{text[:cut]}… ({len(text) - cut:,} more characters; --full or --json shows all)"
         facts.append(("metadata", text))
-    width = max(len(key) for key, _ in facts)
-    return [f"{key + ':':<{width + 1}} {value}" for key, value in facts]
+    lines: list[str] = []
+    for key, value in facts:
+        if key != "metadata":
+            lines.append(f"{key + ':':<{name_width - 1}} {value}")
+            continue
+        wrapped = textwrap.wrap(value, room, break_long_words=True, break_on_hyphens=False) or [""]
+        lines.append(f"{key + ':':<{name_width - 1}} {wrapped[0]}")
+        lines += [" " * name_width + more for more in wrapped[1:]]
+    return lines
 
 
 USAGE_FIELDS = (

@@ -38,6 +38,7 @@ from .._context.parts import (
     ToolResultPart,
     result_metadata,
 )
+from .._context.view import imported_kind, shown_role
 from .._format.depth import with_deep_stack
 from . import _frameworks
 from ._blocks import Block, Styled
@@ -144,6 +145,10 @@ def _other(part: OtherPart, room: int) -> str:
     """Content the dialect does not map: ``[type]`` and the start of its compact JSON, in
     ``room`` characters (at most `OTHER_CHARS` of JSON)."""
     raw = part.raw
+    described = part.description
+    if described is not None:  # a known value (a web search, a tool reference): what it says
+        label, text = described
+        return f"[{_cut(label, 40)}] {_cut(escape(text), max(room - len(label) - 3, 20))}".rstrip()
     if isinstance(raw, dict):
         kind = raw.get("type")
         label = kind if isinstance(kind, str) else "object"
@@ -183,7 +188,8 @@ def _part_lines(
         facts = " · ".join(f"{key} {inline(value)}" for key, value in metadata.items())
         return _dim(_wrap([facts], width, indent=indent, long_words=True))
     if isinstance(part, OtherPart):
-        return _dim(_wrap([_other(part, width - len(indent))], width, indent=indent, long_words=True))
+        shown = _wrap([_other(part, width - len(indent))], width, indent=indent, long_words=True)
+        return list(shown) if part.description is not None else _dim(shown)
     return []
 
 
@@ -249,8 +255,8 @@ def _name_of(call_id: Any, names: dict[Any, str | None]) -> str:
 
 def _role(data: dict[str, Any], parts: Sequence[Part]) -> str:
     """The message's role; for an item stored without one, what its parts are."""
-    role = data.get("role")
-    if isinstance(role, str) and role:
+    role = shown_role(data)
+    if role is not None:
         return role
     if parts and all(isinstance(p, ToolResultPart) for p in parts):
         return "tool"
@@ -340,10 +346,8 @@ def _card(
     role = _role(data, parts)
     shown_label = (label or (f"#{record.sequence}" if record is not None else "")).rjust(4)
     header: list[tuple[str, str]] = [(shown_label, "dim"), (" ", ""), (role, ROLE_STYLES.get(role, "bold"))]
-    kind = data.get("claude_code_type")
-    if isinstance(
-        kind, str
-    ):  # an imported Claude Code line that is no message: say which (`summary`, `attachment:...`)
+    kind = imported_kind(data)
+    if kind is not None:  # an imported line that is no plain message: say which (`summary`, `attachment:...`)
         header.append((f" {escape(kind)}", "dim"))
     framework = _frameworks.shown(data, inline)
     if framework is not None:  # an adapter's framework message: say whose

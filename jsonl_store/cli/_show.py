@@ -72,7 +72,7 @@ def show(args: argparse.Namespace) -> int:
         emit_json(document)
         return 0
     columns = width()
-    blocks: list[Block] = list(_format.render_summary(summary, view, children, full=args.full))
+    blocks: list[Block] = list(_format.render_summary(summary, view, children, full=args.full, width=columns))
     if context:
         messages = closed if args.close else view.messages
         source = "view.model_context(close_last=True)" if args.close else "view.messages"

@@ -201,9 +201,14 @@ def _image(image: ImagePart, images: Images) -> list[str]:
 
 def _other(part: OtherPart) -> list[str]:
     kind = part.raw.get("type") if isinstance(part.raw, dict) else None
-    label = f"other: {kind}" if isinstance(kind, str) else "other content"
+    described = part.description
+    if described is not None:  # a known value (a web search, a tool reference): what it says, shown
+        name, text = described
+        label = f"<b>{esc_line(name)}</b>" + (f": {esc_line(text)}" if text else "")
+    else:
+        label = esc_line(f"other: {kind}" if isinstance(kind, str) else "other content")
     return [
-        f'<details class="other"><summary>{esc_line(label)} <span class="badge">as stored</span></summary>',
+        f'<details class="other"><summary>{label} <span class="badge">as stored</span></summary>',
         code_block(json_text(part.raw), "json"),
         "</details>",
     ]
@@ -358,7 +363,9 @@ def _run_html(run: list[Entry], images: Images, transcript: Transcript) -> list[
         if entry.fact:
             lines.append(_fact_html(entry))
             continue
-        meta = esc_line(" · ".join([f"#{entry.sequence}", *facts(entry)[1:]]))
+        # The kind of an imported line that is no plain message (`summary`, `attachment:...`), as show's header names it.
+        label = f"#{entry.sequence} {entry.kind}" if entry.kind else f"#{entry.sequence}"
+        meta = esc_line(" · ".join([label, *facts(entry)[1:]]))
         if position == 0:
             lines.append(f'<h2 id="r{entry.sequence}">{heading}{meta}</h2>')
         else:

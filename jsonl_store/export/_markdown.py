@@ -16,7 +16,16 @@ import html
 import re
 
 from .._context.folding import Answer
-from .._context.parts import ImagePart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, base64_of
+from .._context.parts import (
+    ImagePart,
+    OtherPart,
+    Part,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    base64_of,
+)
 from .._context.view import SessionSummary
 from .._format.depth import with_deep_stack
 from ..store import SessionStore
@@ -144,6 +153,9 @@ def _part_lines(
     if isinstance(part, ImagePart):
         return _image_lines(part)
     kind = part.raw.get("type") if isinstance(part.raw, dict) else None
+    described = part.description if isinstance(part, OtherPart) else None
+    if described is not None:  # a known value (a web search, a tool reference): what it says
+        return _details(f"{described[0]}: {described[1]} (as stored)", json_text(part.raw), "json")
     return _details(
         f"other: {kind} (as stored)" if isinstance(kind, str) else "other content (as stored)",
         json_text(part.raw),

@@ -22,7 +22,7 @@ import msgspec
 from .._context.dialects import message_parts
 from .._context.folding import Answer, Folded, fold
 from .._context.parts import ImagePart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from .._context.view import SessionSummary
+from .._context.view import SessionSummary, imported_kind, shown_role
 from .._errors import SessionNotFound
 from .._format.depth import with_deep_stack
 from .._format.records import ContextSnapshot, ModelUsage, RawMessageRecord
@@ -224,8 +224,8 @@ def duration_label(record: RawMessageRecord) -> str:
 def _role(message: object, parts: list[Part]) -> str:
     """The role a message states; for an item with none (a Responses function call or
     reasoning item), the role its parts imply."""
-    role = message.get("role") if isinstance(message, dict) else getattr(message, "role", None)
-    if isinstance(role, str) and role:
+    role = shown_role(message)
+    if role is not None:
         return role
     if any(isinstance(part, (ToolCallPart, ReasoningPart)) for part in parts):
         return "assistant"
@@ -264,6 +264,9 @@ class Entry:
     in_context: bool = True
     text: str = ""
     snapshot_version: int = 0
+    #: The kind of source line an imported record holds (`imported_kind`: ``summary``,
+    #: ``attachment:hook_success``), "" for a plain message.
+    kind: str = ""
 
     @property
     def fact(self) -> bool:
@@ -310,6 +313,7 @@ def _entry(folded: Folded) -> Entry:
         tokens=tokens_label(usage) if usage is not None else "",
         duration=duration_label(record),
         in_context=_in_context(record.message),
+        kind=imported_kind(record.message) or "",
     )
 
 
@@ -340,7 +344,7 @@ def headline(transcript: Transcript) -> str:
 
 def facts(entry: Entry) -> list[str]:
     """The one-line facts of a message entry: ``#4 assistant``, its time, duration, tokens, context."""
-    out = [f"#{entry.sequence} {entry.role}"]
+    out = [f"#{entry.sequence} {entry.role}" + (f" {entry.kind}" if entry.kind else "")]
     out += [fact for fact in (entry.time, entry.duration) if fact]
     if entry.tokens:
         out.append(f"tokens {entry.tokens}")

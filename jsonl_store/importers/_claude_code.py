@@ -60,6 +60,7 @@ from ._events import (
     Parsed,
     Target,
     UsageUpdate,
+    fields_text,
     session_id_for,
     token_count,
 )
@@ -70,6 +71,27 @@ PREFIX = "claude-code-"
 #: context or output, a reminder's text).
 _ATTACHMENT_TEXT = ("prompt", "content", "text", "stdout", "stderr")
 _TITLES = {"custom-title": "customTitle", "ai-title": "aiTitle", "summary": "summary"}
+#: Fields every line repeats (the session's, kept in its meta) or that the record keeps
+#: elsewhere (``type`` as ``claude_code_type``, ``uuid`` and ``timestamp`` in its metadata).
+_ENVELOPE = frozenset({"type", "uuid", "timestamp", "sessionId", "session_id", "cwd", "version",
+                       "gitBranch", "userType", "entrypoint", "slug"})  # fmt: skip
+#: Line types that are no message, kept as hidden records as written (`_Parse.note`):
+#: what Claude Code records beside the conversation (a mode, a queued prompt, a sub-agent's
+#: progress, a pull request's link, a worktree's state).
+_KEPT = frozenset({"permission-mode", "mode", "progress", "queue-operation", "agent-name", "frame-link",
+                   "pr-link", "started", "result", "relocated", "worktree-state", "bridge-session",
+                   "atis-latch"})  # fmt: skip
+#: The lines not stored as records, each with why: what the import report names them with.
+_SKIPPED = {
+    "duplicate": "a line read before (a resumed session's file repeats its lines): stored once",
+    "file-history-snapshot": "Claude Code's list of file backups for undoing edits (/rewind): "
+    "names of backup files, no part of the conversation",
+    "last-prompt": "the start of the last prompt, for Claude Code's prompt history: "
+    "the prompt is stored whole as its user message",
+    "permission-mode:unchanged": "the permission mode again, unchanged: stored when it changes",
+    "title": "a title for Claude Code's list of sessions: the session's title is the best one "
+    "(a custom-title, else an ai-title, else a summary)",
+}
 #: How many line uuids (for inline sidechain chains) and message ids (counted usage) the state keeps.
 _REMEMBERED = 256
 
@@ -236,12 +258,15 @@ class _Parse:
         #: ``summary`` lines before the first message, waiting for its timestamp (they carry none).
         self.summaries: list[tuple[_source.SourceLine, dict[str, Any]]] = []
         self.last_time: str | None = None  # the last line's timestamp
+        #: Lines kept as records (`note`) before any line with a time, waiting for the next one's.
+        self.untimed: list[Entry] = []
 
     def run(self, lines: Iterator[Parsed]) -> None:
         for line, d in lines:
             self.line(line, d)
         self.flush()
         self.close_boundary(None)
+        self.close_untimed(self.last_time)
         self.close_summaries(self.last_time)
         for entry in self.tree.abandoned():
             # Left out of the context, kept and marked (docs/guides/importing.md, "Branches", says why).
@@ -263,7 +288,7 @@ class _Parse:
             self.summary(line, d)
         if kind in ("user", "assistant") and isinstance(message, dict):
             if self.repeated(d.get("uuid"), message.get("content")):
-                self.out.skip("duplicate")
+                self.out.skip("duplicate", _SKIPPED["duplicate"])
             else:
                 self.message(line, d, message, kind)
         elif kind == "system" and d.get("subtype") == "compact_boundary":
@@ -272,12 +297,32 @@ class _Parse:
             self.boundary = (line, d)
         elif kind in _TITLES and isinstance(d.get(_TITLES[kind]), str):
             self.title(kind, d[_TITLES[kind]])
-        elif kind == "system" and isinstance(d.get("content"), str) and d["content"]:
-            self.system_note(line, d)
-        elif kind == "attachment" and isinstance(d.get("attachment"), dict) and not d.get("isSidechain"):
+            if kind != "summary":  # a summary line is stored above, where it waits for its time
+                self.out.read_into_meta(kind, _SKIPPED["title"])
+        elif kind == "system":
+            self.note(line, d, f"system:{d.get('subtype')}", _system_text(d))
+        elif kind == "attachment" and isinstance(d.get("attachment"), dict):
             self.attachment_note(line, d)
         else:
-            self.out.skip(f"system:{d.get('subtype')}" if kind == "system" else kind)
+            self.other(line, d, kind)
+
+    def other(self, line: _source.SourceLine, d: dict[str, Any], kind: object) -> None:
+        """A line of no kind read above: named in the report with why (`_SKIPPED`), or kept as
+        a hidden record (`note`: a mode change, a line type newer than this importer)."""
+        if isinstance(kind, str) and kind in _SKIPPED:
+            self.out.skip(kind, _SKIPPED[kind])
+        elif kind == "permission-mode" and d.get("permissionMode") == self.out.state.get("permission_mode"):
+            self.out.skip("permission-mode:unchanged", _SKIPPED["permission-mode:unchanged"])
+        elif kind in _KEPT:
+            if kind == "permission-mode":
+                self.out.state["permission_mode"] = d.get("permissionMode")
+            self.note(line, d, str(kind), _fields_text(d))
+        elif kind in ("user", "assistant"):
+            self.out.skip(kind, "a user or assistant line without a message object")
+        elif kind is None:
+            self.out.skip(kind, "a line without a type: nothing says what it is")
+        else:
+            self.out.skip(kind, "a line type this importer does not know (a newer Claude Code's): not stored")
 
     def repeated(self, uuid: object, content: object) -> bool:
         """Whether a message line is one read before: the same ``uuid`` with the same content.
@@ -313,7 +358,7 @@ class _Parse:
             return
         content = message.get("content")
         if not isinstance(content, (str, list)):
-            self.out.skip(f"{kind}:no-content")
+            self.out.skip(f"{kind}:no-content", "a message whose content is neither text nor a block list")
             return
         self.close_boundary(None)
         session_id = self.route(d)
@@ -431,7 +476,11 @@ class _Parse:
         self.add(Compaction(self.out.main.session_id, text or "Conversation compacted", first, end, metadata))
 
     def add(self, event: Event) -> None:
-        """Report an event; the main session's first message closes the ``summary`` lines before it."""
+        """Report an event; the main session's first message closes the ``summary`` lines before it,
+        and the first event with a time gives it to the untimed lines before it (`note`)."""
+        moment = event.metadata.get("timestamp")
+        if self.untimed and isinstance(moment, str):
+            self.close_untimed(moment)
         if event.session_id == self.out.main.session_id:
             self.close_summaries(event.metadata.get("timestamp", self.last_time))
             self.began = self.began or isinstance(event, Entry)
@@ -449,19 +498,28 @@ class _Parse:
         self.close_boundary(None)
         self.add(_summary_entry(self.out.main.session_id, line, d, self.last_time))
 
-    def system_note(self, line: _source.SourceLine, d: dict[str, Any]) -> None:
-        """Keep a ``system`` line that carries text (``away_summary``, ``api_refusal``,
-        ``model_refusal_fallback`` ...): Claude Code shows it to the person, not to the model,
-        so it is a record outside the context, readable and searchable, never dropped."""
+    def note(self, line: _source.SourceLine, d: dict[str, Any], kind: str, text: str) -> None:
+        """Keep a line that is no message (a ``system`` line: ``api_error``, ``away_summary``,
+        ``turn_duration`` ...; a title; a mode change; a line type newer than this importer):
+        Claude Code shows it to the person or keeps it for itself, never to the model, so it is
+        a record outside the context holding the line's own fields as written
+        (``claude_code_line``) and its text (``text``: what a reader shows and a search finds).
+        Nothing is dropped."""
         self.flush()  # records keep the file's order
-        metadata: dict[str, Any] = (
-            {"timestamp": d["timestamp"]} if isinstance(d.get("timestamp"), str) else {}
-        )
-        if isinstance(d.get("uuid"), str):
-            metadata["uuid"] = d["uuid"]
-        message = {"role": "system", "content": d["content"], "claude_code_type": f"system:{d.get('subtype')}",
+        self.close_boundary(None)  # a compaction waiting for its summary is stored before it
+        metadata = {k: d[k] for k in ("timestamp", "uuid") if isinstance(d.get(k), str)}
+        if "timestamp" not in metadata and self.last_time is not None:
+            metadata["timestamp"] = (
+                self.last_time
+            )  # a line without a time (a mode) is as old as the line before
+        fields = {k: v for k, v in d.items() if k not in _ENVELOPE}
+        message = {"role": "system", "content": text, "claude_code_type": kind, "claude_code_line": fields,
                    "include_in_messages": False}  # fmt: skip
-        self.add(Entry(self.out.main.session_id, message, line.number, line.end, metadata=metadata))
+        entry = Entry(self.route(d), message, line.number, line.end, metadata=metadata)
+        if "timestamp" in metadata:
+            self.add(entry)
+        else:  # no line before it had a time: it waits for the next line's, as a summary line does
+            self.untimed.append(entry)
 
     def attachment_note(self, line: _source.SourceLine, d: dict[str, Any]) -> None:
         """Keep an ``attachment`` line (a prompt queued while the agent worked, a hook's output,
@@ -473,16 +531,25 @@ class _Parse:
         )  # a compaction waiting for its summary is stored before it, as for a summary line
         attachment = d["attachment"]
         metadata = {k: d[k] for k in ("timestamp", "uuid") if isinstance(d.get(k), str)}
+        session_id = self.route(d)  # a sub-agent's attachment (``isSidechain``) goes to its chain
         # A queued prompt may be content blocks (an image pasted with it): kept as blocks.
         prompt = attachment.get("prompt")
         text = (
             prompt
             if isinstance(prompt, list)
             else next(filter(None, (_text_of(attachment.get(k)) for k in _ATTACHMENT_TEXT)), "")
-        )
+        ) or fields_text(attachment, frozenset({"type", "toolUseID"}))  # no text: its plain fields
         message = {"role": "system", "content": text, "claude_code_type": f"attachment:{attachment.get('type')}",
                    "attachment": attachment, "include_in_messages": False}  # fmt: skip
-        self.add(Entry(self.out.main.session_id, message, line.number, line.end, metadata=metadata))
+        self.add(Entry(session_id, message, line.number, line.end, metadata=metadata))
+
+    def close_untimed(self, timestamp: object) -> None:
+        """Store the lines `note` kept waiting for a time, at ``timestamp`` (the next line's)."""
+        waiting, self.untimed = self.untimed, []
+        for entry in waiting:
+            if isinstance(timestamp, str):
+                entry.metadata["timestamp"] = timestamp
+            self.out.add(entry)
 
     def close_summaries(self, timestamp: object) -> None:
         """Store the waiting ``summary`` lines, at ``timestamp`` (the next line's time: the lines carry none)."""
@@ -513,6 +580,40 @@ class _Parse:
             _remember(self.chains, uuid, session_id)
         self.out.state["last_chain"] = session_id
         return session_id
+
+
+def _error_text(error: object) -> str:
+    """The message of a ``system`` line's ``error`` (an ``api_error`` nests the API's own error
+    object in it: ``error.error.error.message``), else its formatted text or its type."""
+    for _ in range(4):  # the nesting Claude Code writes, no deeper
+        if not isinstance(error, dict):
+            return error if isinstance(error, str) else ""
+        for key in ("message", "formatted"):
+            if isinstance(error.get(key), str) and error[key]:
+                return str(error[key])
+        if isinstance(error.get("error"), (dict, str)):
+            error = error["error"]
+            continue
+        return str(error["type"]) if isinstance(error.get("type"), str) else ""
+    return ""
+
+
+def _system_text(d: dict[str, Any]) -> str:
+    """What a ``system`` line says: its ``content``, an error's message, else its plain fields."""
+    content = d.get("content")
+    if isinstance(content, str) and content:
+        return content
+    return _error_text(d.get("error")) or _fields_text(d)
+
+
+#: Fields of a line that are no part of what it says: ids, links, flags.
+_NOT_SAID = frozenset({"type", "subtype", "uuid", "parentUuid", "logicalParentUuid", "isSidechain",
+                       "isMeta", "timestamp", "toolUseID", "requestId", "level"})  # fmt: skip
+
+
+def _fields_text(d: dict[str, Any]) -> str:
+    """A line's plain fields as text, the envelope, ids and flags left out (`fields_text`)."""
+    return fields_text(d, _ENVELOPE | _NOT_SAID)
 
 
 def _text_of(value: object) -> str:

@@ -41,12 +41,35 @@ from datetime import timedelta
 from typing import Any
 
 from .. import ModelUsage
-from ._events import Collector, Compaction, Entry, Parsed, Target, session_id_for, source_time
+from ._events import Collector, Compaction, Entry, Parsed, Target, fields_text, session_id_for, source_time
 
 PREFIX = "codex-"
 _FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
-#: Response items that are no part of a conversation (a git snapshot Codex takes for undo).
-_NOT_MESSAGES = frozenset({"ghost_snapshot"})
+#: Response items that are no part of a conversation, and why they are not stored.
+_NOT_MESSAGES = {
+    "ghost_snapshot": "a git snapshot Codex takes to undo a turn: a commit id, no part of the conversation"
+}
+#: Events that repeat what other lines store, and what that is (the import report names them).
+_REPEATS = {
+    "user_message": "repeats a user message its response_item stores",
+    "agent_message": "repeats an assistant message its response_item stores",
+    "agent_reasoning": "repeats a reasoning summary its response_item stores",
+    "agent_reasoning_raw_content": "repeats reasoning text its response_item stores",
+    "token_count": "the same cumulative token count again (Codex writes each twice), or no count",
+    "token_count:copied": "a parent's model call copied into a fork's rollout: counted in the parent's session",
+}
+#: Lines whose content goes into the session's meta, and where.
+_IN_META = {
+    "session_meta": "the session's header: its id, parent and working directory are the session's "
+    "(a fork's later headers repeat its parent's)",
+    "turn_context": "a turn's settings: its model names the records after it (metadata model)",
+}
+#: Line types that are no message, kept as hidden records as written (`note`).
+_KEPT = frozenset({"world_state", "inter_agent_communication_metadata"})
+#: Fields of an event or context that are no part of what it says (the line's kind, ids).
+_NOT_SAID = frozenset(
+    {"type", "id", "call_id", "turn_id", "thread_id", "internal_chat_message_metadata_passthrough"}
+)
 #: The pause that ends the parent's history a fork's rollout opens with: Codex copies it in
 #: one burst, milliseconds apart; the fork's own first turn comes later (the threshold the
 #: fix for https://github.com/ccusage/ccusage/issues/897 uses).
@@ -127,8 +150,39 @@ def _replacement(payload: dict[str, Any]) -> list[dict[str, Any]]:
     if not isinstance(history, list):
         return []
     return [
-        _role(item) for item in history if isinstance(item, dict) and item.get("type") not in _NOT_MESSAGES
+        _role(item) for item in history if isinstance(item, dict) and _item_type(item) not in _NOT_MESSAGES
     ]
+
+
+def _item_type(item: dict[str, Any]) -> str:
+    kind = item.get("type")
+    return kind if isinstance(kind, str) else ""
+
+
+def _text(payload: dict[str, Any]) -> str:
+    """What an event or context says: its ``message`` (an error's), a thread's name, its text,
+    else its fields of plain values (`fields_text`)."""
+    for key in ("message", "thread_name", "text", "reason"):
+        if isinstance(payload.get(key), str) and payload[key]:
+            return str(payload[key])
+    return fields_text(payload, _NOT_SAID)
+
+
+def note(
+    out: Collector,
+    line: Any,
+    kind: str,
+    payload: dict[str, Any],
+    metadata: dict[str, Any],
+    *,
+    key: str = "codex_event",
+) -> None:
+    """Store a line that is no message (an ``error`` event, a thread's new name, a turn's
+    context, a line or event newer than this importer) as a hidden record: its payload as
+    written (``codex_payload``), its text (`_text`) what a reader shows and a search finds."""
+    message = {"role": "system", "content": _text(payload), key: kind, "codex_payload": payload,
+               "include_in_messages": False}  # fmt: skip
+    out.add(Entry(out.main.session_id, message, line.number, line.end, metadata=metadata))
 
 
 class Codex:
@@ -167,13 +221,18 @@ class Codex:
             metadata = {"timestamp": d["timestamp"]} if isinstance(d.get("timestamp"), str) else {}
             self.replay_ends(state, d.get("timestamp"))
             if not isinstance(payload, dict):
-                out.skip(f"{kind}:no-payload")
-            elif kind == "session_meta" and not seen_meta:
+                out.skip(f"{kind}:no-payload", "a line without a payload object: nothing to store")
+                continue
+            if kind == "session_meta" and not seen_meta:
                 seen_meta = True
                 state["replaying"] = _is_fork(payload)
-            elif kind == "turn_context" and isinstance(payload.get("model"), str):
+            if kind == "turn_context" and isinstance(payload.get("model"), str):
                 state["model"] = payload["model"]
-            elif kind == "response_item" and payload.get("type") not in _NOT_MESSAGES:
+            if kind in _IN_META:
+                out.read_into_meta(kind, _IN_META[kind])
+            elif kind == "response_item" and (item := _item_type(payload)) in _NOT_MESSAGES:
+                out.skip(f"response_item:{item}", _NOT_MESSAGES[item])
+            elif kind == "response_item":
                 out.add(Entry(out.main.session_id, _role(payload), line.number, line.end, metadata=metadata))
             elif kind == "compacted":
                 summary = payload.get("message")
@@ -185,8 +244,10 @@ class Codex:
                 )
             elif kind == "event_msg":
                 self.event(line, payload, metadata, out)
+            elif kind in _KEPT:  # kept as written, outside the context
+                note(out, line, str(kind), payload, metadata, key="codex_type")
             else:
-                out.skip(f"{kind}:{payload.get('type')}" if kind == "response_item" else kind)
+                out.skip(kind, "a line type this importer does not know (a newer Codex's): not stored")
         state["seen_meta"] = seen_meta
 
     @staticmethod
@@ -206,10 +267,10 @@ class Codex:
             counts, out.state["total"] = call_counts(payload.get("info"), out.state.get("total"))
             if counts is not None and out.state.get("replaying"):
                 # A call of the parent's, copied with its history: the parent's session counts it.
-                out.skip("event_msg:token_count:copied")
+                out.skip("event_msg:token_count:copied", _REPEATS["token_count:copied"])
                 return
             if counts is None:
-                out.skip("event_msg:token_count")
+                out.skip("event_msg:token_count", _REPEATS["token_count"])
                 return
             if isinstance(out.state.get("model"), str):
                 metadata["model"] = out.state["model"]
@@ -224,14 +285,22 @@ class Codex:
                     out.main.session_id, message, line.number, line.end, usage_of(counts), metadata=metadata
                 )
             )
+        elif isinstance(kind, str) and kind in _REPEATS:
+            out.skip(f"event_msg:{kind}", _REPEATS[kind])
+        elif kind == "thread_name_updated" and isinstance(payload.get("thread_name"), str):
+            # The name the user gave the thread (/rename): the session's title unless the user
+            # named the session in the store (a runtime title never undoes a rename, spec §19).
+            out.main.title, out.main.renamed = payload["thread_name"], True
+            note(out, line, kind, payload, metadata)
         elif kind == "turn_aborted":
             reason = payload.get("reason")
             message = {
                 "role": "system",
                 "content": f"turn aborted: {reason if isinstance(reason, str) else 'unknown reason'}",
                 "codex_event": "turn_aborted",
+                "codex_payload": payload,
                 "include_in_messages": False,
             }
             out.add(Entry(out.main.session_id, message, line.number, line.end, metadata=metadata))
-        else:
-            out.skip(f"event_msg:{kind}")
+        else:  # an error, a review, a sub-agent's activity, an event newer than this importer
+            note(out, line, str(kind), payload, metadata)

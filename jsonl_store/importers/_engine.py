@@ -355,9 +355,9 @@ def _create(
     summary = store.get_session(target.session_id)
     title = clean_title(target.title)
     if summary is not None:
-        if summary.title is None and title is not None:
-            # The title line came after the session was made (a file that grew): a runtime
-            # title, so a user's rename is never undone.
+        if title is not None and title != summary.title and (summary.title is None or target.renamed):
+            # The title line came after the session was made (a file that grew), or the
+            # source renamed the session: a runtime title, so a user's rename is never undone.
             store.update_session(target.session_id, title=_redacted(tally, title), origin="runtime")
         return
     store.create_session(
@@ -487,6 +487,8 @@ def _import_open(store: SessionStore, fmt: Format, path: str, fd: int) -> FileRe
         present=sum(w.present for w in writers),
         skipped=sum(out.skipped.values()),
         skipped_types=MappingProxyType(dict(sorted(out.skipped.items()))),
+        in_meta=MappingProxyType(dict(sorted(out.in_meta.items()))),
+        reasons=MappingProxyType({kind: out.reasons[kind] for kind in sorted({*out.skipped, *out.in_meta})}),
         damaged=tuple(run.damaged),
         damaged_count=run.damaged_count,
         snapshots=sum(w.snapshots for w in writers),

@@ -29,6 +29,9 @@ class Target:
     #: The working directory the source names for the session: the project a usage
     #: report groups it under (spec §19).
     cwd: str | None = None
+    #: Whether ``title`` is a name the source gave the session after an earlier one (Codex's
+    #: ``thread_name_updated``): it replaces a title an earlier import set, never a user's.
+    renamed: bool = False
 
 
 @dataclass
@@ -101,6 +104,10 @@ class Collector:
         self.targets: dict[str, Target] = {main.session_id: main}
         self.events: list[Event] = []
         self.skipped: Counter[str] = Counter()
+        #: Lines read into the session's meta, not stored as records (`FileReport.in_meta`).
+        self.in_meta: Counter[str] = Counter()
+        #: Why the lines of each kind skipped or read into meta are no records (`FileReport.reasons`).
+        self.reasons: dict[str, str] = {}
         self.state: dict[str, Any] = dict(state)
         self.stored_lines = stored
         #: A value as the store keeps it (redacted as the store's redactor would), to compare
@@ -114,8 +121,17 @@ class Collector:
     def add(self, event: Event) -> None:
         self.events.append(event)
 
-    def skip(self, kind: object) -> None:
-        self.skipped[str(kind)[:80]] += 1
+    def skip(self, kind: object, reason: str) -> None:
+        """Count a line not stored as a record, under its kind, with why (the report names both)."""
+        key = str(kind)[:80]
+        self.skipped[key] += 1
+        self.reasons.setdefault(key, reason)
+
+    def read_into_meta(self, kind: str, reason: str) -> None:
+        """Count a line whose content went into the session's meta (a title, a header, a turn's
+        model), not into a record, with where it went (the report names both)."""
+        self.in_meta[kind[:80]] += 1
+        self.reasons.setdefault(kind[:80], reason)
 
 
 class Format(Protocol):
@@ -167,3 +183,29 @@ def clean_title(value: object) -> str | None:
     text = " ".join(value.replace("\x00", " ").split())
     text = text.encode("utf-8", "replace").decode("utf-8")[:_MAX_TITLE]
     return text or None
+
+
+def fields_text(d: Mapping[str, Any], leave_out: frozenset[str] = frozenset()) -> str:
+    """A source line's plain values as ``name: value`` pairs, in order (what a line with no
+    text of its own says: a turn's duration, a tool call's server and tool), a nested
+    object's as ``outer.inner: value``, ``leave_out`` (top-level names), flags, nulls and
+    empty values left out: the text of a record that keeps the line as written beside it."""
+    return ", ".join(f"{name}: {value}" for name, value in _plain_fields(d, "", leave_out))
+
+
+def _plain_fields(
+    value: Any, name: str, leave_out: frozenset[str] = frozenset()
+) -> Iterator[tuple[str, str]]:
+    stack: list[tuple[str, Any]] = [(name, value)]
+    while stack:  # depth first, in order, without recursion (a source's nesting is untrusted)
+        path, item = stack.pop()
+        if isinstance(item, str) or (isinstance(item, (int, float)) and not isinstance(item, bool)):
+            if item != "":
+                yield path, str(item)
+        elif isinstance(item, list) and item and all(isinstance(inner, str) for inner in item):
+            yield path, ", ".join(item)
+        elif isinstance(item, dict):
+            keys = [k for k in item if not (path == "" and k in leave_out)]
+            stack.extend(reversed([(f"{path}.{k}" if path else str(k), item[k]) for k in keys]))
+        elif isinstance(item, list):
+            stack.extend(reversed([(f"{path}.{i}", inner) for i, inner in enumerate(item)]))

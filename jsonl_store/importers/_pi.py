@@ -9,7 +9,10 @@ this library's neutral shape (dialect ``"neutral"``): an assistant message's ``t
 blocks become ``tool_calls``, a ``toolResult`` a ``role: "tool"`` message with its
 ``tool_call_id`` and ``is_error``. Usage is on each assistant message once, with
 ``input_tokens`` counting cached input too (pi's ``input`` + ``cacheRead`` + ``cacheWrite``).
-A ``compaction`` entry becomes a snapshot.
+A ``compaction`` entry becomes a snapshot. Every other entry (``session_info``,
+``model_change``, ``thinking_level_change``, a message of a role no dialect sends, an
+entry type newer than this importer) is a hidden record (``include_in_messages=False``)
+holding it as written (``pi_line``), labelled ``pi_type``; only the header is not stored.
 
 Session id: ``pi-<id>`` from the header, through `encode_session_id`.
 """
@@ -21,10 +24,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from .. import ModelUsage
-from ._events import Collector, Compaction, Entry, Parsed, Target, session_id_for, token_count
+from ._events import Collector, Compaction, Entry, Parsed, Target, fields_text, session_id_for, token_count
 
 PREFIX = "pi-"
-_TRACKED = frozenset({"model_change", "thinking_level_change"})
+#: Fields a hidden record keeps elsewhere (``type`` as ``pi_type``, ``id`` and ``timestamp`` in its metadata).
+_ENVELOPE = frozenset({"type", "id", "timestamp"})
+#: Fields no part of what a line says: its links.
+_NOT_SAID = frozenset({"parentId"})
 
 
 def default_location() -> str:
@@ -136,13 +142,17 @@ class Pi:
                 )
             elif kind == "compaction" and isinstance(d.get("summary"), str) and d["summary"]:
                 out.add(Compaction(out.main.session_id, d["summary"], line.number, line.end, metadata))
-            elif kind == "session_info" and isinstance(d.get("name"), str):
-                out.main.title = d["name"]
-            elif kind == "session" or kind in _TRACKED:
-                continue  # the header, and settings that make no message
-            else:
-                out.skip(
-                    f"message:{message.get('role')}"
-                    if kind == "message" and isinstance(message, dict)
-                    else kind
+            elif kind == "session":
+                out.read_into_meta(
+                    "session", "the file's header: its id and cwd are the session's id and metadata cwd"
                 )
+            else:
+                if kind == "session_info" and isinstance(d.get("name"), str):
+                    out.main.title = d["name"]
+                # A setting (model, thinking level), the session's name, a message of a role no
+                # dialect sends, a line type newer than this importer: kept as written, hidden.
+                fields = {k: v for k, v in d.items() if k not in _ENVELOPE}
+                shown = {k: v for k, v in fields.items() if k != "message"}
+                kept = {"role": "system", "content": fields_text(shown, _NOT_SAID), "pi_type": str(kind),
+                        "pi_line": fields, "include_in_messages": False}  # fmt: skip
+                out.add(Entry(out.main.session_id, kept, line.number, line.end, metadata=metadata))

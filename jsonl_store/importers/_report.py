@@ -61,6 +61,12 @@ class FileReport:
     children: tuple[str, ...] = ()
     problem: str | None = None
     redacted: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    #: Lines read into the session's meta instead of a record (a title, a header, the
+    #: model of a turn), counted per line type.
+    in_meta: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    #: Why the lines of each type in ``skipped_types`` and ``in_meta`` are no records (where
+    #: their content went, or why they hold none): no line is left out unnamed.
+    reasons: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +76,8 @@ class FileReport:
             "present": self.present,
             "skipped": self.skipped,
             "skipped_types": dict(self.skipped_types),
+            "in_meta": dict(self.in_meta),
+            "reasons": dict(self.reasons),
             "damaged": [{"path": d.path, "line": d.line, "reason": d.reason} for d in self.damaged],
             "damaged_count": self.damaged_count,
             "snapshots": self.snapshots,
