@@ -78,7 +78,9 @@ _NOT_PLAIN = re.compile("[^!#-%(-.0-;=?-\\[\\]-~]+")
 NESTED_ESCAPES = (b"\\\\u", b"\\\\/")
 #: A blob marker as the store's writer encodes it (compact JSON, spec §5.1), from its ``{``.
 _MARKER = re.compile(rb'\{"\$blob":"sha256:([0-9a-f]{64})","size":(\d+)\}')
-_ROLES = frozenset({"system", "user", "assistant", "tool", "compacted"})
+#: The roles a search may be limited to: the roles readers show (`_context.search_text.role_of`;
+#: a Codex ``developer`` message is stored as ``system`` and shown as ``developer``).
+_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "compacted"})
 
 
 @dataclass(frozen=True)

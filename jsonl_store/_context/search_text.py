@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from .dialect_neutral import Dialect
 from .dialects import message_parts
 from .parts import ImagePart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from .view import shown_role
 
 #: What a hit's `Hit.field` is when it is the part's own text (the other fields:
 #: ``"name"`` and ``"arguments"`` of a tool call, ``"url"`` of an image).
@@ -79,11 +80,10 @@ def searchable(message: object, dialect: str | Dialect = "neutral") -> Iterator[
 
 
 def role_of(message: object) -> str:
-    """The role of a stored message (a class instance or a plain dict)."""
-    if isinstance(message, dict):
-        role = message.get("role")
-        return role if isinstance(role, str) else ""
-    return str(getattr(message, "role", ""))
+    """The role of a stored message (a class instance or a plain dict) as readers show it
+    (`view.shown_role`: a Codex ``developer`` message stored as ``system`` is a developer's),
+    so a search hit names the role ``show`` and the exports print; "" for none."""
+    return shown_role(message) or ""
 
 
 __all__ = ["CONTENT", "part_strings", "role_of", "searchable", "strings"]

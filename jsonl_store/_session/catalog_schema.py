@@ -33,7 +33,7 @@ from .._format.names import (
 #: Bumped whenever a table or what a column means changes: a database of another version is
 #: built again (SQLite's ``user_version`` header field, https://www.sqlite.org/pragma.html#pragma_user_version).
 #: The high bit of the low byte tells a database built without FTS5 from one built with it.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _NO_TEXT_FLAG = 0x80
 #: How long a connection waits for another process's write transaction (milliseconds).
 BUSY_TIMEOUT_MS = 30_000

@@ -149,7 +149,7 @@ def register(command: Register) -> None:
     sub.add_argument("--session", metavar="ID", help="search only the session ID")
     sub.add_argument(
         "--role",
-        choices=["system", "user", "assistant", "tool", "compacted"],
+        choices=["system", "developer", "user", "assistant", "tool", "compacted"],
         help="only messages of this role (titles are then not searched)",
     )
     sub.add_argument("--json", action="store_true", help="print the hits as a JSON array")

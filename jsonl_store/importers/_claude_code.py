@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import ModelUsage, encode_session_id
+from . import _claude_code_side as side
 from . import _source
 from ._branches import Tree
 from ._events import (
@@ -67,14 +68,7 @@ from ._events import (
 
 PREFIX = "claude-code-"
 #: Line types that carry a title for the session, and the key holding it.
-#: Where an attachment keeps its text, first found first (a queued prompt, a hook's
-#: context or output, a reminder's text).
-_ATTACHMENT_TEXT = ("prompt", "content", "text", "stdout", "stderr")
 _TITLES = {"custom-title": "customTitle", "ai-title": "aiTitle", "summary": "summary"}
-#: Fields every line repeats (the session's, kept in its meta) or that the record keeps
-#: elsewhere (``type`` as ``claude_code_type``, ``uuid`` and ``timestamp`` in its metadata).
-_ENVELOPE = frozenset({"type", "uuid", "timestamp", "sessionId", "session_id", "cwd", "version",
-                       "gitBranch", "userType", "entrypoint", "slug"})  # fmt: skip
 #: Line types that are no message, kept as hidden records as written (`_Parse.note`):
 #: what Claude Code records beside the conversation (a mode, a queued prompt, a sub-agent's
 #: progress, a pull request's link, a worktree's state).
@@ -300,7 +294,7 @@ class _Parse:
             if kind != "summary":  # a summary line is stored above, where it waits for its time
                 self.out.read_into_meta(kind, _SKIPPED["title"])
         elif kind == "system":
-            self.note(line, d, f"system:{d.get('subtype')}", _system_text(d))
+            self.note(line, d, f"system:{d.get('subtype')}", side.system_text(d))
         elif kind == "attachment" and isinstance(d.get("attachment"), dict):
             self.attachment_note(line, d)
         else:
@@ -316,7 +310,7 @@ class _Parse:
         elif kind in _KEPT:
             if kind == "permission-mode":
                 self.out.state["permission_mode"] = d.get("permissionMode")
-            self.note(line, d, str(kind), _fields_text(d))
+            self.note(line, d, str(kind), side.fields_text_of(d))
         elif kind in ("user", "assistant"):
             self.out.skip(kind, "a user or assistant line without a message object")
         elif kind is None:
@@ -496,7 +490,7 @@ class _Parse:
             self.summaries.append((line, d))
             return
         self.close_boundary(None)
-        self.add(_summary_entry(self.out.main.session_id, line, d, self.last_time))
+        self.add(side.summary_entry(self.out.main.session_id, line, d, self.last_time))
 
     def note(self, line: _source.SourceLine, d: dict[str, Any], kind: str, text: str) -> None:
         """Keep a line that is no message (a ``system`` line: ``api_error``, ``away_summary``,
@@ -512,7 +506,7 @@ class _Parse:
             metadata["timestamp"] = (
                 self.last_time
             )  # a line without a time (a mode) is as old as the line before
-        fields = {k: v for k, v in d.items() if k not in _ENVELOPE}
+        fields = {k: v for k, v in d.items() if k not in side.ENVELOPE}
         message = {"role": "system", "content": text, "claude_code_type": kind, "claude_code_line": fields,
                    "include_in_messages": False}  # fmt: skip
         entry = Entry(self.route(d), message, line.number, line.end, metadata=metadata)
@@ -537,7 +531,7 @@ class _Parse:
         text = (
             prompt
             if isinstance(prompt, list)
-            else next(filter(None, (_text_of(attachment.get(k)) for k in _ATTACHMENT_TEXT)), "")
+            else next(filter(None, (side.text_of(attachment.get(k)) for k in side.ATTACHMENT_TEXT)), "")
         ) or fields_text(attachment, frozenset({"type", "toolUseID"}))  # no text: its plain fields
         message = {"role": "system", "content": text, "claude_code_type": f"attachment:{attachment.get('type')}",
                    "attachment": attachment, "include_in_messages": False}  # fmt: skip
@@ -555,7 +549,7 @@ class _Parse:
         """Store the waiting ``summary`` lines, at ``timestamp`` (the next line's time: the lines carry none)."""
         waiting, self.summaries = self.summaries, []
         for line, d in waiting:
-            self.out.add(_summary_entry(self.out.main.session_id, line, d, timestamp))
+            self.out.add(side.summary_entry(self.out.main.session_id, line, d, timestamp))
 
     def title(self, kind: str, text: str) -> None:
         """Keep the best title seen: a user's ``custom-title``, else an ``ai-title``, else the first ``summary``."""
@@ -580,60 +574,3 @@ class _Parse:
             _remember(self.chains, uuid, session_id)
         self.out.state["last_chain"] = session_id
         return session_id
-
-
-def _error_text(error: object) -> str:
-    """The message of a ``system`` line's ``error`` (an ``api_error`` nests the API's own error
-    object in it: ``error.error.error.message``), else its formatted text or its type."""
-    for _ in range(4):  # the nesting Claude Code writes, no deeper
-        if not isinstance(error, dict):
-            return error if isinstance(error, str) else ""
-        for key in ("message", "formatted"):
-            if isinstance(error.get(key), str) and error[key]:
-                return str(error[key])
-        if isinstance(error.get("error"), (dict, str)):
-            error = error["error"]
-            continue
-        return str(error["type"]) if isinstance(error.get("type"), str) else ""
-    return ""
-
-
-def _system_text(d: dict[str, Any]) -> str:
-    """What a ``system`` line says: its ``content``, an error's message, else its plain fields."""
-    content = d.get("content")
-    if isinstance(content, str) and content:
-        return content
-    return _error_text(d.get("error")) or _fields_text(d)
-
-
-#: Fields of a line that are no part of what it says: ids, links, flags.
-_NOT_SAID = frozenset({"type", "subtype", "uuid", "parentUuid", "logicalParentUuid", "isSidechain",
-                       "isMeta", "timestamp", "toolUseID", "requestId", "level"})  # fmt: skip
-
-
-def _fields_text(d: dict[str, Any]) -> str:
-    """A line's plain fields as text, the envelope, ids and flags left out (`fields_text`)."""
-    return fields_text(d, _ENVELOPE | _NOT_SAID)
-
-
-def _text_of(value: object) -> str:
-    """An attachment field's text: a string, or a list of strings one a line (a hook's added context)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and value and all(isinstance(item, str) for item in value):
-        return "\n".join(value)
-    return ""
-
-
-def _summary_entry(session_id: str, line: _source.SourceLine, d: dict[str, Any], timestamp: object) -> Entry:
-    """A ``summary`` line as a hidden ``system`` record holding its text as written, its ``leafUuid`` kept."""
-    metadata: dict[str, Any] = {"leafUuid": d["leafUuid"]} if isinstance(d.get("leafUuid"), str) else {}
-    if isinstance(timestamp, str):
-        metadata["timestamp"] = timestamp
-    message = {
-        "role": "system",
-        "content": d["summary"],
-        "claude_code_type": "summary",
-        "include_in_messages": False,
-    }
-    return Entry(session_id, message, line.number, line.end, metadata=metadata)

@@ -168,6 +168,24 @@ def test_a_codex_developer_message_shows_as_developer_and_is_sent_as_stored(
     assert developer[0].message in store.load(sid).model_context()
 
 
+def test_a_codex_developer_messages_search_hits_name_it_developer(tmp_path: Path) -> None:
+    """search and search_ranked give a developer message's hits the role show prints, and its role filter finds them."""
+    store = SessionStore(tmp_path / "s", durability="none")
+    [file] = import_codex(store, CODEX_EXEC).files
+    sid = file.session_id
+    assert sid is not None
+    [developer] = [
+        r for r in store.records(sid) if isinstance(r.message, dict) and r.message.get("codex_role") == "developer"
+    ]
+    [part] = [p for p in message_parts(developer.message) if isinstance(p, TextPart)][:1]
+    word = max(part.text.split(), key=len)
+    hits = [h for h in search(store, word) if h.sequence == developer.sequence]
+    ranked = [h for h in search_ranked(store, word, limit=50) if h.sequence == developer.sequence]
+    assert hits and ranked
+    assert {h.role for h in hits} == {h.role for h in ranked} == {"developer"}
+    assert [h.sequence for h in search(store, word, role="developer")].count(developer.sequence) == len(hits)
+
+
 def test_codex_errors_and_thread_names_are_kept_and_the_newest_name_is_the_title(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
