@@ -175,7 +175,9 @@ def test_a_codex_developer_messages_search_hits_name_it_developer(tmp_path: Path
     sid = file.session_id
     assert sid is not None
     [developer] = [
-        r for r in store.records(sid) if isinstance(r.message, dict) and r.message.get("codex_role") == "developer"
+        r
+        for r in store.records(sid)
+        if isinstance(r.message, dict) and r.message.get("codex_role") == "developer"
     ]
     [part] = [p for p in message_parts(developer.message) if isinstance(p, TextPart)][:1]
     word = max(part.text.split(), key=len)
