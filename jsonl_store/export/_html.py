@@ -286,6 +286,25 @@ def _call(
     return out
 
 
+#: An out-of-context text longer than this many lines or characters (a skill listing, a
+#: hook's output, a tool list an agent harness injects) is shown folded, its first line
+#: in the summary: every character stays in the page (and in the browser's find), but the
+#: conversation is not pushed out of sight by what the model never saw.
+_FOLD_LINES, _FOLD_CHARS = 6, 600
+
+
+def _folded(text: str) -> list[str]:
+    """A long out-of-context text in a closed ``<details>``, its first line and size in the summary."""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    shown = first if len(first) <= 120 else first[:119] + "\u2026"
+    size = f"{len(text.splitlines())} lines, {len(text):,} characters"
+    return [
+        f'<details class="folded"><summary>{esc_line(shown)} <span class="badge">{size}</span></summary>',
+        f'<div class="typed">{esc(text)}</div>',
+        "</details>",
+    ]
+
+
 def _part(
     part: Part,
     answers: dict[int, Answer],
@@ -293,8 +312,11 @@ def _part(
     images: Images,
     role: str = "",
     transcript: Transcript | None = None,
+    in_context: bool = True,
 ) -> list[str]:
     if isinstance(part, TextPart):
+        if not in_context and (len(part.text) > _FOLD_CHARS or part.text.count("\n") >= _FOLD_LINES):
+            return _folded(part.text)
         # A model writes Markdown; a person's prompt, a system text and what a tool injects
         # are read as typed, line breaks kept, the way the agents themselves show them.
         return (
@@ -373,7 +395,7 @@ def _run_html(run: list[Entry], images: Images, transcript: Transcript) -> list[
                 lines.append(f"<h2>{heading}</h2>")
             lines.append(f'<p class="sub" id="r{entry.sequence}">{meta}</p>')
         for index, part in entry.parts:
-            lines += _part(part, entry.answers, index, images, entry.role, transcript)
+            lines += _part(part, entry.answers, index, images, entry.role, transcript, entry.in_context)
     lines.append("</section>")
     return lines
 

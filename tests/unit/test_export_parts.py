@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import json
 import re
 import struct
@@ -283,3 +284,20 @@ def test_a_page_header_gives_the_sessions_cost_from_its_calls(tmp_path: Path) ->
     assert f"${row.cost_usd:,.4f}" in to_html(store, "priced")
     line = next(x for x in to_markdown(store, "unpriced").splitlines() if x.startswith("- cost:"))
     assert "no-such-model-xyz" in line and "$" not in line
+
+
+def test_a_long_text_outside_the_context_is_folded_with_every_character_kept(tmp_path: Path) -> None:
+    """A hidden record's long text is in a closed details (first line in its summary), whole; short ones and context messages are not folded."""
+    store = SessionStore(tmp_path, durability="none")
+    listing = "\n".join(f"- skill-{i}: does <thing> number {i}" for i in range(40))
+    store.append("s", {"role": "system", "content": listing, "include_in_messages": False})
+    store.append("s", {"role": "system", "content": "permissionMode: acceptEdits", "include_in_messages": False})
+    store.append("s", UserMessage(content=listing))
+    page = to_html(store, "s")
+    folded = re.findall(r'<details class="folded"><summary>(.*?)</summary>\s*<div class="typed">(.*?)</div>', page, re.S)
+    assert len(folded) == 1
+    summary, body = folded[0]
+    assert summary.startswith("- skill-0: does &lt;thing&gt; number 0") and "40 lines" in summary
+    assert html.unescape(body) == listing
+    assert '<div class="typed">permissionMode: acceptEdits</div>' in page
+    assert page.count(html.escape(listing, quote=False)) == 2  # the user's copy too, not folded
