@@ -30,6 +30,8 @@ NOT_A_LOG: dict[tuple[str, str], str] = {
     ("cli/_term.py", "show"): "text handed to the pager",
     ("export/_edits.py", "_pair_diff"): "a file-editing call's old and new text",
     ("export/_html.py", "_diff"): "a diff's text",
+    ("export/_html.py", "_folded"): "a message's text folded under its first line",
+    ("export/_html.py", "_part"): "a message's text, its lines counted to fold it",
     ("importers/_engine.py", "_FileRun.first_line_digest"): "another tool's transcript",
     ("importers/_source.py", "lines"): "another tool's transcript, an untrusted file",
     ("testing/damage.py", "tear_last_line"): "bytes handed in to be damaged; no log is read",
