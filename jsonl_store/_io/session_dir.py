@@ -25,8 +25,8 @@ from .fs import FileSystem
 class SnapshotListings(Protocol):
     """A cache of the snapshot versions in session directories (`_log.snapshots.Listings`)."""
 
-    def descending(self, fs: FileSystem, directory: str) -> Iterator[int]:
-        """Every snapshot version present in ``directory``, highest first."""
+    def descending(self, where: SessionDir) -> Iterator[int]:
+        """Every snapshot version present in the session directory, highest first."""
         ...
 
 
@@ -36,9 +36,9 @@ class SessionDir:
 
     ``listings`` is the store's cache of snapshot listings (`SnapshotListings`), or None
     to list the directory on every read. Nothing here touches the disk. Readers open
-    ``LogReader(where.fs, where.session_id, where.path, ...)`` themselves: a helper method
-    would add a frame to every append and load, which a caller with few frames left to
-    its recursion limit may not have (``tests/unit/test_nesting_depth.py``).
+    ``LogReader(where, ...)`` themselves: a helper method would add a frame to every
+    append and load, which a caller with few frames left to its recursion limit may not
+    have (``tests/unit/test_nesting_depth.py``).
     """
 
     fs: FileSystem

@@ -217,7 +217,7 @@ def check(where: SessionDir, names: list[str], referenced: dict[str, int], *, fi
             continue
         if any(p.path == path for p in problems):
             continue  # an unsafe path, reported above
-        text, reason = read_blob(fs, where.path, digest, size)
+        text, reason = read_blob(where, digest, size)
         if text is None:
             problems.append(Problem(path, "bad-blob", f"referenced by a record; {reason}", MOVE_ASIDE))
             if fix:

@@ -30,7 +30,7 @@ from .._format import codec as _codec
 from .._format import depth as _depth
 from .._format.names import BLOBS_DIR, is_blob_name
 from .._io import atomic as _atomic
-from .._io.fs import FileSystem, check_directory
+from .._io.fs import check_directory
 from .._io.session_dir import SessionDir
 from .problems import PLACEHOLDER, Problem, Reporter
 
@@ -92,11 +92,11 @@ def walk(root: dict[str, Any] | list[Any], fix: Callable[[Any], Any]) -> None:
 # ---------------------------------------------------------------------------------------
 
 
-def read_blob(fs: FileSystem, directory: str, digest: str, size: int) -> tuple[str | None, str]:
+def read_blob(where: SessionDir, digest: str, size: int) -> tuple[str | None, str]:
     """The blob's string, or None and why it cannot be read (missing, damaged, unsafe)."""
-    path = os.path.join(directory, BLOBS_DIR, digest)
+    path = os.path.join(where.path, BLOBS_DIR, digest)
     try:
-        data = _atomic.read_whole(fs, path, size)
+        data = _atomic.read_whole(where.fs, path, size)
     except _atomic.FileTooLarge as exc:
         return None, f"the file has {exc.size} bytes, not {size}"
     except UnsafePath as exc:
@@ -126,7 +126,7 @@ def parse_marker(value: dict[str, Any]) -> tuple[str, int] | None:
     return digest, size
 
 
-def restore(fs: FileSystem, directory: str, body: bytes, reporter: Reporter) -> bytes:
+def restore(where: SessionDir, body: bytes, reporter: Reporter) -> bytes:
     """A record line's JSON with every marker in its message replaced by the blob's string.
 
     A blob that cannot be read (or a malformed marker) becomes `placeholder` text and a
@@ -134,12 +134,12 @@ def restore(fs: FileSystem, directory: str, body: bytes, reporter: Reporter) -> 
     (`_format.codec.DECODE_ERRORS`) for a line that is not JSON.
     """
     try:
-        return _restore(fs, directory, body, reporter)
+        return _restore(where, body, reporter)
     except RecursionError:
-        return _depth.in_deep_stack(_restore, fs, directory, body, reporter)
+        return _depth.in_deep_stack(_restore, where, body, reporter)
 
 
-def _restore(fs: FileSystem, directory: str, body: bytes, reporter: Reporter) -> bytes:
+def _restore(where: SessionDir, body: bytes, reporter: Reporter) -> bytes:
     tree = _decoder.decode(body)
     message = tree.get("message") if type(tree) is dict else None
     if type(message) is not dict:
@@ -152,7 +152,7 @@ def _restore(fs: FileSystem, directory: str, body: bytes, reporter: Reporter) ->
         if type(value) is not dict or MARKER_KEY not in value:
             return KEEP
         parsed = parse_marker(value)
-        folder = os.path.join(directory, BLOBS_DIR)
+        folder = where.file(BLOBS_DIR)
         if parsed is None:
             reason = f"record {sequence} holds a malformed blob marker"
             reporter.report(Problem(folder, "bad-blob", reason, PLACEHOLDER))
@@ -160,14 +160,14 @@ def _restore(fs: FileSystem, directory: str, body: bytes, reporter: Reporter) ->
         digest, size = parsed
         if not folder_checked:
             try:
-                check_directory(fs, folder)
+                check_directory(where.fs, folder)
                 folder_checked.append("")
             except UnsafePath as exc:
                 folder_checked.append(exc.message)
         if folder_checked[0]:
             found: tuple[str | None, str] = (None, folder_checked[0])
         else:
-            found = read.get(digest) or read.setdefault(digest, read_blob(fs, directory, digest, size))
+            found = read.get(digest) or read.setdefault(digest, read_blob(where, digest, size))
         text, reason = found
         if text is None:
             reporter.report(
@@ -216,10 +216,10 @@ def references(body: bytes) -> tuple[list[tuple[str, int]], int]:
     return found, malformed
 
 
-def has_blobs(fs: FileSystem, directory: str) -> bool:
+def has_blobs(where: SessionDir) -> bool:
     """Whether the session directory holds a ``blobs`` directory (never followed if a symlink)."""
     try:
-        return stat.S_ISDIR(fs.lstat(os.path.join(directory, BLOBS_DIR)).st_mode)
+        return stat.S_ISDIR(where.fs.lstat(where.file(BLOBS_DIR)).st_mode)
     except OSError:
         return False
 

@@ -8,17 +8,15 @@ was given; the reader never decides what becomes of it.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Self
 
 from .._format import codec as _codec
-from .._format.names import LOG_NAME
 from .._format.records import ContextSnapshot, RawMessageRecord
-from .._io.fs import FileSystem, open_regular_stat
-from .._io.session_dir import SnapshotListings
+from .._io.fs import open_regular_stat
+from .._io.session_dir import SessionDir
 from . import blobs as _blobs
 from . import snapshots as _snapshots
 from .modes import Mode, Source, read
@@ -30,30 +28,28 @@ class LogReader:
     """A read-only descriptor on one session's raw log, and what was learnt reading it.
 
     Use it as a context manager: the descriptor is closed on exit. ``exists`` is False
-    when the session has no log; every read then finds nothing.
+    when the session has no log; every read then finds nothing. With ``listings`` the
+    snapshot versions are read through ``where.listings`` (the store's cache), else the
+    directory is listed when a snapshot is looked for.
     """
 
-    __slots__ = ("directory", "fd", "fs", "listings", "path", "reporter", "session_id", "size")
+    __slots__ = ("fd", "fs", "path", "reporter", "session_id", "size", "where")
 
-    def __init__(
-        self,
-        fs: FileSystem,
-        session_id: str,
-        directory: str,
-        reporter: Reporter = DISCARD,
-        *,
-        listings: SnapshotListings | None = None,
-    ) -> None:
-        self.fs = fs
-        self.session_id = session_id
-        self.directory = directory
-        self.path = os.path.join(directory, LOG_NAME)
+    def __init__(self, where: SessionDir, reporter: Reporter = DISCARD, *, listings: bool = False) -> None:
+        if not listings and where.listings is not None:
+            where = SessionDir(where.fs, where.session_id, where.path)
+        self.where = where
+        # Its parts as attributes of their own too: the read loops and callers use them.
+        self.fs = where.fs
+        self.session_id = where.session_id
+        self.path = where.log_path
         self.reporter = reporter
-        self.listings = listings
         self.fd: int | None
         try:
             # Raises `UnsafePath` for a symlink or anything but a regular file.
-            self.fd, st = open_regular_stat(fs, self.path, FLAGS_READ, session_id=session_id or None)
+            self.fd, st = open_regular_stat(
+                self.fs, self.path, FLAGS_READ, session_id=self.session_id or None
+            )
         except FileNotFoundError:
             self.fd, self.size = None, 0
         else:
@@ -87,9 +83,8 @@ class LogReader:
         without the records after its boundary.
         """
         snapshot = _snapshots.latest(
-            self.fs, self.directory, self.session_id, self.fd, self.size, self.reporter,
-            at_most=at_most, listings=self.listings, present=present,
-        )  # fmt: skip
+            self.where, self.fd, self.size, self.reporter, at_most=at_most, present=present
+        )
         if snapshot is not None and self.fd is not None and snapshot.tail_offset > self.size:
             self.size = max(self.size, self.fs.fstat(self.fd).st_size)
         return snapshot
@@ -123,12 +118,12 @@ class LogReader:
         fs, fd, path, session_id, reporter = self.fs, self.fd, self.path, self.session_id, self.reporter
         previous = after
         expected_gap_free = (start == 0 or after > 0) and containing is None
-        decode, blob_key, directory = _codec.decode_record, _blobs.KEY_BYTES, self.directory
+        decode, blob_key, where = _codec.decode_record, _blobs.KEY_BYTES, self.where
         # A filtered read counts no lines (counting the ones it steps over would cost a
         # pass of its own): its problems name an offset only. In a session with blob
         # files the bytes looked for may be in a blob (§5.1): its lines are all read, and
         # filtered once their strings are back.
-        wanted = None if containing is None or _blobs.has_blobs(fs, directory) else containing
+        wanted = None if containing is None or _blobs.has_blobs(where) else containing
         first_line = 1 if start == 0 and containing is None else None
         source = Source(fs, fd, self.size, path)
         for line in read(
@@ -139,7 +134,7 @@ class LogReader:
                 # Large strings to put back from blob files (§8, rule 11); 36 is ord("$"), a
                 # bare memchr (see `_ops.append.encode`).
                 if 36 in body and blob_key in body:
-                    body = _blobs.restore(fs, directory, body, reporter)
+                    body = _blobs.restore(where, body, reporter)
                 if containing is not None and containing not in body:
                     continue  # the line a chunk began with, read whole whatever it holds
                 record = decode(body, session_id)
@@ -185,7 +180,7 @@ class LogReader:
             try:
                 body = line.body
                 if 36 in body and _blobs.KEY_BYTES in body:  # as in `records`
-                    body = _blobs.restore(self.fs, self.directory, body, self.reporter)
+                    body = _blobs.restore(self.where, body, self.reporter)
                 record = decode(body, self.session_id)
             except _codec.DECODE_ERRORS as exc:
                 self.reporter.report(

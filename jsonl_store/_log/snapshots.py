@@ -9,7 +9,6 @@ boundary record at that offset, so a snapshot that outlived its log (power loss 
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator, Sequence
 from itertools import islice
@@ -23,7 +22,7 @@ from .._format.names import snapshot_name, snapshot_versions
 from .._format.records import ContextSnapshot
 from .._io import atomic as _atomic
 from .._io.fs import FileSystem, StatResult
-from .._io.session_dir import SessionDir, SnapshotListings
+from .._io.session_dir import SessionDir
 from . import scan as _log_reader
 from .problems import DISCARD, SKIPPED_SNAPSHOT, Problem, Reporter
 
@@ -37,13 +36,8 @@ class DamagedSnapshot(Exception):
 
 def versions(where: SessionDir) -> list[int]:
     """Every snapshot version present as a file in the session directory, ascending (damaged ones included)."""
-    return _versions(where.fs, where.path)
-
-
-def _versions(fs: FileSystem, directory: str) -> list[int]:
-    # `versions` for the reader's own calls, which hold the file system and path, not a SessionDir.
     try:
-        names = fs.listdir(directory)
+        names = where.fs.listdir(where.path)
     except FileNotFoundError:
         return []
     return list(snapshot_versions(names))[::-1]
@@ -100,8 +94,9 @@ class Listings:
         """Forget every listing: the next read of each directory lists it."""
         self._entries.clear()
 
-    def descending(self, fs: FileSystem, directory: str) -> Iterator[int]:
-        """Every snapshot version present in ``directory``, highest first, as a listing gives them."""
+    def descending(self, where: SessionDir) -> Iterator[int]:
+        """Every snapshot version present in the session directory, highest first, as a listing gives them."""
+        fs, directory = where.fs, where.path
         now = clock()  # before the stat: a change after this point is after the listing too
         try:
             st = fs.stat(directory)
@@ -114,7 +109,7 @@ class Listings:
             yield from kept
             if more:
                 # Older than what is kept: list again (rare: the newest files are damaged).
-                yield from (v for v in reversed(_versions(fs, directory)) if v < kept[-1])
+                yield from (v for v in reversed(versions(where)) if v < kept[-1])
             return
         try:
             names = fs.listdir(directory)
@@ -137,19 +132,13 @@ class Listings:
 
 def read(where: SessionDir, version: int) -> ContextSnapshot:
     """Snapshot ``version`` of the session; `DamagedSnapshot` when its file cannot be used."""
-    return _read_file(where.fs, where.path, version, where.session_id)[0]
+    return read_file(where, version)[0]
 
 
 def read_file(where: SessionDir, version: int) -> tuple[ContextSnapshot, bool]:
     """A snapshot file's snapshot, and whether a text conversion changed the file (§8.4)."""
-    return _read_file(where.fs, where.path, version, where.session_id)
-
-
-def _read_file(fs: FileSystem, directory: str, version: int, session_id: str) -> tuple[ContextSnapshot, bool]:
-    # `read_file` for the reader's own calls (`latest`), which hold the parts of a SessionDir.
-    path = os.path.join(directory, snapshot_name(version))
     try:
-        data = _atomic.read_whole(fs, path, MAX_SNAPSHOT_BYTES)
+        data = _atomic.read_whole(where.fs, where.file(snapshot_name(version)), MAX_SNAPSHOT_BYTES)
     except _atomic.FileTooLarge as exc:
         raise DamagedSnapshot(f"file is {exc}") from None
     if data is None:
@@ -162,7 +151,7 @@ def _read_file(fs: FileSystem, directory: str, version: int, session_id: str) ->
     line, converted = found
     body = line[: -_codec.SUFFIX_LENGTH] + b"}"
     try:
-        snapshot = _codec.decode_snapshot(body, session_id)
+        snapshot = _codec.decode_snapshot(body, where.session_id)
     except _codec.DECODE_ERRORS as exc:
         raise DamagedSnapshot(f"does not fit the snapshot schema: {exc}") from None
     if snapshot.version != version:
@@ -252,33 +241,31 @@ def trusted(fs: FileSystem, log_fd: int, log_size: int, snapshot: ContextSnapsho
 
 
 def latest(
-    fs: FileSystem,
-    directory: str,
-    session_id: str,
+    where: SessionDir,
     log_fd: int | None,
     log_size: int,
     reporter: Reporter,
     *,
     at_most: int | None = None,
-    listings: SnapshotListings | None = None,
     present: Sequence[int] | None = None,
 ) -> ContextSnapshot | None:
     """The newest snapshot that is intact and agrees with the log; report the ones skipped.
 
     With ``at_most``, only snapshots whose boundary is at or before that sequence count.
-    The versions tried are ``present`` (ascending) when given, else those ``listings``
+    The versions tried are ``present`` (ascending) when given, else those ``where.listings``
     knows or lists, else a listing of the directory.
     """
+    fs = where.fs
     if present is not None:
         order: Iterator[int] = reversed(present)
-    elif listings is not None:
-        order = listings.descending(fs, directory)
+    elif where.listings is not None:
+        order = where.listings.descending(where)
     else:
-        order = reversed(_versions(fs, directory))
+        order = reversed(versions(where))
     for version in order:
-        path = os.path.join(directory, snapshot_name(version))
+        path = where.file(snapshot_name(version))
         try:
-            snapshot = _read_file(fs, directory, version, session_id)[0]
+            snapshot = read_file(where, version)[0]
         except DamagedSnapshot as exc:
             reason = str(exc)
         else:
@@ -296,9 +283,8 @@ def latest(
 
 
 def find_boundary(
-    fs: FileSystem,
+    where: SessionDir,
     fd: int,
-    session_id: str,
     start: int,
     end: int,
     after: int,
@@ -315,6 +301,7 @@ def find_boundary(
     the boundary and the previous one, or between it and the end, whichever are fewer.
     A line that holds no record is skipped, as a reader skips it.
     """
+    fs, session_id = where.fs, where.session_id
     if through - after <= last_sequence - through:
         # Forward, as a reader goes (§8.6): a record not above the highest before it is
         # skipped. Small reads first: the boundary is near.

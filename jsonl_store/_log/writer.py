@@ -29,6 +29,7 @@ from .._format.ids import new_uuid7
 from .._format.names import cut_name, is_tmp_name_of, numbered_name, tmp_name
 from .._io import atomic as _atomic
 from .._io.fs import FILE_MODE, SAFE_FLAGS, FileSystem, StatResult, check_directory, open_regular
+from .._io.session_dir import SessionDir
 from .._process import LOG_WRITERS, Current
 from .problems import DISCARD, RESTORE, Problem, Reporter, cut_into
 from .scan import (
@@ -51,16 +52,16 @@ SEQUENCE_WINDOW = 4096
 FLAGS_APPEND = os.O_RDWR | os.O_APPEND | os.O_CREAT
 
 
-def free_sidecar(fs: FileSystem, directory: str, name: str) -> str:
-    """The path of the first of ``name``, ``name.2``, ``name.3`` ... that does not exist.
+def free_sidecar(where: SessionDir, name: str) -> str:
+    """The path of the first of ``name``, ``name.2``, ``name.3`` ... in the session directory that does not exist.
 
     ``lstat``: a dangling symlink is a name that exists (an ``O_EXCL`` create fails on it).
     """
     candidate, attempt = name, 1
     while True:
-        path = os.path.join(directory, candidate)
+        path = where.file(candidate)
         try:
-            fs.lstat(path)
+            where.fs.lstat(path)
         except FileNotFoundError:
             return path
         attempt += 1
@@ -416,10 +417,11 @@ class LogWriter:
         """Move the damaged tail ``[good_end, size)`` into a sidecar, then truncate."""
         fs = self.fs
         directory, name = os.path.split(self.path)
+        where = SessionDir(fs, self.session_id or "", directory)
         # Never overwrite an earlier sidecar (two crashes can tear the log at one offset):
         # every cut keeps its bytes in a file of its own.
         while True:
-            sidecar = free_sidecar(fs, directory, cut_name(name, good_end))
+            sidecar = free_sidecar(where, cut_name(name, good_end))
             try:
                 fd = fs.open(sidecar, os.O_WRONLY | os.O_CREAT | os.O_EXCL | SAFE_FLAGS, FILE_MODE)
                 break

@@ -62,7 +62,7 @@ def create(
             payload = redacted
             compacted_message = _codec.decode_message(payload, plain)
     _restore_if_converted(handles, where)
-    with LogReader(fs, session_id, where.path, handles.reporter) as log:
+    with LogReader(where, handles.reporter) as log:
         if log.fd is None:
             raise SessionNotFound(f"session {session_id!r} has no records to compact", session_id=session_id)
         if handles.durable:
@@ -84,7 +84,7 @@ def create(
         start = current.tail_offset if current else 0
         end, last = log.last_good(start)
         boundary = _snapshots.find_boundary(
-            fs, log.fd, session_id, start, end, previous, compacted_through_sequence,
+            where, log.fd, start, end, previous, compacted_through_sequence,
             sequence_of(last) if last is not None else previous,
         )  # fmt: skip
         if boundary is None:
@@ -131,7 +131,7 @@ def before_batch(
         payload = redactor.redact_json(payload)
     _restore_if_converted(handles, where)
     present = _snapshots.versions(where)
-    with LogReader(where.fs, where.session_id, where.path, handles.reporter) as log:
+    with LogReader(where, handles.reporter) as log:
         current = log.latest_snapshot(present=present)
     current_version = current.version if current else inherited
     _expect(where.session_id, expected_version, current_version)
@@ -182,7 +182,7 @@ def _restore_if_converted(handles: Handles, where: SessionDir) -> None:
     append would (and as `repair` does), under the append lock.
     """
     fs, session_id = where.fs, where.session_id
-    with LogReader(fs, session_id, where.path) as log:
+    with LogReader(where) as log:
         if log.fd is None:
             return
         _, last = last_good(fs, log.fd, log.size)

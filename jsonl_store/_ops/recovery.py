@@ -156,7 +156,7 @@ def _check_session(where: SessionDir, *, fix: bool, durable: bool, lock_timeout:
                 log_converted = any(p.kind == "text-conversion" for p in found_in_log)
             check.problems.extend(found_in_log)
     check.problems.extend(_check_blobs(where, fix=fix))
-    with LogReader(where.fs, where.session_id, where.path) as log:
+    with LogReader(where) as log:
         for version in _snapshots.versions(where):
             check.snapshot(log, version, held=version in held, log_converted=log_converted)
     return check.problems
@@ -296,14 +296,14 @@ class _Check:
 def _check_log(
     where: SessionDir, name: str, *, fix: bool, lock_timeout: float, base: int = 0
 ) -> list[Problem]:
-    fs, session_id, directory = where.fs, where.session_id, where.path
+    fs, session_id = where.fs, where.session_id
     path = where.file(name)
     raw_log = name == LOG_NAME
     accept = ends_batch if raw_log else None
     found = Reporter()
     removed = 0  # bytes a restore of converted lines takes out before the good part's end
     # One descriptor and one size for the whole check: the raw log's is its reader's.
-    log = LogReader(where.fs, where.session_id, where.path, found) if raw_log else None
+    log = LogReader(where, found) if raw_log else None
     fd = open_regular(fs, path, FLAGS_READ, session_id=session_id) if log is None else log.fd
     if fd is None:
         return []  # removed since the directory was listed
@@ -353,7 +353,7 @@ def _check_log(
         # Named as repair will make it: after converted lines are restored, the good
         # part ends ``removed`` bytes earlier.
         offset = good_end - removed
-        sidecar = os.path.basename(free_sidecar(fs, directory, cut_name(name, offset)))
+        sidecar = os.path.basename(free_sidecar(where, cut_name(name, offset)))
         problems.append(
             Problem(
                 path,
@@ -375,7 +375,7 @@ def _check_blobs(where: SessionDir, *, fix: bool) -> list[Problem]:
     fs = where.fs
     names = _blobs.listing(where)
     problems: list[Problem] = []
-    with LogReader(where.fs, where.session_id, where.path) as log:
+    with LogReader(where) as log:
         if log.fd is None:
             referenced: dict[str, int] = {}
         else:
@@ -429,7 +429,7 @@ def _restore_and_cut(
 def _offsets_holding(where: SessionDir) -> set[int]:
     """The versions of the snapshots whose boundary record is where they say, right now."""
     holding: set[int] = set()
-    with LogReader(where.fs, where.session_id, where.path) as log:
+    with LogReader(where) as log:
         if log.fd is None:
             return holding
         for version in _snapshots.versions(where):

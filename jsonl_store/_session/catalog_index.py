@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from .._context.search_text import role_of, searchable
 from .._format.names import LOG_NAME
 from .._io.fs import OsFileSystem
+from .._io.session_dir import SessionDir
 from .._log.reader import LogReader
 
 #: The indexed prefix is checksummed in reads of this size (one buffer, reused by the kernel's page cache).
@@ -185,7 +186,8 @@ def index_log(
     the start has its earlier rows deleted first, inside the caller's transaction.
     """
     log = _PinnedLog(os.path.join(directory, LOG_NAME))
-    with LogReader(log, session_id, directory) as reader:
+    # The session is read through the pinned file system, which serves the log's bytes.
+    with LogReader(SessionDir(log, session_id, directory)) as reader:
         resumed = _resume(state, dialect, reader)
         if resumed is None:
             if state.stamp:  # a session never indexed has no record rows to delete

@@ -249,7 +249,7 @@ def state(where: SessionDir, cache: CheckpointCache | None, prefix: Prefix | Non
     ``prefix`` gives a fork's context before its own log, for a fork without a snapshot of
     its own: its messages count as stored, and the own log is read after the branch.
     """
-    with LogReader(where.fs, where.session_id, where.path, listings=where.listings) as log:
+    with LogReader(where, listings=True) as log:
         snapshot = log.latest_snapshot()
         version = snapshot.version if snapshot else 0
         if cache is None or _stale(where.fs, log, cache, version, None if snapshot else prefix):

@@ -250,9 +250,7 @@ def link_records(
     floor = max(after, link.base)
     check = link.check
     seen: RawMessageRecord | None = None
-    with LogReader(
-        where.fs, link.session_id, where.path, reporter, listings=where.listings if listings else None
-    ) as log:
+    with LogReader(where, reporter, listings=listings) as log:
         for _, record in log.records(start, floor):
             if link.upto is not None and record.sequence > link.upto:
                 break

@@ -73,9 +73,7 @@ class History:
         """
         where = self.where
         if not self.is_fork:
-            with LogReader(
-                where.fs, where.session_id, where.path, self.reporter, listings=where.listings
-            ) as log:
+            with LogReader(where, self.reporter, listings=True) as log:
                 snapshot = log.latest_snapshot()
                 start, after = (
                     (snapshot.tail_offset, snapshot.compacted_through_sequence) if snapshot else (0, 0)
@@ -109,7 +107,7 @@ class History:
         for index in range(len(links) - 1, -1, -1):
             link = links[index]
             source = self.dir_of(link.session_id)
-            with LogReader(source.fs, source.session_id, source.path, found, listings=source.listings) as log:
+            with LogReader(source, found, listings=True) as log:
                 snapshot = _forks.latest_snapshot_upto(log, link.upto)
             if snapshot is not None:
                 return index, snapshot
@@ -126,7 +124,7 @@ class History:
         for link in links[:-1]:
             yield from _forks.link_records(self.dir_of(link.session_id), link, self.reporter, after=after)
         base, where = links[-1].base, self.where
-        with LogReader(where.fs, where.session_id, where.path, self.reporter, listings=where.listings) as log:
+        with LogReader(where, self.reporter, listings=True) as log:
             start, floor = 0, base
             if after > base:
                 snapshot = log.latest_snapshot(at_most=after)
@@ -143,7 +141,7 @@ class History:
         the fork's history before the branch read, forwards (O(that history)).
         """
         where = self.where
-        with LogReader(where.fs, where.session_id, where.path, self.reporter) as log:
+        with LogReader(where, self.reporter) as log:
             records = log.last_records(n)
         if len(records) == n or not self.is_fork:
             return records

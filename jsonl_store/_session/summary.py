@@ -54,7 +54,7 @@ def _first_line(where: SessionDir, limit: int | None = None) -> Line | None:
 
     A tolerant read (`_log.modes.read`) reads in growing chunks, so a caller that takes the first line reads little.
     """
-    with LogReader(where.fs, where.session_id, where.path) as log:
+    with LogReader(where) as log:
         if log.fd is None:
             return None
         end = log.size if limit is None else min(log.size, limit)
@@ -111,7 +111,7 @@ def summary(
     if known_end is not None and meta is not None:
         exists, line = True, known_end[0]
     else:
-        with LogReader(where.fs, where.session_id, where.path) as log:
+        with LogReader(where) as log:
             exists, line = log.exists, log.last_good()[1] if log.size else None
             if log.size and meta is None:
                 first_time = first_record_time(where)

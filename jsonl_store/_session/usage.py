@@ -154,7 +154,7 @@ def record_calls(where: SessionDir, reporter: Reporter) -> Iterator[dict[str, An
     a usage report costs a pass over the log's bytes, not a decoding of every message.
     Records out of order are left out as `LogReader.records` leaves them out (§8.6).
     """
-    with LogReader(where.fs, where.session_id, where.path, reporter) as log:
+    with LogReader(where, reporter) as log:
         if log.fd is None:
             return
         end, _ = log.last_good()

@@ -291,10 +291,14 @@ def test_a_long_text_outside_the_context_is_folded_with_every_character_kept(tmp
     store = SessionStore(tmp_path, durability="none")
     listing = "\n".join(f"- skill-{i}: does <thing> number {i}" for i in range(40))
     store.append("s", {"role": "system", "content": listing, "include_in_messages": False})
-    store.append("s", {"role": "system", "content": "permissionMode: acceptEdits", "include_in_messages": False})
+    store.append(
+        "s", {"role": "system", "content": "permissionMode: acceptEdits", "include_in_messages": False}
+    )
     store.append("s", UserMessage(content=listing))
     page = to_html(store, "s")
-    folded = re.findall(r'<details class="folded"><summary>(.*?)</summary>\s*<div class="typed">(.*?)</div>', page, re.S)
+    folded = re.findall(
+        r'<details class="folded"><summary>(.*?)</summary>\s*<div class="typed">(.*?)</div>', page, re.S
+    )
     assert len(folded) == 1
     summary, body = folded[0]
     assert summary.startswith("- skill-0: does &lt;thing&gt; number 0") and "40 lines" in summary

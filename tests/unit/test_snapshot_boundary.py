@@ -17,6 +17,7 @@ from jsonl_store import CompactedMessage, InvalidArgument, Problem, SessionStore
 from jsonl_store._format import codec as _codec
 from jsonl_store._format.names import LOG_NAME
 from jsonl_store._io.fs import OS_FS
+from jsonl_store._io.session_dir import SessionDir
 from jsonl_store._log import snapshots as _snapshots
 from jsonl_store._log.problems import DISCARD
 from jsonl_store._log.scan import scan
@@ -126,12 +127,11 @@ def test_every_sequence_after_the_previous_boundary_is_found_at_its_offsets(tmp_
         for through in range(5, 31):
             fd = os.open(tmp_path / SID / LOG_NAME, os.O_RDONLY)
             try:
-                snapshot = _snapshots.latest(
-                    OS_FS, str(tmp_path / SID), SID, fd, os.fstat(fd).st_size, DISCARD
-                )
+                where = SessionDir(OS_FS, SID, str(tmp_path / SID))
+                snapshot = _snapshots.latest(where, fd, os.fstat(fd).st_size, DISCARD)
                 assert snapshot is not None
                 line = _snapshots.find_boundary(
-                    OS_FS, fd, SID, snapshot.tail_offset, os.fstat(fd).st_size, 4, through, 30
+                    where, fd, snapshot.tail_offset, os.fstat(fd).st_size, 4, through, 30
                 )
             finally:
                 os.close(fd)
