@@ -297,7 +297,8 @@ def _folded(text: str) -> list[str]:
     """A long out-of-context text in a closed ``<details>``, its first line and size in the summary."""
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     shown = first if len(first) <= 120 else first[:119] + "\u2026"
-    size = f"{len(text.splitlines())} lines, {len(text):,} characters"
+    lines = len(text.splitlines())
+    size = f"{lines} line{'' if lines == 1 else 's'}, {len(text):,} characters"
     return [
         f'<details class="folded"><summary>{esc_line(shown)} <span class="badge">{size}</span></summary>',
         f'<div class="typed">{esc(text)}</div>',

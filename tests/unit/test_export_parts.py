@@ -305,3 +305,10 @@ def test_a_long_text_outside_the_context_is_folded_with_every_character_kept(tmp
     assert html.unescape(body) == listing
     assert '<div class="typed">permissionMode: acceptEdits</div>' in page
     assert page.count(html.escape(listing, quote=False)) == 2  # the user's copy too, not folded
+
+
+def test_a_folded_single_line_says_one_line(tmp_path: Path) -> None:
+    """A long one-line text outside the context folds with "1 line" and its size in the summary."""
+    store = SessionStore(tmp_path, durability="none")
+    store.append("s", {"role": "system", "content": "tools: " + "x, " * 300, "include_in_messages": False})
+    assert '<span class="badge">1 line, 907 characters</span>' in to_html(store, "s")
