@@ -26,6 +26,11 @@ role ``"system"`` and ``"codex_role": "developer"``.
   and the summary item) follow it as records, so the context is what Codex resumes with.
 - ``turn_aborted`` is stored as a hidden system record: the calls it left without an output
   are the open batch tool-batch repair closes.
+- ``session_meta`` (the header: base instructions, git state, the CLI's version) and
+  ``turn_context`` (a turn's model, policies and instructions) are read into the session's
+  meta (its id, parent, working directory; the model that names the records after it) and
+  kept whole as hidden records; a ``turn_context`` equal to the one before is counted, not
+  stored again.
 - ``event_msg`` lines that repeat a response item (``user_message``, ``agent_message``,
   ``agent_reasoning``) and other events are skipped and counted.
 
@@ -35,6 +40,8 @@ Session id: ``codex-<id>`` from the first ``session_meta`` (else the file name),
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Iterator
 from datetime import timedelta
@@ -58,12 +65,13 @@ _REPEATS = {
     "token_count": "the same cumulative token count again (Codex writes each twice), or no count",
     "token_count:copied": "a parent's model call copied into a fork's rollout: counted in the parent's session",
 }
-#: Lines whose content goes into the session's meta, and where.
-_IN_META = {
-    "session_meta": "the session's header: its id, parent and working directory are the session's "
-    "(a fork's later headers repeat its parent's)",
-    "turn_context": "a turn's settings: its model names the records after it (metadata model)",
-}
+#: Lines read into the session's meta (besides being kept as hidden records, `note`): what of them.
+_IN_META = frozenset({"session_meta", "turn_context"})
+#: Why a turn's settings that repeat the previous turn's exactly are not stored again.
+_SAME_CONTEXT = (
+    "the previous turn_context again, field for field (Codex 0.5x writes one per turn): "
+    "the hidden record of the first one holds it"
+)
 #: Line types that are no message, kept as hidden records as written (`note`).
 _KEPT = frozenset({"world_state", "inter_agent_communication_metadata"})
 #: Fields of an event or context that are no part of what it says (the line's kind, ids).
@@ -154,6 +162,14 @@ def _replacement(payload: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _fingerprint(payload: dict[str, Any]) -> str:
+    """A short digest of a payload, to tell a turn's settings that repeat the previous ones
+    (kept in the import's state, which outlives the process, instead of the payload)."""
+    # json, not orjson: a payload read from a file may hold an integer orjson cannot write.
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=False)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
 def _item_type(item: dict[str, Any]) -> str:
     kind = item.get("type")
     return kind if isinstance(kind, str) else ""
@@ -229,7 +245,15 @@ class Codex:
             if kind == "turn_context" and isinstance(payload.get("model"), str):
                 state["model"] = payload["model"]
             if kind in _IN_META:
-                out.read_into_meta(kind, _IN_META[kind])
+                # The header and each turn's settings carry more than the meta reads from them
+                # (base instructions, git state, sandbox and approval policies, the user's and
+                # developer's instructions): kept whole as hidden records, a repeat aside.
+                if kind == "turn_context" and _fingerprint(payload) == state.get("context"):
+                    out.skip("turn_context:same", _SAME_CONTEXT)
+                else:
+                    note(out, line, str(kind), payload, metadata, key="codex_type")
+                if kind == "turn_context":
+                    state["context"] = _fingerprint(payload)
             elif kind == "response_item" and (item := _item_type(payload)) in _NOT_MESSAGES:
                 out.skip(f"response_item:{item}", _NOT_MESSAGES[item])
             elif kind == "response_item":
