@@ -245,15 +245,7 @@ class Codex:
             if kind == "turn_context" and isinstance(payload.get("model"), str):
                 state["model"] = payload["model"]
             if kind in _IN_META:
-                # The header and each turn's settings carry more than the meta reads from them
-                # (base instructions, git state, sandbox and approval policies, the user's and
-                # developer's instructions): kept whole as hidden records, a repeat aside.
-                if kind == "turn_context" and _fingerprint(payload) == state.get("context"):
-                    out.skip("turn_context:same", _SAME_CONTEXT)
-                else:
-                    note(out, line, str(kind), payload, metadata, key="codex_type")
-                if kind == "turn_context":
-                    state["context"] = _fingerprint(payload)
+                self.settings(line, str(kind), payload, metadata, out)
             elif kind == "response_item" and (item := _item_type(payload)) in _NOT_MESSAGES:
                 out.skip(f"response_item:{item}", _NOT_MESSAGES[item])
             elif kind == "response_item":
@@ -273,6 +265,21 @@ class Codex:
             else:
                 out.skip(kind, "a line type this importer does not know (a newer Codex's): not stored")
         state["seen_meta"] = seen_meta
+
+    @staticmethod
+    def settings(
+        line: Any, kind: str, payload: dict[str, Any], metadata: dict[str, Any], out: Collector
+    ) -> None:
+        """A header or a turn's settings: they carry more than the meta reads from them (base
+        instructions, git state, sandbox and approval policies, the user's and developer's
+        instructions), so each is kept whole as a hidden record, a turn's repeat aside."""
+        if kind == "turn_context":
+            fingerprint = _fingerprint(payload)
+            if fingerprint == out.state.get("context"):
+                out.skip("turn_context:same", _SAME_CONTEXT)
+                return
+            out.state["context"] = fingerprint
+        note(out, line, kind, payload, metadata, key="codex_type")
 
     @staticmethod
     def replay_ends(state: dict[str, Any], timestamp: object) -> None:
