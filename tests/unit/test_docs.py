@@ -61,7 +61,24 @@ def test_the_cli_reference_page_is_the_rendered_one() -> None:
     assert "usage: jsonl-store" in module.on_page_markdown(page)
 
 
-@pytest.mark.parametrize("page", [ROOT / "README.md", *PAGES], ids=lambda p: p.relative_to(ROOT).as_posix())
+#: Files a page shows as they are (``--8<-- "spec/FORMAT.md"``, pymdownx.snippets): the site shows them too.
+INCLUDED = sorted(
+    {
+        ROOT / name
+        for page in PAGES
+        for name in re.findall(r'^--8<-- "([^":]+)', page.read_text(), re.MULTILINE)
+    }
+)
+
+
+def test_the_included_files_are_found() -> None:
+    """The files the site includes are seen by the checks below: the spec and the benchmarks' README."""
+    assert {ROOT / "spec" / "FORMAT.md", ROOT / "benchmarks" / "README.md"} <= set(INCLUDED)
+
+
+@pytest.mark.parametrize(
+    "page", [ROOT / "README.md", *PAGES, *INCLUDED], ids=lambda p: p.relative_to(ROOT).as_posix()
+)
 def test_docs_cite_no_internal_history(page: Path) -> None:
     """A page names no tracker issue or internal brief a reader cannot open; it cites a spec section or a URL."""
     text = page.read_text(encoding="utf-8")
