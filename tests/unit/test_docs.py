@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
+import json
 import re
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from jsonl_store import SessionStore, UserMessage
+from jsonl_store._format.names import LOG_NAME
 from jsonl_store.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,3 +117,21 @@ def test_readme_links_lead_to_files_of_the_repository() -> None:
     assert len(targets) >= 10
     for target in targets:
         assert (ROOT / target.split("#", 1)[0]).is_file(), f"README links to {target}, which does not exist"
+
+
+def test_the_spark_example_fits_the_files_the_store_writes(tmp_path: Path) -> None:
+    """The one Python example no test runs (Spark needs a JVM) parses, names columns a raw log's
+    lines have, and its path pattern gives back the session id."""
+    page = (DOCS / "guides" / "sql.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```pyspark\n(.*?)^```", page, re.MULTILINE | re.DOTALL)
+    assert len(blocks) == 1
+    ast.parse(blocks[0])
+    schema = re.search(r'\.schema\("([^"]+)"\)', blocks[0])
+    pattern = re.search(r'input_file_name\(\), r"([^"]+)"', blocks[0])
+    assert schema is not None and pattern is not None
+    store = SessionStore(tmp_path, durability="none")
+    store.append("chat-1", UserMessage(content="hi"))
+    line = json.loads((tmp_path / "chat-1" / LOG_NAME).read_text(encoding="utf-8").splitlines()[0])
+    assert {column.split()[0] for column in schema.group(1).split(",")} <= set(line)
+    found = re.search(pattern.group(1), f"s3://bucket/sessions/chat-1/{LOG_NAME}")
+    assert found is not None and found.group(1) == "chat-1"
