@@ -17,7 +17,7 @@ from . import _process
 from ._context.dialect_neutral import Dialect
 from ._context.tool_batches import INTERRUPTED_NOTICE
 from ._context.view import SessionSummary, SessionView
-from ._format.records import ContextSnapshot, Message, MessageTiming, ModelUsage, RawMessageRecord
+from ._format.records import ContextSnapshot, ForkPoint, Message, MessageTiming, ModelUsage, RawMessageRecord
 from ._io.fs import FileSystem
 from ._log import blobs as _blobs
 from ._log.problems import UNUSABLE_KINDS, Problem
@@ -134,9 +134,11 @@ class SessionStore:
         """What `jsonl_store.search` and the command's catalog asks of the store (`_ops.searching`)."""
         return _searching.Searching(self._state, self.get_session)
 
-    def _summary(self, session_id: str, directory: str, *args: Any, **kwargs: Any) -> SessionSummary | None:
-        """The session's summary (`StoreState.summary`)."""
-        return self._state.summary(session_id, directory, *args, **kwargs)
+    def _summary(
+        self, session_id: str, directory: str, *, read_fork: Callable[[], ForkPoint | None] | None = None
+    ) -> SessionSummary | None:
+        """One listed entry's summary (`StoreState.summary`): what a listing and the catalog read each through."""
+        return self._state.summary(self._state.entry(session_id, directory), read_fork=read_fork)
 
     def append(
         self,
@@ -338,7 +340,7 @@ class SessionStore:
     @_storage_errors
     def usage(self, session_id: str) -> Iterator[dict[str, Any]]:
         """Every token-usage record of the session, oldest first, as dicts."""
-        return _reading.usage(self._state, session_id, self._state.readable(session_id))
+        return _reading.usage(self._state, self._state.readable(session_id))
 
     @_storage_errors
     def usage_totals(self, session_id: str) -> ModelUsage:
@@ -371,10 +373,6 @@ class SessionStore:
         An extending save costs O(new messages). See docs/guides/store.md, "checkpoint(...)".
         """
         return _saves.checkpoint(self._state, self, session_id, messages, append_options)
-
-    def _rewrite_context(self, session_id: str, *args: Any) -> list[int]:
-        """`checkpoint`'s rewrite (`_ops.saves.rewrite_context`), as `_session.checkpoint.Store` names it."""
-        return _saves.rewrite_context(self._state, session_id, *args)
 
     # -- forks and deleting ------------------------------------------------------------
 

@@ -277,6 +277,10 @@ def record_line(sequence: int, batch_end: int, head: bytes, trailer: bytes) -> t
 
 
 def encode_record(record: RawMessageRecord) -> bytes:
+    """A whole decoded record as its sealed line: what the spec's vectors are built with
+    (``spec/vectors/make_vectors.py``) and what the append path's lines must equal
+    (``tests/unit/test_codec.py``). The store writes records through `_ops.append.encode_record`
+    only, which builds the same bytes from pieces encoded once."""
     return seal(_encoder.encode(record))
 
 

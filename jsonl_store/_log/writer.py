@@ -28,7 +28,7 @@ from .._format import lines as _lines
 from .._format.ids import new_uuid7
 from .._format.names import cut_name, is_tmp_name_of, numbered_name, tmp_name
 from .._io import atomic as _atomic
-from .._io.fs import FILE_MODE, SAFE_FLAGS, FileSystem, StatResult, check_directory, open_regular
+from .._io.fs import FILE_MODE, SAFE_FLAGS, StatResult, check_directory, open_regular
 from .._io.session_dir import SessionDir
 from .._process import LOG_WRITERS, Current
 from .problems import DISCARD, RESTORE, Problem, Reporter, cut_into
@@ -78,26 +78,28 @@ class LogWriter:
 
     def __init__(
         self,
-        fs: FileSystem,
-        path: str,
-        directory: str,
+        where: SessionDir,
+        name: str,
         *,
         durable: bool,
         lock_timeout: float,
         label: str,
-        session_id: str | None = None,
         on_new_file: Callable[[], None] | None = None,
         accept: Callable[[Line], bool] | None = None,
         sequence_of: Callable[[bytes], int] | None = None,
         reporter: Reporter = DISCARD,
     ) -> None:
-        self.fs = fs
-        self.path = path
-        self.directory = directory
+        #: The log is ``name`` (one of `_format.names`'s log names) in the session directory.
+        self.where = where
+        # Its parts as attributes of their own too: every append reads them, and an
+        # attribute is one lookup where ``self.where.fs`` is two.
+        self.fs = where.fs
+        self.path = where.file(name)
+        self.directory = where.path
         self.durable = durable
         self.lock_timeout = lock_timeout
         self.label = label
-        self.session_id = session_id
+        self.session_id = where.session_id or None
         self.on_new_file = on_new_file
         self.accept = accept
         self.sequence_of = sequence_of
@@ -415,13 +417,11 @@ class LogWriter:
 
     def _cut(self, good_end: int, size: int) -> None:
         """Move the damaged tail ``[good_end, size)`` into a sidecar, then truncate."""
-        fs = self.fs
-        directory, name = os.path.split(self.path)
-        where = SessionDir(fs, self.session_id or "", directory)
+        fs, directory = self.fs, self.directory
         # Never overwrite an earlier sidecar (two crashes can tear the log at one offset):
         # every cut keeps its bytes in a file of its own.
         while True:
-            sidecar = free_sidecar(where, cut_name(name, good_end))
+            sidecar = free_sidecar(self.where, cut_name(os.path.basename(self.path), good_end))
             try:
                 fd = fs.open(sidecar, os.O_WRONLY | os.O_CREAT | os.O_EXCL | SAFE_FLAGS, FILE_MODE)
                 break

@@ -204,10 +204,10 @@ def take(
 ) -> ContextSnapshot:
     """`SessionStore.snapshot`: the arguments and the session checked (writable, a fork's
     boundary past its branch), then the snapshot made under its lock."""
-    directory = state.handles.directory(session_id)
+    where = state.where(session_id)
     check_arguments(compacted_message, compacted_through_sequence, expected_version)
-    state.require_writable(session_id, directory)
-    point = state.fork_point(session_id, directory)
+    state.require_writable(where)
+    point = state.fork_point(where)
     if point is not None and compacted_through_sequence <= point.sequence:
         # A fork's boundary must be one of its own records (spec §8.10): the records
         # before its branch are its source's, and a snapshot never reaches into them.
@@ -217,11 +217,11 @@ def take(
             session_id=session_id,
         )
     tally = state.tally()
-    inherited = state.inherited_version(session_id, directory) if point is not None else 0
+    inherited = state.inherited_version(where) if point is not None else 0
     with state.handles.lock(session_id):
         snapshot = create(
             state.handles,
-            state.where(session_id, directory),
+            where,
             compacted_message,
             compacted_through_sequence,
             (expected_version, inherited),

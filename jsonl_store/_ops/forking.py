@@ -14,6 +14,7 @@ from .._errors import InvalidArgument, SessionHasForks
 from .._format.names import validate_session_id
 from .._format.records import ForkPoint, RawMessageRecord
 from .._io import dirs as _dirs
+from .._io.session_dir import SessionDir
 from .._session import forks as _forks
 from . import listing as _listing
 from .store_state import StoreState, missing
@@ -35,12 +36,11 @@ def fork(
     validate_session_id(target)
     if target == session_id:
         raise InvalidArgument(f"a session cannot be a fork of itself ({session_id!r})")
-    source_dir = state.readable(session_id)
-    source = state.summary(session_id, source_dir)
+    source = state.summary(state.readable(session_id))
     if source is None:
         raise missing(session_id)
     _check_depth(state, session_id)
-    target_dir = handles.directory(target)
+    target_where = state.where(target)
     # Under the source's lock: a delete of the source (which holds it too) either sees
     # this fork or has already removed what it would branch from.
     with handles.lock(session_id):
@@ -55,7 +55,7 @@ def fork(
         # The fork's records are the source's shape: its readers (load's repair, show,
         # search, export) must read them in the source's dialect (spec §5.2).
         dialect = source.metadata.get("dialect")
-        _make(state, target, target_dir, point, {"dialect": dialect} if isinstance(dialect, str) else {})
+        _make(state, target_where, point, {"dialect": dialect} if isinstance(dialect, str) else {})
     return target
 
 
@@ -81,25 +81,24 @@ def _check_depth(state: StoreState, session_id: str) -> None:
         )
 
 
-def _make(state: StoreState, target: str, directory: str, point: ForkPoint, metadata: dict[str, Any]) -> None:
+def _make(state: StoreState, where: SessionDir, point: ForkPoint, metadata: dict[str, Any]) -> None:
     """The fork's directory, its ``fork.json`` (once), then its metadata.
 
     A crash before ``fork.json`` leaves an empty directory, which is no session; one
     after it leaves a fork without metadata, which the next append gives it. Asking
     again for the same fork completes it; a different one is refused.
     """
-    handles = state.handles
-    made = handles.check_dir(target, directory)
-    where = state.where(target, directory)
+    handles, target = state.handles, where.session_id
+    made = state.exists(where)
     present = _forks.read(where) if made else None
     if present is not None:
         if (present.session_id, present.sequence) != (point.session_id, point.sequence):
             raise InvalidArgument(f"session {target!r} is another fork already", session_id=target)
         point = present  # the same fork, asked for again (or finished after a crash)
-    elif made and state.summary(target, directory) is not None:
+    elif made and state.summary(where) is not None:
         raise InvalidArgument(f"session {target!r} exists already; a fork needs a new id", session_id=target)
     handles.ensure_root()
-    _dirs.makedirs(state.fs, directory, durable=state.durable, session_id=target)
+    _dirs.makedirs(state.fs, where.path, durable=state.durable, session_id=target)
     if present is None and not _forks.create(where, point, durable=state.durable):
         raise InvalidArgument(
             f"session {target!r} was made a fork by someone else meanwhile", session_id=target
@@ -116,8 +115,8 @@ def _make(state: StoreState, target: str, directory: str, point: ForkPoint, meta
 
 def delete(state: StoreState, session_id: str) -> bool:
     """`SessionStore.delete_session`: False when there was nothing to delete."""
-    directory = state.handles.directory(session_id)
-    if not state.handles.check_dir(session_id, directory):
+    where = state.where(session_id)
+    if not state.exists(where):
         return False
 
     def no_forks() -> None:
@@ -130,7 +129,7 @@ def delete(state: StoreState, session_id: str) -> bool:
                 session_id=session_id,
             )
 
-    return state.handles.delete(session_id, directory, no_forks)
+    return state.handles.delete(where, no_forks)
 
 
 __all__ = ["delete", "fork"]

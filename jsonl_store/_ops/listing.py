@@ -12,18 +12,25 @@ import functools
 import os
 import stat
 from collections.abc import Callable
+from typing import Protocol
 
 from .._context.view import SessionSummary
 from .._errors import UnsafePath, UnsupportedFormat
 from .._format.names import is_session_id, validate_session_id
 from .._format.records import ForkPoint
+from .._io.session_dir import SessionDir
 from .._log.snapshots import clock as _snapshots_clock
 from .._session import forks as _forks
 from . import recovery as _recovery
 from .store_state import StoreState
 
-#: `StoreState.summary`'s signature: how a listing reads one session's summary.
-Summarize = Callable[..., SessionSummary | None]
+
+class Summarize(Protocol):
+    """How a listing reads one entry's summary: `SessionStore._summary`, which a test may wrap."""
+
+    def __call__(
+        self, session_id: str, directory: str, *, read_fork: Callable[[], ForkPoint | None] | None = None
+    ) -> SessionSummary | None: ...
 
 
 def list_sessions(
@@ -38,9 +45,8 @@ def list_sessions(
     found, names = listed if listed is not None else ([], names)
     now = _snapshots_clock()  # before the listing's lstats (`_session.forks.Absences`)
     for name in names:
-        directory = os.path.join(state.root, name)
         try:
-            summary = _summary_of(state, name, directory, now, summarize)
+            summary = _summary_of(state, state.entry(name), now, summarize)
         except UnsafePath as exc:
             # One broken session must not hide the others: skip it, and say why.
             state.sink(_recovery.unsafe_problem(exc))
@@ -57,7 +63,7 @@ def list_sessions(
 
 
 def _summary_of(
-    state: StoreState, name: str, directory: str, now: int, summarize: Summarize
+    state: StoreState, where: SessionDir, now: int, summarize: Summarize
 ) -> SessionSummary | None:
     """One entry's summary, None when it is no session (any more).
 
@@ -66,17 +72,15 @@ def _summary_of(
     in a session's place raises `UnsafePath`.
     """
     try:
-        st = state.fs.lstat(directory)
+        st = state.fs.lstat(where.path)
     except FileNotFoundError:
         return None  # deleted since the listing
     if stat.S_ISREG(st.st_mode):
         return None
-    if not stat.S_ISDIR(st.st_mode) and not state.handles.check_dir(name, directory):
+    if not stat.S_ISDIR(st.st_mode) and not state.exists(where):
         return None
-    read_fork: Callable[[], ForkPoint | None] = functools.partial(
-        state.absences.read, state.where(name, directory), st, now
-    )
-    return summarize(name, directory, read_fork=read_fork)
+    read_fork: Callable[[], ForkPoint | None] = functools.partial(state.absences.read, where, st, now)
+    return summarize(where.session_id, where.path, read_fork=read_fork)
 
 
 def names(state: StoreState) -> list[str]:
@@ -108,7 +112,7 @@ def forks_of(state: StoreState, session_id: str) -> list[str]:
         if name == session_id:
             continue
         try:
-            point = _forks.read(state.where(name, os.path.join(state.root, name)))
+            point = _forks.read(state.entry(name))
         except (_forks.DamagedFork, UnsafePath):
             continue  # not a fork this store can read: it reads nothing of this session
         if point is not None and point.session_id == session_id:

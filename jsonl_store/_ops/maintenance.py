@@ -7,12 +7,12 @@ only when used, so a store that never scans never loads it.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .._errors import InvalidArgument
 from .._io import dirs as _dirs
+from .._io.session_dir import SessionDir
 from .._log.problems import Problem
 from .._text import redact as _redact
 from . import listing as _listing
@@ -23,8 +23,7 @@ if TYPE_CHECKING:
     from . import secrets as _secrets
 
 
-def _check(state: StoreState, session_id: str, directory: str, *, fix: bool) -> list[Problem]:
-    where = state.where(session_id, directory)
+def _check(state: StoreState, where: SessionDir, *, fix: bool) -> list[Problem]:
     return _recovery.check(where, fix=fix, durable=state.durable, lock_timeout=state.lock_timeout)
 
 
@@ -33,24 +32,24 @@ def verify(state: StoreState, session_id: str | None) -> list[Problem]:
     if session_id is None:
         problems: list[Problem] = []
         for name in _listing.names(state):
-            problems.extend(_check(state, name, os.path.join(state.root, name), fix=False))
+            problems.extend(_check(state, state.entry(name), fix=False))
         return problems
-    return _check(state, session_id, state.handles.directory(session_id), fix=False)
+    return _check(state, state.where(session_id), fix=False)
 
 
 def repair(state: StoreState, session_id: str) -> list[Problem]:
     """Fix what `verify` finds in one session, under its lock, and report it."""
     handles = state.handles
-    directory = handles.directory(session_id)
+    where = state.where(session_id)
     handles.forget(session_id)
     # Looked at before the lock is taken: a `.lock` that is a symlink is reported, not opened.
-    unsafe = _recovery.unsafe_paths(state.where(session_id, directory))
+    unsafe = _recovery.unsafe_paths(where)
     if unsafe:
         return unsafe
-    if not _dirs.exists(state.fs, directory):
+    if not _dirs.exists(state.fs, where.path):
         return []
     with handles.lock(session_id):
-        return _check(state, session_id, directory, fix=True)
+        return _check(state, where, fix=True)
 
 
 def scan(state: StoreState, session_id: str | None) -> list[_secrets.SecretFinding]:
@@ -62,9 +61,9 @@ def scan(state: StoreState, session_id: str | None) -> list[_secrets.SecretFindi
     names = _listing.names(state) if session_id is None else [session_id]
     found: list[_secrets.SecretFinding] = []
     for name in names:
-        directory = state.handles.directory(name)
-        if state.handles.check_dir(name, directory):
-            found.extend(_secrets.scan(state.where(name, directory), redactor, allowed))
+        where = state.where(name)
+        if state.exists(where):
+            found.extend(_secrets.scan(where, redactor, allowed))
     return found
 
 
@@ -84,14 +83,12 @@ def redact_session(state: StoreState, session_id: str) -> list[_secrets.SecretFi
     redactor = state.redactor or _redact.DEFAULT
     allowed = _secrets.read_allowlist(state.fs, state.root)
     handles = state.handles
-    directory = handles.directory(session_id)
-    if not handles.check_dir(session_id, directory):
+    where = state.where(session_id)
+    if not state.exists(where):
         raise missing(session_id)
     handles.forget(session_id)
     with handles.lock(session_id):
-        found = _secrets.redact(
-            state.where(session_id, directory), redactor, lock_timeout=state.lock_timeout, allowed=allowed
-        )
+        found = _secrets.redact(where, redactor, lock_timeout=state.lock_timeout, allowed=allowed)
     handles.forget(session_id)  # what it cached of the old files is stale now
     return found
 

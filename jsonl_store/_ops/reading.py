@@ -17,6 +17,7 @@ from .._context.dialects import stored_dialect
 from .._context.view import SessionSummary, SessionView
 from .._errors import CorruptSession, InvalidArgument, JsonlStoreError, SequenceConflict
 from .._format.records import RawMessageRecord
+from .._io.session_dir import SessionDir
 from .._log.problems import CORRUPT_KINDS, Reporter
 from .._session import summary as _session
 from .._session import usage as _usage
@@ -27,12 +28,11 @@ def load(state: StoreState, session_id: str, *, strict: bool) -> SessionView:
     """`SessionStore.load`."""
     if type(strict) is not bool:
         raise InvalidArgument(f"strict must be a bool, got {strict!r}")
-    handles = state.handles
-    directory = handles.directory(session_id)
-    handles.check_dir(session_id, directory)
+    where = state.where(session_id)
+    state.exists(where)
     found = Reporter()
-    meta = _session.read_meta(state.where(session_id, directory), found)
-    snapshot, tail = state.history(session_id, directory, found).context()
+    meta = _session.read_meta(where, found)
+    snapshot, tail = state.history(where, found).context()
     state.report(found.problems)
     if strict:
         corrupt = [p for p in found.problems if p.kind in CORRUPT_KINDS]
@@ -54,7 +54,7 @@ def load(state: StoreState, session_id: str, *, strict: bool) -> SessionView:
         problems=found.problems,
         dialect=stored_dialect(meta.metadata) if meta else "neutral",
     )
-    handles.saw(session_id, view.last_sequence, _last_record_id(view))
+    state.handles.saw(session_id, view.last_sequence, _last_record_id(view))
     return view
 
 
@@ -100,20 +100,20 @@ def open_records(
         raise InvalidArgument(f"containing must be non-empty bytes or None, got {containing!r}")
     # Checked now, not at the first next(): a session this version cannot read fails
     # where records() is called.
-    return records(state, session_id, state.readable(session_id), after, containing)
+    return records(state, state.readable(session_id), after, containing)
 
 
 def records(
-    state: StoreState, session_id: str, directory: str, after: int, containing: bytes | None = None
+    state: StoreState, where: SessionDir, after: int, containing: bytes | None = None
 ) -> Iterator[RawMessageRecord]:
     """`SessionStore.records`' stream, for a session already checked readable."""
     found = Reporter()
     try:
-        yield from state.history(session_id, directory, found).records(after, containing)
+        yield from state.history(where, found).records(after, containing)
     except JsonlStoreError:
         raise
     except OSError as exc:
-        raise failure(state.root, exc, "records", session_id) from exc
+        raise failure(state.root, exc, "records", where.session_id) from exc
     finally:
         # Snapshots skipped on the way are `load`'s to report; the records' damage is ours.
         state.report(p for p in found.problems if p.kind != "bad-snapshot")
@@ -121,42 +121,42 @@ def records(
 
 def get_session(state: StoreState, session_id: str) -> SessionSummary | None:
     """`SessionStore.get_session`: the session's summary, None when its directory is not there."""
-    directory = state.handles.directory(session_id)
-    if not state.handles.check_dir(session_id, directory):
+    where = state.where(session_id)
+    if not state.exists(where):
         return None
-    return state.summary(session_id, directory)
+    return state.summary(where)
 
 
 def tail(state: StoreState, session_id: str, n: int) -> list[RawMessageRecord]:
     """`SessionStore.tail`."""
     if type(n) is not int or n < 0:
         raise InvalidArgument(f"n must be a non-negative int, got {n!r}")
-    directory = state.readable(session_id)
+    where = state.readable(session_id)
     found = Reporter()
-    last = state.history(session_id, directory, found).last(n)
+    last = state.history(where, found).last(n)
     state.report(found.problems)
     return last
 
 
-def usage(state: StoreState, session_id: str, directory: str) -> Iterator[dict[str, Any]]:
+def usage(state: StoreState, where: SessionDir) -> Iterator[dict[str, Any]]:
     """`SessionStore.usage`'s stream; as in `records`, OSErrors met while iterating become StorageErrors."""
     found = Reporter()
     try:
-        yield from _usage.read(state.where(session_id, directory), found)
+        yield from _usage.read(where, found)
     except JsonlStoreError:
         raise
     except OSError as exc:
-        raise failure(state.root, exc, "usage", session_id) from exc
+        raise failure(state.root, exc, "usage", where.session_id) from exc
     finally:
         state.report(found.problems)
 
 
 def own_record_calls(state: StoreState, session_id: str) -> list[dict[str, Any]]:
     """The model calls recorded with the session's own records (`_session.usage.record_calls`)."""
-    directory = state.readable(session_id)
+    where = state.readable(session_id)
     found = Reporter()
     try:
-        return list(_usage.record_calls(state.where(session_id, directory), found))
+        return list(_usage.record_calls(where, found))
     finally:
         state.report(p for p in found.problems if p.kind != "bad-snapshot")
 

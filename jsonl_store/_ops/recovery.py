@@ -346,9 +346,7 @@ def _check_log(
         )
         good_end = size  # nothing to cut
     if fix and (converted or good_end < size):
-        problems.extend(
-            _restore_and_cut(fs, session_id, path, accept, converted=converted, lock_timeout=lock_timeout)
-        )
+        problems.extend(_restore_and_cut(where, name, accept, converted=converted, lock_timeout=lock_timeout))
     elif good_end < size:
         # Named as repair will make it: after converted lines are restored, the good
         # part ends ``removed`` bytes earlier.
@@ -399,9 +397,8 @@ def _check_blobs(where: SessionDir, *, fix: bool) -> list[Problem]:
 
 
 def _restore_and_cut(
-    fs: FileSystem,
-    session_id: str,
-    path: str,
+    where: SessionDir,
+    name: str,
     accept: Callable[[Line], bool] | None,
     *,
     converted: bool,
@@ -410,9 +407,14 @@ def _restore_and_cut(
     """Restore converted lines and cut the damaged tail with the writer an append uses; its cuts."""
     cuts = Reporter()
     writer = LogWriter(
-        fs, path, os.path.dirname(path), durable=True, lock_timeout=lock_timeout, label=path,
-        session_id=session_id, accept=accept, reporter=cuts,
-    )  # fmt: skip
+        where,
+        name,
+        durable=True,
+        lock_timeout=lock_timeout,
+        label=where.file(name),
+        accept=accept,
+        reporter=cuts,
+    )
     try:
         try:
             if converted:

@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._errors import InvalidArgument
-from .._format.names import LOG_NAME
 from .._format.records import Message, MessageTiming
 from .._io import dirs as _dirs
 from .._session import checkpoint as _checkpoint
@@ -34,14 +33,14 @@ def checkpoint(
 ) -> list[int]:
     """`SessionStore.checkpoint`; ``append_options`` are among `_ops.append.CHECKPOINT_KEYWORDS`."""
     handles = state.handles
-    directory = handles.directory(session_id)
+    where = state.where(session_id)
     # Checked before the session is made: nothing may be created for a call that fails.
     _checkpoint.check_messages(messages)
     unknown = set(append_options) - _append.CHECKPOINT_KEYWORDS
     if unknown:
         raise InvalidArgument(f"checkpoint got unknown append options: {', '.join(sorted(unknown))}")
     session = handles.session(session_id)
-    if not _dirs.exists(state.fs, state.where(session_id, directory).file(LOG_NAME)):
+    if not _dirs.exists(state.fs, where.log_path):
         # The save would make the session: the append it ends with is checked first (as
         # an append checks before touching a file), so a save that fails on bad options
         # (a usage on a user message, a session_type that is no int) makes nothing.
@@ -61,12 +60,10 @@ def checkpoint(
         session,
         messages,
         append_options,
-        reading=(
-            state.where(session_id, directory),
-            _checkpoint.fork_prefix(functools.partial(state.history, session_id, directory)),
-        ),
+        reading=(where, _checkpoint.fork_prefix(functools.partial(state.history, where))),
         lock=lambda: handles.lock_made(session),
         make=lambda: handles.writer(session),  # creates the session (and its lock file) if new
+        rewrite_context=functools.partial(rewrite_context, state),
     )
 
 
@@ -96,7 +93,7 @@ def rewrite_context(
 ) -> list[int]:
     """`checkpoint`'s rewrite, under the session lock: ``batch`` (a marker record, then the
     new tail) in one write, made right after the snapshot through the marker (spec §10)."""
-    directory = state.handles.directory(session_id)
+    where = state.where(session_id)
     options = dict(append_options)
     tail = batch[1:]
     timings = [None, *_append.per_message(options.pop("timing", None), MessageTiming, len(tail), "timing")]
@@ -104,12 +101,8 @@ def rewrite_context(
 
     def before_write(tally: Tally | None) -> Callable[[int, bytes], None]:
         # Once the batch is encoded (bad input raises before anything is read or written).
-        inherited = (
-            state.inherited_version(session_id, directory) if state.fork_point(session_id, directory) else 0
-        )
-        return _compact.before_batch(
-            state.handles, state.where(session_id, directory), compacted, (expected_version, inherited), tally
-        )
+        inherited = state.inherited_version(where) if state.fork_point(where) else 0
+        return _compact.before_batch(state.handles, where, compacted, (expected_version, inherited), tally)
 
     return append(
         state, session_id, "checkpoint", batch, timings, usages, _append.Options.from_keywords(options),

@@ -39,7 +39,7 @@ class Searching:
         where = state.where(summary.session_id)
         if summary.fork is None:
             return [where.log_path]  # no fork file seen by the listing: no chain to read
-        links = state.history(summary.session_id, where.path, DISCARD).links
+        links = state.history(where, DISCARD).links
         return [state.where(link.session_id).log_path for link in reversed(links)]
 
     def index(
@@ -54,7 +54,8 @@ class Searching:
         catalog = state.catalog
         if catalog is None:
             raise CatalogUnavailable("ranked search needs the catalog, which a simulated file system has not")
-        catalog.index_text(_listing.candidates(state) if names is None else names, state.summary, on_progress)
+        names = _listing.candidates(state) if names is None else names
+        catalog.index_text(names, lambda name, path: state.summary(state.entry(name, path)), on_progress)
         return catalog
 
     def ranked(

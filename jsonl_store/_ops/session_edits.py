@@ -7,18 +7,18 @@ change, and what the redactor replaces in them is reported as the write's
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from .._context.view import SessionSummary
 from .._errors import InvalidArgument, ParentMismatch
 from .._format import codec as _codec
-from .._format.names import LOG_NAME, validate_session_id
 from .._io import dirs as _dirs
+from .._io.session_dir import SessionDir
 from .._session import meta as _meta
 from .._session import summary as _session
-from .._session.meta import SessionMeta
+from .._session.meta import Origin, SessionMeta
 from . import append as _append
 from .store_state import StoreState, missing
 
@@ -36,7 +36,7 @@ def create(
 ) -> SessionSummary:
     """`SessionStore.create_session`: the arguments checked, then the session made, or found made."""
     handles = state.handles
-    directory = handles.directory(session_id)
+    where = state.where(session_id)
     _append.check_session_options(session_id, None, parent_session_id, session_type)
     _meta.check_title(title)
     _meta.check_agent_name(agent_name)
@@ -62,42 +62,54 @@ def create(
             f"(got {parent_session_id!r})",
             session_id=session_id,
         )
-    summary = state.summary(session_id, directory)
+    summary = state.summary(where)
     if summary is None:  # deleted again at once by another process
         raise missing(session_id)
     return summary
 
 
-def update(state: StoreState, session_id: str, **fields: Any) -> SessionSummary:
-    """`SessionStore.update_session`: the id and ``fields`` checked, then merged under the session lock."""
-    validate_session_id(session_id)
-    update = _meta.Update.checked(**fields)
+def update(
+    state: StoreState,
+    session_id: str,
+    *,
+    title: str | None,
+    pinned: bool,
+    metadata: Mapping[str, Any] | None,
+    remove_metadata: Iterable[str],
+    expected_version: int | None,
+    origin: Origin,
+    agent_name: str | None,
+) -> SessionSummary:
+    """`SessionStore.update_session`: the id and the fields checked (`_session.meta.Update.checked`:
+    a field left at `UNSET` is not changed), then merged under the session lock."""
+    where = state.where(session_id)
+    update = _meta.Update.checked(
+        title=title, pinned=pinned, metadata=metadata, remove_metadata=remove_metadata,
+        expected_version=expected_version, origin=origin, agent_name=agent_name,
+    )  # fmt: skip
     handles = state.handles
-    directory = handles.directory(session_id)
     tally = state.tally()
     if tally is not None:
         update.redact(tally)
-    if not handles.check_dir(session_id, directory):
+    if not state.exists(where):
         raise missing(session_id)
     with handles.lock(session_id):
-        meta = state.read_meta(session_id, directory)
+        meta = state.read_meta(where)
         if meta is None:
-            meta = _unwritten_meta(state, session_id, directory)
+            meta = _unwritten_meta(state, where)
         _meta.check_writable(meta, session_id)
         if update.apply(meta, session_id):
-            _meta.write(state.where(session_id, directory), meta, durable=state.durable)
+            _meta.write(where, meta, durable=state.durable)
             state.redacted(tally, session_id, "update_session")
     # The log's end as this store's writer left it, when an fstat and an lstat show the
     # file at the log's path unchanged since (`LogWriter.known_last`): no reopening and
     # reading of it, which after a durable write's fsyncs cost more than the rest.
-    summary = _session.summary(
-        state.where(session_id, directory), meta, known_end=handles.known_log_end(session_id)
-    )
+    summary = _session.summary(where, meta, known_end=handles.known_log_end(session_id))
     assert summary is not None
     return summary
 
 
-def _unwritten_meta(state: StoreState, session_id: str, directory: str) -> SessionMeta:
+def _unwritten_meta(state: StoreState, where: SessionDir) -> SessionMeta:
     """The metadata to give a session that has none (readable) yet, under its lock.
 
     Such a session exists if its log does, or its fork file: a fork whose making
@@ -105,10 +117,9 @@ def _unwritten_meta(state: StoreState, session_id: str, directory: str) -> Sessi
     (spec §9.13), so an update gives it its metadata as its next append would.
     Raises `SessionNotFound` otherwise.
     """
-    where = state.where(session_id, directory)
     began = _session.began_at(where)
-    if began is None and not _dirs.exists(state.fs, where.file(LOG_NAME)):
-        raise missing(session_id)
+    if began is None and not _dirs.exists(state.fs, where.log_path):
+        raise missing(where.session_id)
     return SessionMeta(created_at=began or state.handles.clock())
 
 

@@ -32,7 +32,7 @@ from .._format import sources as _sources
 from .._format.ids import new_uuid7
 from .._format.names import FORK_NAME, is_session_id
 from .._format.records import ForkPoint
-from .._io.fs import OS_FS, FileSystem
+from .._io.fs import OS_FS, FileSystem, check_directory
 from .._io.session_dir import SessionDir
 from .._log import blob_writes as _blob_writes
 from .._log.problems import Forward, Problem, Reporter
@@ -147,62 +147,71 @@ class StoreState:
 
     # -- a session's directory, metadata, history ---------------------------------------
 
-    def where(self, session_id: str, directory: str | None = None) -> SessionDir:
-        """The session's directory as a `SessionDir` (``directory`` when the caller has it)."""
-        path = self.handles.directory(session_id) if directory is None else directory
-        return SessionDir(self.fs, session_id, path, self.listings)
+    def where(self, session_id: str) -> SessionDir:
+        """The session's directory as a `SessionDir`; `InvalidArgument` for an id no session can have."""
+        return SessionDir(self.fs, session_id, self.handles.directory(session_id), self.listings)
 
-    def history(self, session_id: str, directory: str, found: Reporter) -> History:
+    def entry(self, name: str, path: str | None = None) -> SessionDir:
+        """An entry of the root as a listing found it (``path``, when the caller has it): its
+        name is not checked again, so `verify()` reaches an entry no session id names."""
+        return SessionDir(
+            self.fs, name, os.path.join(self.root, name) if path is None else path, self.listings
+        )
+
+    def exists(self, where: SessionDir) -> bool:
+        """Whether the session directory exists; `UnsafePath` when it is a symlink or no directory."""
+        return check_directory(where.fs, where.path, session_id=where.session_id)
+
+    def history(self, where: SessionDir, found: Reporter) -> History:
         """The session's history (a fork's chain, snapshots, records), its damage going to ``found``."""
-        return History(self.where(session_id, directory), self.where, found)
+        return History(where, self.where, found)
 
-    def read_meta(self, session_id: str, directory: str) -> SessionMeta | None:
+    def read_meta(self, where: SessionDir) -> SessionMeta | None:
         """The session's metadata; damage is reported at once."""
         found = Reporter()
-        meta = _session.read_meta(self.where(session_id, directory), found)
+        meta = _session.read_meta(where, found)
         self.report(found.problems)
         return meta
 
-    def readable(self, session_id: str) -> str:
+    def readable(self, session_id: str) -> SessionDir:
         """The session's directory, once the session is known to be one this version reads."""
-        directory = self.handles.directory(session_id)
-        self.handles.check_dir(session_id, directory)
-        self.read_meta(session_id, directory)
-        return directory
+        where = self.where(session_id)
+        self.exists(where)
+        self.read_meta(where)
+        return where
 
-    def require_writable(self, session_id: str, directory: str) -> SessionMeta | None:
+    def require_writable(self, where: SessionDir) -> SessionMeta | None:
         """Refuse to change a session this version cannot read or must not write."""
-        if not self.handles.check_dir(session_id, directory):
-            raise missing(session_id)
-        meta = self.read_meta(session_id, directory)
+        if not self.exists(where):
+            raise missing(where.session_id)
+        meta = self.read_meta(where)
         if meta is not None:
-            _meta.check_writable(meta, session_id)
+            _meta.check_writable(meta, where.session_id)
         return meta
 
-    def fork_point(self, session_id: str, directory: str) -> ForkPoint | None:
+    def fork_point(self, where: SessionDir) -> ForkPoint | None:
         """The session's fork point; None for a session that is not a fork (or does not exist)."""
-        if not self.handles.check_dir(session_id, directory):
+        if not self.exists(where):
             return None
         try:
-            return _forks.read(self.where(session_id, directory))
+            return _forks.read(where)
         except _forks.DamagedFork as exc:
             raise UnsupportedFormat(
-                f"session {session_id!r}: {FORK_NAME} cannot be read ({exc})", session_id=session_id
+                f"session {where.session_id!r}: {FORK_NAME} cannot be read ({exc})",
+                session_id=where.session_id,
             ) from None
 
-    def inherited_version(self, session_id: str, directory: str) -> int:
+    def inherited_version(self, where: SessionDir) -> int:
         """The version of the source snapshot a fork's context starts at (0: none): `History.inherited_version`."""
-        return self.history(session_id, directory, Reporter()).inherited_version()
+        return self.history(where, Reporter()).inherited_version()
 
     def summary(
         self,
-        session_id: str,
-        directory: str,
+        where: SessionDir,
         meta: SessionMeta | None = UNSET,
         read_fork: Callable[[], ForkPoint | None] | None = None,
     ) -> SessionSummary | None:
         """The session's summary; ``meta`` when the caller has just read or written it."""
-        where = self.where(session_id, directory)
         if meta is UNSET:
             meta = _session.read_meta(where, Reporter())
         return _session.summary(where, meta, read_fork)

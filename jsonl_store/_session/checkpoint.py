@@ -102,7 +102,12 @@ class Store(Protocol):
         compacted_through_sequence: int,
         expected_version: int,
     ) -> ContextSnapshot: ...
-    def _rewrite_context(
+
+
+class Rewrite(Protocol):
+    """A rewrite's one write (`_ops.saves.rewrite_context` of the store that saves)."""
+
+    def __call__(
         self,
         session_id: str,
         batch: list[Message],
@@ -111,6 +116,7 @@ class Store(Protocol):
         append_options: dict[str, Any],
     ) -> list[int]:
         """Append ``batch`` in one write, right after the snapshot through its first record."""
+        ...
 
 
 def check_messages(messages: object) -> None:
@@ -433,11 +439,13 @@ def save(
     reading: tuple[SessionDir, Prefix | None],
     lock: Callable[[], AbstractContextManager[Any]],
     make: Callable[[], object],
+    rewrite_context: Rewrite,
 ) -> list[int]:
     """`SessionStore.checkpoint` once its arguments are checked: match, then extend or rewrite.
 
     ``reading`` is (the session's directory, a fork's prefix: `fork_prefix`);
-    ``lock`` gives the session lock, ``make`` creates the session if it is new.
+    ``lock`` gives the session lock, ``make`` creates the session if it is new, and
+    ``rewrite_context`` makes a rewrite's write.
     """
     where, prefix_of = reading
     session_id = session.session_id
@@ -466,7 +474,9 @@ def save(
         else:
             wanted = [m for m in messages if persisted(m)]
             seen = max(still_seen(store, session_id, session.seen, session.seen_id), found.seen)
-            sequences = rewrite(store, session_id, wanted, {*prefix, *fresh_ids}, seen, cache, append_options)
+            sequences = rewrite(
+                store, rewrite_context, session_id, wanted, {*prefix, *fresh_ids}, seen, cache, append_options
+            )
         after = state(where, session.checkpoint, prefix_of)
         session.checkpoint = after
         if found.consistent and after is cache:
@@ -479,6 +489,7 @@ def save(
 
 def rewrite(
     store: Store,
+    rewrite_context: Rewrite,
     session_id: str,
     wanted: list[Message],
     wanted_ids: set[str],
@@ -516,7 +527,5 @@ def rewrite(
         content="checkpoint: the session context was rewritten here", include_in_messages=False
     )
     tail = [*rest, *unseen]
-    sequences = store._rewrite_context(
-        session_id, [marker, *tail], compacted, cache.context_version, append_options
-    )
+    sequences = rewrite_context(session_id, [marker, *tail], compacted, cache.context_version, append_options)
     return sequences[1 : 1 + len(rest)]

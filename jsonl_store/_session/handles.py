@@ -40,7 +40,7 @@ from .._format.names import (
 from .._io import atomic as _atomic
 from .._io import dirs as _dirs
 from .._io.cleared import clear_deleted
-from .._io.fs import FileSystem, check_directory, open_regular, register_descriptor_cache
+from .._io.fs import FileSystem, open_regular, register_descriptor_cache
 from .._io.session_dir import SessionDir
 from .._log import blob_writes as _blob_writes
 from .._log import snapshots as _snapshots
@@ -441,13 +441,11 @@ class Handles:
 
     def new_writer(self, session: OpenSession, name: str, label: str, *, raw_log: bool = True) -> LogWriter:
         return LogWriter(
-            self.fs,
-            os.path.join(session.directory, name),
-            session.directory,
+            session.where,
+            name,
             durable=self.durable,
             lock_timeout=self.lock_timeout,
             label=label,
-            session_id=session.session_id,
             # The file was (re)created: after a delete_session by someone else the
             # metadata must be made again, from this call's arguments.
             on_new_file=lambda: self.prepare(session),
@@ -456,22 +454,20 @@ class Handles:
             reporter=self.reporter,
         )
 
-    def delete(self, session_id: str, directory: str, check: Callable[[], None] | None = None) -> bool:
+    def delete(self, where: SessionDir, check: Callable[[], None] | None = None) -> bool:
         """Delete the session's directory under both its locks; whether it held a session.
 
         ``check`` runs under the session lock first and may raise to refuse the delete.
         The directory is renamed away in one step, then emptied (spec §9.5): a crash
         leaves the whole session or none of it.
         """
-        fs = self.fs
+        fs, session_id = where.fs, where.session_id
         self.forget(session_id)
         with self.lock(session_id):
             if check is not None:
                 check()
             try:
-                fd: int | None = open_regular(
-                    fs, os.path.join(directory, LOG_NAME), FLAGS_READ, session_id=session_id
-                )
+                fd: int | None = open_regular(fs, where.log_path, FLAGS_READ, session_id=session_id)
             except FileNotFoundError:
                 fd = None
             try:
@@ -479,14 +475,14 @@ class Handles:
                     # Hold the append lock until the log is unlinked: a writer that gets it
                     # next sees the file gone (st_nlink == 0) and starts a new session.
                     fs.flock(fd, fcntl.LOCK_EX)
-                names = self._deletable(session_id, directory)
+                names = self._deletable(where)
                 # A directory holding nothing but the lock file is a session another
                 # process is making right now (its mkdir, then this lock, then its
                 # metadata): there is nothing to delete, and renaming it away would only
                 # take it from under that maker, again and again when deletes repeat.
                 if any(name != LOCK_NAME for name in names):
                     gone = os.path.join(self.root, deleted_name(session_id))
-                    self._rename_away(directory, gone)
+                    self._rename_away(where.path, gone)
                     if self.durable:
                         fs.fsync_dir(self.root)
                     clear_deleted(fs, gone)
@@ -514,22 +510,18 @@ class Handles:
                 if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST) or attempt == _PREPARE_ATTEMPTS - 1:
                     raise
 
-    def _deletable(self, session_id: str, directory: str) -> list[str]:
+    def _deletable(self, where: SessionDir) -> list[str]:
         """The session directory's names, once every one is known to be the store's to delete.
 
         Only regular files (and the blob files in ``blobs/``) are deleted: anything else is
         not the store's, and a person must look at it, so `UnsafePath` and nothing deleted.
         """
-        fs = self.fs
-        blobs = _blob_writes.deletable(SessionDir(fs, session_id, directory))  # checks what blobs/ holds
-        names = fs.listdir(directory)
+        fs = where.fs
+        blobs = _blob_writes.deletable(where)  # checks what blobs/ holds
+        names = fs.listdir(where.path)
         checked = [name for name in names if not (name == BLOBS_DIR and blobs is not None)]
-        _blob_writes.only_regular_files(fs, directory, checked, session_id)
+        _blob_writes.only_regular_files(fs, where.path, checked, where.session_id)
         return names
-
-    def check_dir(self, session_id: str, directory: str) -> bool:
-        """Whether the session directory exists; `UnsafePath` when it is a symlink or no directory."""
-        return check_directory(self.fs, directory, session_id=session_id)
 
 
 #: How often `Handles.prepare` makes a session directory that other processes keep deleting.

@@ -143,7 +143,7 @@ def register(command: Callable[..., argparse.ArgumentParser]) -> None:
     sub = command(
         "catalog",
         catalog,
-        "the derived catalog in ROOT/.catalog (listing and ranked search): rebuild, drop or show it",
+        f"the derived catalog in ROOT/{CATALOG_DIR} (listing and ranked search): rebuild, drop or show it",
         EXAMPLE,
     )
     actions = sub.add_subparsers(

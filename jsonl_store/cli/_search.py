@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 
 from .. import SessionSummary
+from .._format.names import CATALOG_DIR
 from ..search import CONTENT, Hit, search
 from . import _commands as c
 from . import _safe
@@ -141,7 +142,7 @@ def register(command: Register) -> None:
     sub.add_argument(
         "--rank",
         action="store_true",
-        help="the best matches of TEXT's words first (bm25), from the catalog in ROOT/.catalog (built on first use)",
+        help=f"the best matches of TEXT's words first (bm25), from the catalog in ROOT/{CATALOG_DIR} (built on first use)",
     )
     sub.add_argument(
         "--limit", metavar="N", type=int, default=10, help="with --rank, how many hits to show (default: 10)"

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
+import json
 import re
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from jsonl_store import SessionStore, UserMessage
+from jsonl_store._format.names import LOG_NAME
 from jsonl_store.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,7 +65,24 @@ def test_the_cli_reference_page_is_the_rendered_one() -> None:
     assert "usage: jsonl-store" in module.on_page_markdown(page)
 
 
-@pytest.mark.parametrize("page", [ROOT / "README.md", *PAGES], ids=lambda p: p.relative_to(ROOT).as_posix())
+#: Files a page shows as they are (``--8<-- "spec/FORMAT.md"``, pymdownx.snippets): the site shows them too.
+INCLUDED = sorted(
+    {
+        ROOT / name
+        for page in PAGES
+        for name in re.findall(r'^--8<-- "([^":]+)', page.read_text(), re.MULTILINE)
+    }
+)
+
+
+def test_the_included_files_are_found() -> None:
+    """The files the site includes are seen by the checks below: the spec and the benchmarks' README."""
+    assert {ROOT / "spec" / "FORMAT.md", ROOT / "benchmarks" / "README.md"} <= set(INCLUDED)
+
+
+@pytest.mark.parametrize(
+    "page", [ROOT / "README.md", *PAGES, *INCLUDED], ids=lambda p: p.relative_to(ROOT).as_posix()
+)
 def test_docs_cite_no_internal_history(page: Path) -> None:
     """A page names no tracker issue or internal brief a reader cannot open; it cites a spec section or a URL."""
     text = page.read_text(encoding="utf-8")
@@ -96,3 +117,21 @@ def test_readme_links_lead_to_files_of_the_repository() -> None:
     assert len(targets) >= 10
     for target in targets:
         assert (ROOT / target.split("#", 1)[0]).is_file(), f"README links to {target}, which does not exist"
+
+
+def test_the_spark_example_fits_the_files_the_store_writes(tmp_path: Path) -> None:
+    """The one Python example no test runs (Spark needs a JVM) parses, names columns a raw log's
+    lines have, and its path pattern gives back the session id."""
+    page = (DOCS / "guides" / "sql.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```pyspark\n(.*?)^```", page, re.MULTILINE | re.DOTALL)
+    assert len(blocks) == 1
+    ast.parse(blocks[0])
+    schema = re.search(r'\.schema\("([^"]+)"\)', blocks[0])
+    pattern = re.search(r'input_file_name\(\), r"([^"]+)"', blocks[0])
+    assert schema is not None and pattern is not None
+    store = SessionStore(tmp_path, durability="none")
+    store.append("chat-1", UserMessage(content="hi"))
+    line = json.loads((tmp_path / "chat-1" / LOG_NAME).read_text(encoding="utf-8").splitlines()[0])
+    assert {column.split()[0] for column in schema.group(1).split(",")} <= set(line)
+    found = re.search(pattern.group(1), f"s3://bucket/sessions/chat-1/{LOG_NAME}")
+    assert found is not None and found.group(1) == "chat-1"

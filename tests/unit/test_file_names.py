@@ -16,6 +16,8 @@ from jsonl_store import CompactedMessage, SessionStore, UserMessage
 from jsonl_store._format.names import (
     ALLOW_NAME,
     BLOBS_DIR,
+    CATALOG_DIR,
+    CATALOG_NAME,
     CUT_INFIX,
     DAMAGED_SUFFIX,
     DELETED_SUFFIX,
@@ -47,7 +49,7 @@ PACKAGE = Path(jsonl_store.__file__).parent
 TRANSCRIPTS = Path(__file__).resolve().parents[1] / "importers" / "data" / "claude-code"
 
 _WHOLE = (LOG_NAME, META_NAME, USAGE_NAME, FORK_NAME, LOCK_NAME, BLOBS_DIR, ALLOW_NAME, GITIGNORE_NAME,
-          GITATTRIBUTES_NAME)  # fmt: skip
+          GITATTRIBUTES_NAME, CATALOG_DIR, CATALOG_NAME)  # fmt: skip
 _PARTS = (SNAPSHOT_PREFIX, CUT_INFIX, TMP_SUFFIX, DAMAGED_SUFFIX, DELETED_SUFFIX, MERGE_TMP_SUFFIX)
 #: A store file name, or a piece of one, in a string: a whole name stands alone (so Claude
 #: Code's own ``agent-x.meta.json`` or an attribute ``store_blobs`` is none of the store's).
