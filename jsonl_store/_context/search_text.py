@@ -80,9 +80,8 @@ def part_strings(part: Part, needle: bytes | None = None) -> Iterator[tuple[str,
     elif isinstance(part, ToolCallPart):
         if isinstance(part.name, str):
             yield "name", part.name
-        if may_hold(part.arguments, needle):
-            for text in strings(part.arguments, keys=True):
-                yield "arguments", text
+        for text in _held_strings(part.arguments, needle):
+            yield "arguments", text
     elif isinstance(part, ToolResultPart):
         if isinstance(part.content, str):
             yield CONTENT, part.content
@@ -93,11 +92,16 @@ def part_strings(part: Part, needle: bytes | None = None) -> Iterator[tuple[str,
     elif isinstance(part, ImagePart):
         if part.url is not None:
             yield "url", part.url
-    elif may_hold(part.raw, needle):
+    else:
         # Keys too: an unmapped value is read as stored, where grep would find its keys
         # (a Codex shell result's metadata, a hosted tool's item).
-        for text in strings(part.raw, keys=True):
+        for text in _held_strings(part.raw, needle):
             yield CONTENT, text
+
+
+def _held_strings(value: object, needle: bytes | None) -> Iterator[str]:
+    """The strings and keys inside a JSON value, none when none can hold ``needle`` (`may_hold`)."""
+    return strings(value, keys=True) if may_hold(value, needle) else iter(())
 
 
 def searchable(message: object, dialect: str | Dialect = "neutral") -> Iterator[tuple[str, str, str]]:

@@ -251,10 +251,11 @@ BLOB_NEEDLES = ["week 53", "week", "unavailable", "damaged", "not UTF-8", "sha25
     ),
     fates=st.lists(BLOB_FATES, min_size=1, max_size=4),
     needle=st.sampled_from(BLOB_NEEDLES),
+    inline=st.lists(st.sampled_from(BLOB_NEEDLES), max_size=3),
 )
 @settings(max_examples=examples(150))
 def test_search_finds_what_naive_search_finds_in_blob_files_and_their_placeholders(
-    texts: list[tuple[str, str]], fates: list[str], needle: str
+    texts: list[tuple[str, str]], fates: list[str], needle: str, inline: list[str]
 ) -> None:
     """A needle in a blob file only, or in the placeholder of a missing, damaged or resized one, is found as a full read finds it."""
     with tempfile.TemporaryDirectory() as root:
@@ -262,6 +263,8 @@ def test_search_finds_what_naive_search_finds_in_blob_files_and_their_placeholde
             store.append("plain", UserMessage(content="nothing large here"))
             for around, piece in texts:  # each string over the threshold: a blob file per distinct text
                 store.append("large", UserMessage(content=around + piece + "x" * 65))
+            for piece in inline:  # short strings in the log itself, beside lines naming blobs
+                store.append("large", UserMessage(content=piece))
         blobs = sorted((Path(root) / "large" / "blobs").iterdir())
         for path, fate in zip(blobs, fates, strict=False):
             data = path.read_bytes()
