@@ -46,7 +46,7 @@ import msgspec
 
 from ._context.dialects import message_parts
 from ._context.parts import ToolCallPart, ToolResultPart, decode_arguments
-from ._context.search_text import CONTENT, may_hold, part_strings, role_of, searchable, strings, unescaped
+from ._context.search_text import CONTENT, part_strings, role_of, searchable, strings
 from ._context.view import SessionSummary
 from ._errors import InvalidArgument, SessionNotFound
 from ._format.names import BLOBS_DIR
@@ -259,14 +259,12 @@ def _open(store_or_root: SessionStore | str | os.PathLike[str]) -> tuple[Session
     raise InvalidArgument(f"expected a SessionStore or a path, got {type(store_or_root).__name__}")
 
 
-def _compile(text: str, regex: bool) -> tuple[Matcher, bytes, bytes | None]:
-    """The matcher, the prefilter's bytes (`needle_bytes`) and, for a text JSON never
-    escapes, its bytes (`unescaped`), which rule out a JSON value's strings at once."""
+def _compile(text: str, regex: bool) -> tuple[Matcher, bytes]:
     if not isinstance(text, str) or not text:
         raise InvalidArgument(f"the text to search for must be a non-empty str, got {text!r}")
     if not regex:
-        return _plain_matcher(text), needle_bytes(text), unescaped(text)
-    return _regex_matcher(compile_linear(text)), b"", None
+        return _plain_matcher(text), needle_bytes(text)
+    return _regex_matcher(compile_linear(text)), b""
 
 
 def search(
@@ -295,7 +293,7 @@ def search(
     google-re2; `SessionNotFound` when ``session_id`` names no session; what
     `SessionStore.records` raises.
     """
-    match, needle, quick = _compile(text, regex)
+    match, needle = _compile(text, regex)
     if role is not None and role not in _ROLES:
         raise InvalidArgument(f"role must be one of {sorted(_ROLES)}, got {role!r}")
     store, owned = _open(store_or_root)
@@ -312,7 +310,7 @@ def search(
         for summary in sessions:
             if on_session is not None:
                 on_session(summary)
-            yield from _search_session(store, summary, match, needle, quick, role)
+            yield from _search_session(store, summary, match, needle, role)
     finally:
         if owned:
             store.close()
@@ -323,7 +321,6 @@ def _search_session(
     summary: SessionSummary,
     match: Matcher,
     needle: bytes,
-    quick: bytes | None,
     role: str | None,
 ) -> Iterator[Hit]:
     sid = summary.session_id
@@ -350,7 +347,7 @@ def _search_session(
         message_role = role_of(message)
         if role is not None and message_role != role:
             continue
-        yield from _record_hits(sid, record.sequence, message_role, message, summary.dialect, match, quick)
+        yield from _record_hits(sid, record.sequence, message_role, message, summary.dialect, match)
 
 
 def _lines_holding(
@@ -371,7 +368,7 @@ def _lines_holding(
 
 
 def _record_hits(
-    sid: str, sequence: int, role: str, message: object, dialect: str, match: Matcher, quick: bytes | None
+    sid: str, sequence: int, role: str, message: object, dialect: str, match: Matcher
 ) -> Iterator[Hit]:
     """The hits in one message: one per matching string of its parts (`searchable`).
 
@@ -383,7 +380,7 @@ def _record_hits(
     """
     for part in message_parts(message, dialect):
         found = False
-        for field, text in part_strings(part, quick):
+        for field, text in part_strings(part):
             span = match(text)
             if span is not None:
                 found = found or field != "name"
@@ -391,15 +388,15 @@ def _record_hits(
         if found:
             continue
         if isinstance(part, ToolCallPart) and not isinstance(part.arguments, str):
-            for text, span in _stored_arguments(message, part.arguments, match, quick):
+            for text, span in _stored_arguments(message, part.arguments, match):
                 yield _hit(sid, sequence, role, part.kind, "arguments", text, span)
         elif isinstance(part, ToolResultPart) and isinstance(part.content, str):
-            for text, span in _json_text_strings(part.content, match, quick):
+            for text, span in _json_text_strings(part.content, match):
                 yield _hit(sid, sequence, role, part.kind, CONTENT, text, span)
 
 
 def _stored_arguments(
-    message: object, arguments: object, match: Matcher, quick: bytes | None
+    message: object, arguments: object, match: Matcher
 ) -> Iterator[tuple[str, tuple[int, int]]]:
     """The matching strings of ``message`` that are ``arguments`` as a JSON string.
 
@@ -407,25 +404,19 @@ def _stored_arguments(
     is the form the dialect stored them in (``decode_arguments`` made them from it).
     """
     stored = message if isinstance(message, dict) else msgspec.to_builtins(message)
-    if not may_hold(stored, quick):
-        return
     for text in strings(stored):
         span = match(text)
         if span is not None and decode_arguments(text) == arguments:
             yield text, span
 
 
-def _json_text_strings(
-    text: str, match: Matcher, quick: bytes | None
-) -> Iterator[tuple[str, tuple[int, int]]]:
+def _json_text_strings(text: str, match: Matcher) -> Iterator[tuple[str, tuple[int, int]]]:
     """The matching strings inside ``text`` when it is a JSON object or array."""
     if not text.lstrip().startswith(("{", "[")):
         return
     value = decode_arguments(text)
     if isinstance(value, str):
         return  # not valid JSON: the text itself was already matched
-    if not may_hold(value, quick):
-        return
     for inner in strings(value):
         span = match(inner)
         if span is not None:
@@ -476,9 +467,9 @@ def naive_search(store: SessionStore, text: str, *, regex: bool = False) -> Iter
     The reference the property tests compare `search` with, and what a reader can read to
     see what a hit is.
     """
-    match, _, _ = _compile(text, regex)
+    match, _ = _compile(text, regex)
     for summary in store.list_sessions():
-        yield from _search_session(store, summary, match, b"", None, None)
+        yield from _search_session(store, summary, match, b"", None)
 
 
 __all__ = [

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import orjson
-
 from .dialect_neutral import Dialect
 from .dialects import message_parts
 from .parts import ImagePart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
@@ -39,55 +37,21 @@ def strings(value: object, *, keys: bool = False) -> Iterator[str]:
             stack.extend(reversed(item))
 
 
-def unescaped(text: str) -> bytes | None:
-    """``text`` as UTF-8 when JSON never escapes it: no control character, ``"`` or ``\\``
-    (RFC 8259 §7 requires escaping only those; orjson escapes nothing else). None otherwise,
-    and for a lone surrogate, which has no UTF-8."""
-    if any(char < " " or char in '"\\' for char in text):
-        return None
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        return None
-
-
-def may_hold(value: object, needle: bytes | None) -> bool:
-    """Whether a string or key inside the JSON ``value`` may hold the text whose `unescaped`
-    bytes are ``needle`` (always true for None).
-
-    A string holding that text is written with those bytes as they are wherever orjson
-    encodes it, so one encoding and one ``bytes.find`` (C speed) rule out a value
-    whose strings a search would otherwise walk one by one. A value orjson cannot encode
-    (an integer over 64 bits, a lone surrogate, deeper than 255 levels, not JSON) may hold it.
-    """
-    if needle is None:
-        return True
-    try:
-        return needle in orjson.dumps(value)
-    except (orjson.JSONEncodeError, TypeError):
-        return True
-
-
-def part_strings(part: Part, needle: bytes | None = None) -> Iterator[tuple[str, str]]:
-    """Each ``(field, string)`` of one part a search looks at, in order.
-
-    With ``needle`` (a text's `unescaped` bytes), the strings of a JSON value (a call's
-    arguments, an unmapped part) are left out when none of them can hold that text
-    (`may_hold`); a string given may still not hold it.
-    """
+def part_strings(part: Part) -> Iterator[tuple[str, str]]:
+    """Each ``(field, string)`` of one part a search looks at, in order."""
     if isinstance(part, (TextPart, ReasoningPart)):
         yield CONTENT, part.text
     elif isinstance(part, ToolCallPart):
         if isinstance(part.name, str):
             yield "name", part.name
-        for text in _held_strings(part.arguments, needle):
+        for text in strings(part.arguments, keys=True):
             yield "arguments", text
     elif isinstance(part, ToolResultPart):
         if isinstance(part.content, str):
             yield CONTENT, part.content
         else:
             for inner in part.content:
-                for _, text in part_strings(inner, needle):
+                for _, text in part_strings(inner):
                     yield CONTENT, text
     elif isinstance(part, ImagePart):
         if part.url is not None:
@@ -95,13 +59,8 @@ def part_strings(part: Part, needle: bytes | None = None) -> Iterator[tuple[str,
     else:
         # Keys too: an unmapped value is read as stored, where grep would find its keys
         # (a Codex shell result's metadata, a hosted tool's item).
-        for text in _held_strings(part.raw, needle):
+        for text in strings(part.raw, keys=True):
             yield CONTENT, text
-
-
-def _held_strings(value: object, needle: bytes | None) -> Iterator[str]:
-    """The strings and keys inside a JSON value, none when none can hold ``needle`` (`may_hold`)."""
-    return strings(value, keys=True) if may_hold(value, needle) else iter(())
 
 
 def searchable(message: object, dialect: str | Dialect = "neutral") -> Iterator[tuple[str, str, str]]:
@@ -127,4 +86,4 @@ def role_of(message: object) -> str:
     return shown_role(message) or ""
 
 
-__all__ = ["CONTENT", "may_hold", "part_strings", "role_of", "searchable", "strings", "unescaped"]
+__all__ = ["CONTENT", "part_strings", "role_of", "searchable", "strings"]
