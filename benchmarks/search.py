@@ -23,7 +23,9 @@ once, in a rotating order, so a neighbour's burst falls on all of them alike):
 - ``jsonl-store search NEEDLE`` as a process, its output read through a pipe (Python's
   start-up and imports included), and with ``--baseline DIR`` the same command run with
   the ``jsonl_store`` package found in ``DIR`` (another checkout's, for a before and after:
-  ``git archive main jsonl_store | tar -x -C DIR``).
+  ``git archive main jsonl_store | tar -x -C DIR``), and ``search()`` of that package in
+  a worker process started once, on a store it keeps open (its CPU time is the one the
+  worker measures around each search).
 
 Each figure is the median of ``--repeats`` runs with its spread (half the range, as a share
 of the median), in wall time and in CPU time (this process's and its children's, user and
@@ -127,8 +129,49 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
+#: A worker that answers each needle (a JSON line) with its hit count and the CPU seconds of
+#: ``search()`` of the ``jsonl_store`` found in argv[1], on the store at argv[2] kept open.
+_WORKER = (
+    "import json, sys, time; "
+    "sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, '__module__', '').startswith('__editable__')]; "
+    "sys.path.insert(0, sys.argv[1]); "
+    "from jsonl_store import SessionStore; from jsonl_store.search import search; "
+    "store = SessionStore(sys.argv[2])\n"
+    "for line in sys.stdin:\n"
+    "    start = time.process_time(); hits = sum(1 for _ in search(store, json.loads(line)))\n"
+    "    print(json.dumps([hits, time.process_time() - start]), flush=True)"
+)
+
+
+class Worker:
+    """``search()`` of another package, in a process of its own: `_WORKER`."""
+
+    def __init__(self, package: str, root: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _WORKER, package, root],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=_env(),
+        )
+        self.cpu = 0.0
+
+    def search(self, needle: str) -> int:
+        """The hit count; `cpu` becomes the CPU seconds the worker spent searching."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(needle) + "\n")
+        self.process.stdin.flush()
+        hits, self.cpu = json.loads(self.process.stdout.readline())
+        return int(hits)
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait()
+
+
 def _blocks(
-    root: str, needle: str, store: SessionStore, baseline: str | None
+    root: str, needle: str, store: SessionStore, baseline: str | None, worker: Worker | None = None
 ) -> dict[str, Callable[[], Any]]:
     paths = _files(root)
     buffer = bytearray(max(os.path.getsize(path) for path in paths))
@@ -138,6 +181,8 @@ def _blocks(
         blocks["rg -F"] = lambda: _run(["rg", "-F", "--", needle, root])
     blocks["read every byte"] = lambda: _read_all(paths, buffer)
     blocks["search()"] = lambda: len(list(search(store, needle)))
+    if worker is not None:
+        blocks["search() (baseline)"] = lambda: worker.search(needle)
     blocks["jsonl-store search"] = lambda: _run(_command(root, needle), _env())
     if baseline is not None:
         blocks["jsonl-store search (baseline)"] = lambda: _run(_command(root, needle, baseline), _env())
@@ -159,21 +204,31 @@ def measure(
     multi-threaded ``rg`` gets more of the cores than a single-threaded Python process,
     which stretches the wall-time ratio.
     """
+    worker = Worker(baseline, root) if baseline is not None else None
     with SessionStore(root) as store:
-        blocks = _blocks(root, needle, store, baseline)
+        blocks = _blocks(root, needle, store, baseline, worker)
         rows = {name: Row(name, "search", name, []) for name in blocks}
         cpu = {name: Row(name, "search", name, []) for name in blocks}
 
         def repeated(name: str, call: Callable[[], Any]) -> Callable[[int], None]:
+            # The worker's search runs in a process this one does not wait for: its CPU
+            # time is what the worker measured.
+            measured = worker is not None and name == "search() (baseline)"
+
             def block(n: int) -> None:
                 for _ in range(n):
                     start = _cpu()
                     call()
-                    cpu[name].samples.append(_cpu() - start)
+                    spent = _cpu() - start
+                    cpu[name].samples.append(worker.cpu if measured and worker is not None else spent)
 
             return block
 
-        race([Contender(rows[name], repeated(name, call), 1) for name, call in blocks.items()], repeats)
+        try:
+            race([Contender(rows[name], repeated(name, call), 1) for name, call in blocks.items()], repeats)
+        finally:
+            if worker is not None:
+                worker.close()
     for row in cpu.values():
         del row.samples[0]  # the race's warm-up
     return rows, cpu
@@ -196,6 +251,7 @@ def report(rows: dict[str, Row], cpu: dict[str, Row], hits: int, lines: int | No
     pairs = [
         ("search()", "rg -F -c"),
         ("search()", "read every byte"),
+        ("search()", "search() (baseline)"),
         ("jsonl-store search", "rg -F"),
         ("jsonl-store search", "jsonl-store search (baseline)"),
     ]

@@ -332,12 +332,14 @@ def _search_session(
     if needle:
         wanted = (needle, *_escapes_hiding(needle))
         held = set().union(*(_held(path, wanted) for path in logs))
-        if not held and any(_has_blobs(path) and _blobs_may_hold(path, needle) for path in logs):
+        in_blobs = any(_has_blobs(path) and _blobs_may_hold(path, needle) for path in logs)
+        if not held and in_blobs:
             held.add(needle)  # in a blob file only: records() reads every line, blobs restored
         if not held:
             return
-        # The same bytes again, line by line: only the lines that hold them are decoded.
-        records = _lines_holding(store, sid, sorted(held))
+        # The same bytes again, line by line: only the lines that hold them are decoded
+        # (and, when a blob file may hold them, every line naming a blob, restored first).
+        records = _lines_holding(store, sid, sorted(held), in_blobs)
     else:
         records = store.records(sid)
     for record in records:
@@ -348,12 +350,16 @@ def _search_session(
         yield from _record_hits(sid, record.sequence, message_role, message, summary.dialect, match)
 
 
-def _lines_holding(store: SessionStore, sid: str, needles: list[bytes]) -> Iterator[RawMessageRecord]:
-    """The records whose line holds any of ``needles``, in sequence order, each once."""
+def _lines_holding(
+    store: SessionStore, sid: str, needles: list[bytes], in_blobs: bool
+) -> Iterator[RawMessageRecord]:
+    """The records whose line (its blobs restored, with ``in_blobs``) holds any of ``needles``,
+    in sequence order, each once."""
+    read = store._searching.records
     if len(needles) == 1:
-        yield from store.records(sid, containing=needles[0])
+        yield from read(sid, needles[0], in_blobs=in_blobs)
         return
-    streams = [store.records(sid, containing=needle) for needle in needles]
+    streams = [read(sid, needle, in_blobs=in_blobs) for needle in needles]
     last = -1
     for record in heapq.merge(*streams, key=lambda record: record.sequence):
         if record.sequence != last:

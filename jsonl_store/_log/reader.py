@@ -100,7 +100,7 @@ class LogReader:
         return last_good(self.fs, self.fd, self.size, start, ends_batch)
 
     def records(
-        self, start: int = 0, after: int = 0, containing: bytes | None = None
+        self, start: int = 0, after: int = 0, containing: bytes | None = None, *, in_blobs: bool = True
     ) -> Iterator[tuple[Line, RawMessageRecord]]:
         """The complete records from offset ``start`` on, with sequences above ``after``, in order.
 
@@ -111,6 +111,9 @@ class LogReader:
         With ``containing``, only the records whose line holds those bytes are read
         (`scan`'s ``wanted``): the order check applies among them, gaps (expected
         between them) are not reported, and problems carry no line number.
+        ``in_blobs=False`` says no string in a blob file can hold ``containing`` (the
+        caller looked, as `jsonl_store.search` does): a session with blob files then
+        reads only the lines holding it too.
         """
         if self.fd is None:
             return
@@ -123,7 +126,7 @@ class LogReader:
         # pass of its own): its problems name an offset only. In a session with blob
         # files the bytes looked for may be in a blob (§5.1): its lines are all read, and
         # filtered once their strings are back.
-        wanted = None if containing is None or _blobs.has_blobs(where) else containing
+        wanted = None if containing is None or (in_blobs and _blobs.has_blobs(where)) else containing
         first_line = 1 if start == 0 and containing is None else None
         source = Source(fs, fd, self.size, path)
         for line in read(

@@ -104,12 +104,18 @@ def open_records(
 
 
 def records(
-    state: StoreState, where: SessionDir, after: int, containing: bytes | None = None
+    state: StoreState,
+    where: SessionDir,
+    after: int,
+    containing: bytes | None = None,
+    *,
+    in_blobs: bool = True,
 ) -> Iterator[RawMessageRecord]:
-    """`SessionStore.records`' stream, for a session already checked readable."""
+    """`SessionStore.records`' stream, for a session already checked readable (``in_blobs``:
+    `_log.reader.LogReader.records`)."""
     found = Reporter()
     try:
-        yield from state.history(where, found).records(after, containing)
+        yield from state.history(where, found).records(after, containing, in_blobs=in_blobs)
     except JsonlStoreError:
         raise
     except OSError as exc:

@@ -8,14 +8,16 @@ state. A fork's chain is `_session.history.History`'s, the one place that knows 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from .._context.view import SessionSummary
-from .._errors import CatalogUnavailable, SessionNotFound
+from .._errors import CatalogUnavailable, JsonlStoreError, SessionNotFound
+from .._format.records import RawMessageRecord
 from .._log.problems import DISCARD
 from .._session.catalog import Catalog, RankedHit
 from . import listing as _listing
-from .store_state import StoreState
+from . import reading as _reading
+from .store_state import StoreState, failure
 
 
 class Searching:
@@ -41,6 +43,19 @@ class Searching:
             return [where.log_path]  # no fork file seen by the listing: no chain to read
         links = state.history(where, DISCARD).links
         return [state.where(link.session_id).log_path for link in reversed(links)]
+
+    def records(self, session_id: str, containing: bytes, *, in_blobs: bool) -> Iterator[RawMessageRecord]:
+        """`SessionStore.records(session_id, containing=containing)`, where ``in_blobs=False``
+        says that no string in a blob file can hold ``containing`` (`LogReader.records`): a
+        session with blob files then decodes only the lines holding it, as one without."""
+        state = self._state
+        try:
+            where = state.readable(session_id)
+        except JsonlStoreError:
+            raise
+        except OSError as exc:
+            raise failure(state.root, exc, "records", session_id) from exc
+        return _reading.records(state, where, 0, containing, in_blobs=in_blobs)
 
     def index(
         self, on_progress: Callable[[int, int], None] | None, names: list[str] | None = None

@@ -113,12 +113,15 @@ class History:
                 return index, snapshot
         return None
 
-    def records(self, after: int, containing: bytes | None = None) -> Iterator[RawMessageRecord]:
+    def records(
+        self, after: int, containing: bytes | None = None, *, in_blobs: bool = True
+    ) -> Iterator[RawMessageRecord]:
         """The records with a sequence above ``after``, oldest first, in constant memory.
 
         A fork's sources' records come first, up to the branch; the own log is read from
         the newest snapshot at or before ``after``. ``containing`` filters the own log's
-        lines by bytes (`LogReader.records`); the sources' records are given whole.
+        lines by bytes (`LogReader.records`, which says what ``in_blobs`` is); the sources'
+        records are given whole.
         """
         links = self.links
         for link in links[:-1]:
@@ -130,7 +133,7 @@ class History:
                 snapshot = log.latest_snapshot(at_most=after)
                 if snapshot is not None:
                     start, floor = snapshot.tail_offset, snapshot.compacted_through_sequence
-            for _, record in log.records(start, floor, containing):
+            for _, record in log.records(start, floor, containing, in_blobs=in_blobs):
                 if record.sequence > after:
                     yield record
 

@@ -28,7 +28,7 @@ TITLE = TEXT.map(lambda text: text.replace("\x00", ""))
 #: How a message's JSON-string arguments or output may be written: compact, as ``json.dumps``
 #: writes by default (non-ASCII as ``\\uXXXX``, spaces after ``:`` and ``,``), indented, or
 #: with ``/`` escaped (PHP's default) or ``<`` and ``&`` as ``\\u003c`` and ``\\u0026`` (Go's default),
-#: all valid JSON a source may store.
+#: or after leading whitespace, all valid JSON a source may store.
 Encoder = Callable[[Any], str]
 ENCODERS: st.SearchStrategy[Encoder] = st.sampled_from(
     [
@@ -38,6 +38,7 @@ ENCODERS: st.SearchStrategy[Encoder] = st.sampled_from(
         lambda value: json.dumps(value).replace("/", "\\/"),
         lambda value: json.dumps(value, ensure_ascii=False).replace("/", "\\/"),
         lambda value: json.dumps(value, ensure_ascii=False).replace("<", "\\u003c").replace("&", "\\u0026"),
+        lambda value: "\r\n\t " + json.dumps(value),
     ]
 )
 VALUES = st.recursive(
@@ -251,10 +252,11 @@ BLOB_NEEDLES = ["week 53", "week", "unavailable", "damaged", "not UTF-8", "sha25
     ),
     fates=st.lists(BLOB_FATES, min_size=1, max_size=4),
     needle=st.sampled_from(BLOB_NEEDLES),
+    inline=st.lists(st.sampled_from(BLOB_NEEDLES), max_size=3),
 )
 @settings(max_examples=examples(150))
 def test_search_finds_what_naive_search_finds_in_blob_files_and_their_placeholders(
-    texts: list[tuple[str, str]], fates: list[str], needle: str
+    texts: list[tuple[str, str]], fates: list[str], needle: str, inline: list[str]
 ) -> None:
     """A needle in a blob file only, or in the placeholder of a missing, damaged or resized one, is found as a full read finds it."""
     with tempfile.TemporaryDirectory() as root:
@@ -262,6 +264,8 @@ def test_search_finds_what_naive_search_finds_in_blob_files_and_their_placeholde
             store.append("plain", UserMessage(content="nothing large here"))
             for around, piece in texts:  # each string over the threshold: a blob file per distinct text
                 store.append("large", UserMessage(content=around + piece + "x" * 65))
+            for piece in inline:  # short strings in the log itself, beside lines naming blobs
+                store.append("large", UserMessage(content=piece))
         blobs = sorted((Path(root) / "large" / "blobs").iterdir())
         for path, fate in zip(blobs, fates, strict=False):
             data = path.read_bytes()
@@ -277,3 +281,29 @@ def test_search_finds_what_naive_search_finds_in_blob_files_and_their_placeholde
                 path.write_bytes(data + b"week 53")
         with SessionStore(root, on_problem=lambda problem: None) as store:
             assert list(search(store, needle)) == list(naive_search(store, needle))
+
+
+@given(
+    data=st.data(),
+    encode=ENCODERS,
+    value=st.dictionaries(TEXT, VALUES, min_size=1, max_size=3),
+    responses=st.booleans(),
+)
+@settings(max_examples=examples(150))
+def test_search_finds_a_needle_spanning_the_json_text_of_stored_arguments(
+    data: st.DataObject, encode: Encoder, value: Any, responses: bool
+) -> None:
+    """A needle cut from arguments stored as JSON text (across quotes, brackets, leading whitespace) gives `naive_search`'s hits."""
+    arguments = encode(value)
+    start = data.draw(st.integers(0, len(arguments) - 1))
+    needle = arguments[start : data.draw(st.integers(start + 1, min(len(arguments), start + 8)))]
+    if responses:
+        message: Any = {"type": "function_call", "role": "assistant", "call_id": "c", "name": "f"}
+        message["arguments"] = arguments
+    else:
+        call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": arguments}}
+        message = {"role": "assistant", "content": "function", "tool_calls": [call]}
+    with tempfile.TemporaryDirectory() as root, SessionStore(root, durability="none") as store:
+        store.create_session("s", metadata={"dialect": "openai-responses" if responses else "neutral"})
+        store.append("s", message)
+        assert list(search(store, needle)) == list(naive_search(store, needle))
