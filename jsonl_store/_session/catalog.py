@@ -45,7 +45,7 @@ from . import catalog_check as _catalog_check
 from . import catalog_index as _catalog_index
 from . import catalog_schema as _catalog_schema
 from .catalog_check import Checked, Entry, size_of
-from .catalog_index import RACY, LogState
+from .catalog_index import LogState, is_racy
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -376,7 +376,7 @@ def _index_all(
         if entry is None or entry.summary is None or sid in unread:
             continue  # not listed: no text either
         state = entry.log
-        if state.stamp != log or log[:1] == RACY or state.dialect != entry.dialect:
+        if state.stamp != log or is_racy(log) or state.dialect != entry.dialect:
             work.append((sid, entry.dialect, log))
     total = sum(max(0, size_of(log) - known[sid].log.offset) for sid, _, log in work)
     done = 0
@@ -438,7 +438,7 @@ def _index_one(
     if row is None:
         return 0  # deleted since the listing: its rows went with it
     state = LogState(*row)
-    if state.stamp == log and log[:1] != RACY and state.dialect == dialect:
+    if state.stamp == log and not is_racy(log) and state.dialect == dialect:
         states.append((sid, state))
         return 0
     new, read = _catalog_index.index_log(connection, sid, os.path.join(root, sid), dialect, state, log, rows)

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .._format.names import FORK_NAME, LOG_NAME, META_NAME, is_session_id
-from .catalog_index import RACY, LogState
+from .catalog_index import KEY_SIZE, RACY, LogState
 
 _META_TAIL, _LOG_TAIL, _FORK_TAIL = ("/" + name for name in (META_NAME, LOG_NAME, FORK_NAME))
 _PACK = struct.Struct("<4q").pack
@@ -86,7 +86,7 @@ def log_key(st: os.stat_result | None, floor: int) -> bytes:
 
 def size_of(log: bytes) -> int:
     """The size a `log_key` fingerprint holds."""
-    return int.from_bytes(log.removeprefix(RACY)[8:16], "little", signed=True)
+    return int.from_bytes(log[-KEY_SIZE + 8 : -KEY_SIZE + 16], "little", signed=True)
 
 
 def _stat_at(root: int, path: str) -> os.stat_result | None:
