@@ -268,6 +268,8 @@ def _in_order(entries: list[str], known: dict[str, Entry], order: list[str]) -> 
     """The root's ``entries`` named as sessions (a name the catalog holds was checked when it
     was saved), those of ``order`` first and in its order, then the others as listed."""
     names = {name: None for name in entries if name in known or is_session_id(name)}
+    if not order:
+        return list(names)
     ordered = [name for name in order if name in names]
     if len(ordered) < len(names):
         ordered.extend(names.keys() - ordered)
