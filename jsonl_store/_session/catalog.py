@@ -456,21 +456,31 @@ def _index_one(
 def _ranked(
     connection: sqlite3.Connection, match: str, limit: int, session_id: str | None, role: str | None
 ) -> list[RankedHit]:
-    where, arguments = ["parts_fts MATCH ?"], [match]
-    if session_id is not None:
-        where.append("parts.session_id = ?")
-        arguments.append(session_id)
-    if role is not None:
-        where.append("parts.role = ?")
-        arguments.append(role)
-    # The best rows first, by rowid only; snippets are made for those alone (a snippet for
-    # every matching row would cost as much as reading them all).
-    best = connection.execute(
-        "SELECT parts.id, parts.session_id, parts.sequence, parts.role, parts.kind, parts.field, "
-        "bm25(parts_fts) AS score FROM parts_fts JOIN parts ON parts.id = parts_fts.rowid "
-        f"WHERE {' AND '.join(where)} ORDER BY score LIMIT ?",
-        (*arguments, limit),
-    ).fetchall()
+    columns = "parts.id, parts.session_id, parts.sequence, parts.role, parts.kind, parts.field"
+    if session_id is None and role is None:
+        # The best rows found inside FTS5 first, then only they looked up in `parts`: a join
+        # first would look up every matching row (all of them, for a common word) before
+        # sorting. Snippets are made for those rows alone too (a snippet for every matching
+        # row would cost as much as reading them all).
+        best = connection.execute(
+            f"SELECT {columns}, best.score FROM (SELECT rowid, bm25(parts_fts) AS score FROM parts_fts "
+            "WHERE parts_fts MATCH ? ORDER BY score, rowid LIMIT ?) AS best "
+            "JOIN parts ON parts.id = best.rowid ORDER BY best.score, best.rowid",
+            (match, limit),
+        ).fetchall()
+    else:
+        where, arguments = ["parts_fts MATCH ?"], [match]
+        if session_id is not None:
+            where.append("parts.session_id = ?")
+            arguments.append(session_id)
+        if role is not None:
+            where.append("parts.role = ?")
+            arguments.append(role)
+        best = connection.execute(
+            f"SELECT {columns}, bm25(parts_fts) AS score FROM parts_fts JOIN parts ON parts.id = parts_fts.rowid "
+            f"WHERE {' AND '.join(where)} ORDER BY score, parts.id LIMIT ?",
+            (*arguments, limit),
+        ).fetchall()
     hits = []
     for rowid, sid, sequence, part_role, kind, field, score in best:
         (snippet, unmarkable) = connection.execute(
