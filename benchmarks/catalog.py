@@ -3,6 +3,7 @@
     python benchmarks/catalog.py              # 10,000 sessions (about 100 MB of logs), built once
     python benchmarks/catalog.py --quick      # 1,000 sessions (CI)
     python benchmarks/catalog.py --keep DIR   # build the store into DIR once, reuse it next time
+    python benchmarks/catalog.py --baseline OLD   # race the jsonl_store package in OLD (another checkout) too
 
 A store of ``--sessions`` sessions of ``--messages`` messages each (about 1 KB of prose
 and a tool call per message) is written once into a scratch directory. Then:
@@ -17,13 +18,22 @@ and a tool call per message) is written once into a scratch directory. Then:
 - **ranked search**: ``search_ranked(store, query)`` (freshness check included) and the
   FTS5 query alone, for a rare and a common query.
 
+The listing race also holds the freshness check's floor: three ``os.stat`` calls per
+session (its directory, ``meta.json`` and raw log), nothing else. With ``--baseline``, the
+``jsonl_store`` package below ``OLD`` is imported under another name and its listing and
+ranked search race in the same rounds, on a copy of the store of their own (a catalog is
+tied to the files' inodes, and two versions of it must not share one).
+
 Every figure is the median of ``--repeats`` samples with its spread (10th to 90th
-percentile); ratios are median over median, printed, never asserted.
+percentile), in wall time and in the process's CPU time (``time.process_time``: on a
+shared machine the wall time is mostly waiting for a core); ratios are median over
+median, printed, never asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import random
@@ -34,6 +44,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from types import ModuleType
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [p for p in (_HERE, os.path.dirname(_HERE)) if p not in sys.path]
@@ -41,7 +52,8 @@ sys.path[:0] = [p for p in (_HERE, os.path.dirname(_HERE)) if p not in sys.path]
 import msgspec  # noqa: E402
 
 from jsonl_store import OsFileSystem, SessionStore, SessionSummary  # noqa: E402
-from jsonl_store._session.catalog_schema import discard  # noqa: E402
+from jsonl_store._session.catalog_index import LogState, Row, index_log, insert  # noqa: E402
+from jsonl_store._session.catalog_schema import discard, open_catalog  # noqa: E402
 from jsonl_store.search import search_ranked  # noqa: E402
 
 WORDS = [
@@ -175,17 +187,20 @@ def meta_files(root: str) -> Callable[[], object]:
     return read_all
 
 
-def race(contenders: dict[str, Callable[[], object]], repeats: int) -> dict[str, list[float]]:
-    """Each contender once per repeat, in a rotating order; seconds per call."""
-    samples: dict[str, list[float]] = {name: [] for name in contenders}
+def race(
+    contenders: dict[str, Callable[[], object]], repeats: int
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Each contender once per repeat, in a rotating order; (wall, CPU) seconds per call."""
+    samples: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in contenders}
     names = list(contenders)
     for name in names:
         contenders[name]()  # warm-up
     for r in range(repeats):
         for name in names[r % len(names) :] + names[: r % len(names)]:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             contenders[name]()
-            samples[name].append(time.perf_counter() - start)
+            samples[name][0].append(time.perf_counter() - start)
+            samples[name][1].append(time.process_time() - cpu)
     return samples
 
 
@@ -194,6 +209,57 @@ def describe(samples: list[float]) -> str:
     low = ordered[int(0.1 * (len(ordered) - 1))]
     high = ordered[int(0.9 * (len(ordered) - 1))]
     return f"{statistics.median(samples) * 1000:9.2f} ms  (p10-p90 {low * 1000:.2f}-{high * 1000:.2f})"
+
+
+def stat_floor(root: str) -> Callable[[], object]:
+    """Three stats per session through one descriptor of the root, as the freshness check makes."""
+    names = [name for name in os.listdir(root) if not name.startswith(".")]
+    fd = os.open(root, os.O_RDONLY)
+
+    def stats() -> object:
+        for name in names:
+            os.stat(name, dir_fd=fd, follow_symlinks=False)
+            os.stat(name + "/meta.json", dir_fd=fd, follow_symlinks=False)
+            os.stat(name + "/messages.jsonl", dir_fd=fd, follow_symlinks=False)
+        return None
+
+    return stats
+
+
+def build_halves(root: str, size: int, scratch: str) -> str:
+    """The first build's two halves, each alone, in CPU time: every record read as the index's
+    rows (Python), and those rows inserted into a new catalog (SQLite: the table and FTS5)."""
+    rows: list[Row] = []
+    unused = sqlite3.connect(":memory:")  # index_log deletes the rows of a log read again: none here
+    started = time.process_time()
+    for name in sorted(os.listdir(root)):
+        if not name.startswith("."):
+            index_log(unused, name, os.path.join(root, name), "neutral", LogState(), b"-", rows)
+    decoding = time.process_time() - started
+    os.makedirs(scratch, exist_ok=True)
+    discard(scratch)
+    connection = open_catalog(scratch)
+    started = time.process_time()
+    connection.execute("BEGIN IMMEDIATE")
+    insert(connection, rows)
+    connection.execute("COMMIT")
+    inserting = time.process_time() - started
+    connection.close()
+    discard(scratch)
+    return (
+        f"records read as rows {size / 1e6 / decoding:.1f} MB/s, rows inserted {size / 1e6 / inserting:.1f} MB/s, "
+        f"one after the other {size / 1e6 / (decoding + inserting):.1f} MB/s (CPU time, MB of logs)"
+    )
+
+
+def baseline_package(directory: str, scratch: str) -> ModuleType:
+    """The ``jsonl_store`` package below ``directory``, imported as ``jsonl_store_baseline``
+    (it imports itself relatively, so a copy under another name is a package of its own)."""
+    copy = os.path.join(scratch, "baseline-package")
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(os.path.join(directory, "jsonl_store"), os.path.join(copy, "jsonl_store_baseline"))
+    sys.path.insert(0, copy)
+    return importlib.import_module("jsonl_store_baseline")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--keep", metavar="DIR", help="build the store here once and reuse it")
+    parser.add_argument("--baseline", metavar="OLD", help="also race the jsonl_store package below OLD")
     args = parser.parse_args(argv)
     sessions = args.sessions or (1_000 if args.quick else 10_000)
     repeats = args.repeats or (5 if args.quick else 15)
@@ -217,55 +284,70 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {sessions:,} sessions in {time.perf_counter() - start:.1f} s")
         size = log_bytes(root)
         print(f"store: {sessions:,} sessions, {size / 1e6:.1f} MB of logs, SQLite {sqlite3.sqlite_version}")
-        report(root, size, repeats)
+        baseline = None
+        if args.baseline:
+            baseline = baseline_package(args.baseline, scratch)
+            if not os.path.isdir(root + "-baseline"):
+                shutil.copytree(root, root + "-baseline", symlinks=True)
+        report(root, size, repeats, baseline)
     finally:
         if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)
     return 0
 
 
-def report(root: str, size: int, repeats: int) -> None:
+def report(root: str, size: int, repeats: int, baseline: ModuleType | None) -> None:
     discard(root)
     with SessionStore(root) as store:
         start = time.perf_counter()
         summaries = store.list_sessions()
         first_list = time.perf_counter() - start
-        start = time.perf_counter()
+        start, started_cpu = time.perf_counter(), time.process_time()
         search_ranked(store, "aardvark")
-        first_index = time.perf_counter() - start
+        first_index, first_cpu = time.perf_counter() - start, time.process_time() - started_cpu
     print(f"first list_sessions() without a catalog (builds the summaries): {first_list * 1000:.0f} ms")
     print(
         f"first full build (text index of every log): {first_index:.1f} s = {size / 1e6 / first_index:.1f} MB/s"
+        f" ({size / 1e6 / first_cpu:.1f} MB/s of CPU time)"
+    )
+    print(
+        "the build's halves alone:", build_halves(root, size, os.path.join(os.path.dirname(root), "halves"))
     )
     peer = sqlite_peer(os.path.join(os.path.dirname(root), "peer.sqlite3"), summaries)
     with SessionStore(root) as store, SessionStore(root, fs=OsFileSystem()) as scan:
-        samples = race(
-            {
-                "list_sessions() from the catalog": store.list_sessions,
-                "SQLite query, same columns": peer,
-                "list_sessions() without the catalog": scan.list_sessions,
-                "read and parse every meta.json": meta_files(root),
-            },
-            repeats,
-        )
+        listing: dict[str, Callable[[], object]] = {
+            "list_sessions() from the catalog": store.list_sessions,
+            "SQLite query, same columns": peer,
+            "list_sessions() without the catalog": scan.list_sessions,
+            "read and parse every meta.json": meta_files(root),
+            "three stats per session (floor)": stat_floor(root),
+        }
         catalog = store._catalog
         assert catalog is not None
-        ranked = race(
-            {
-                "search_ranked('aardvark') (rare)": lambda: search_ranked(store, "aardvark"),
-                "search_ranked('date parsing') (common)": lambda: search_ranked(store, "date parsing"),
-                "FTS5 query alone, rare": lambda: catalog.ranked("aardvark", 10, None, None),
-                "FTS5 query alone, common": lambda: catalog.ranked("date parsing", 10, None, None),
-            },
-            repeats,
-        )
-    base = statistics.median(samples["SQLite query, same columns"])
-    print("\nlisting, raced:")
-    for name, values in samples.items():
-        print(f"  {name:40} {describe(values)}  {statistics.median(values) / base:6.1f}x SQLite")
-    print("\nranked search, raced:")
-    for name, values in ranked.items():
-        print(f"  {name:40} {describe(values)}")
+        ranked: dict[str, Callable[[], object]] = {
+            "search_ranked('aardvark') (rare)": lambda: search_ranked(store, "aardvark"),
+            "search_ranked('date parsing') (common)": lambda: search_ranked(store, "date parsing"),
+            "FTS5 query alone, rare": lambda: catalog.ranked("aardvark", 10, None, None),
+            "FTS5 query alone, common": lambda: catalog.ranked("date parsing", 10, None, None),
+        }
+        if baseline is not None:
+            old = baseline.SessionStore(root + "-baseline")
+            old_ranked = importlib.import_module(baseline.__name__ + ".search").search_ranked
+            listing["list_sessions() from the catalog, baseline"] = old.list_sessions
+            ranked["search_ranked('aardvark'), baseline"] = lambda: old_ranked(old, "aardvark")
+            ranked["search_ranked('date parsing'), baseline"] = lambda: old_ranked(old, "date parsing")
+        listed, found = race(listing, repeats), race(ranked, repeats)
+    walls, cpus = listed["SQLite query, same columns"]
+    base, base_cpu = statistics.median(walls), statistics.median(cpus)
+    print("\nlisting, raced (wall, then CPU time):")
+    for name, (wall, cpu) in listed.items():
+        print(f"  {name:44} {describe(wall)}  {statistics.median(wall) / base:5.1f}x SQLite")
+        print(f"  {'':44} {describe(cpu)}  {statistics.median(cpu) / base_cpu:5.1f}x SQLite (CPU)")
+    print("\nranked search, raced (wall, then CPU time):")
+    for name, (wall, cpu) in found.items():
+        print(f"  {name:44} {describe(wall)}")
+        print(f"  {'':44} {describe(cpu)}")
+    print("load average at the end: " + " ".join(f"{load:.2f}" for load in os.getloadavg()))
 
 
 if __name__ == "__main__":

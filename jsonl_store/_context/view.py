@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import operator
 from datetime import datetime
 from typing import Any
 
@@ -90,6 +91,11 @@ class SessionSummary:
         """The dialect the session's messages are in (``metadata["dialect"]`` when registered, else
         ``"neutral"``): pass it to `jsonl_store.message_parts` with the messages of `SessionStore.records`."""
         return stored_dialect(self.metadata)
+
+
+#: A listing's order, newest activity first (sorted with ``reverse=True``): the key of
+#: `SessionStore.list_sessions`, as a C-level getter, since a listing sorts thousands.
+BY_ACTIVITY = operator.attrgetter("updated_at", "session_id")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

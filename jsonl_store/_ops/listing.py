@@ -14,7 +14,7 @@ import stat
 from collections.abc import Callable
 from typing import Protocol
 
-from .._context.view import SessionSummary
+from .._context.view import BY_ACTIVITY, SessionSummary
 from .._errors import UnsafePath, UnsupportedFormat
 from .._format.names import is_session_id, validate_session_id
 from .._format.records import ForkPoint
@@ -39,10 +39,11 @@ def list_sessions(
     """`SessionStore.list_sessions`; ``summarize`` reads one summary."""
     if parent_session_id is not None:
         validate_session_id(parent_session_id)
-    names = candidates(state)
-    # The catalog answers for the sessions it checked fresh (spec §21); the rest are read here.
-    listed = state.catalog.listing(names, summarize) if state.catalog is not None else None
-    found, names = listed if listed is not None else ([], names)
+    entries = _entries(state)
+    # The catalog answers for the sessions it checked fresh (spec §21), in a listing's order;
+    # the rest are read here.
+    listed = state.catalog.listing(entries, summarize) if state.catalog is not None else None
+    found, names = listed if listed is not None else ([], _sessions_among(entries))
     now = _snapshots_clock()  # before the listing's lstats (`_session.forks.Absences`)
     for name in names:
         try:
@@ -58,7 +59,8 @@ def list_sessions(
         found.append(summary)
     if parent_session_id is not None:
         found = [summary for summary in found if summary.parent_session_id == parent_session_id]
-    found.sort(key=lambda s: (s.updated_at, s.session_id), reverse=True)
+    if names or listed is None:
+        found.sort(key=BY_ACTIVITY, reverse=True)
     return found
 
 
@@ -98,11 +100,19 @@ def names(state: StoreState) -> list[str]:
 
 def candidates(state: StoreState) -> list[str]:
     """The root's entries named as sessions are, sorted (no file system call per entry)."""
+    return _sessions_among(_entries(state))
+
+
+def _entries(state: StoreState) -> list[str]:
+    """The root's entries, whatever their names (none when there is no root yet)."""
     try:
-        listed = state.fs.listdir(state.root)
+        return state.fs.listdir(state.root)
     except FileNotFoundError:
         return []
-    return [name for name in sorted(listed) if is_session_id(name)]
+
+
+def _sessions_among(entries: list[str]) -> list[str]:
+    return [name for name in sorted(entries) if is_session_id(name)]
 
 
 def forks_of(state: StoreState, session_id: str) -> list[str]:

@@ -38,14 +38,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from .._context.view import SessionSummary
+from .._context.view import BY_ACTIVITY, SessionSummary
 from .._errors import CatalogUnavailable, InvalidArgument, UnsafePath, UnsupportedFormat
-from .._format.names import catalog_path
+from .._format.names import catalog_path, is_session_id
 from . import catalog_check as _catalog_check
 from . import catalog_index as _catalog_index
 from . import catalog_schema as _catalog_schema
 from .catalog_check import Checked, Entry, size_of
-from .catalog_index import RACY, LogState
+from .catalog_index import LogState, is_racy
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -142,6 +142,8 @@ class Catalog:
         #: the connection's ``data_version`` when it was read (`_load`).
         self.known: dict[str, Entry] | None = None
         self.version = 0
+        #: The session ids of the last listing, in its order: the order the next check goes in.
+        self.order: list[str] = []
 
     def forked(self) -> None:
         """In a forked child: a fresh lock (a thread of the parent may have held it, and is
@@ -186,15 +188,15 @@ class Catalog:
         self.known = None
 
     def listing(
-        self, names: Iterable[str], summarise: Summarise
+        self, entries: Iterable[str], summarise: Summarise
     ) -> tuple[list[SessionSummary], list[str]] | None:
-        """The summaries of the sessions among ``names`` (root entries named as sessions), from
-        the catalog once checked fresh; and the names the caller reads itself (an entry that
-        is no directory, or whose files are unsafe: the caller reports them). None: no
-        catalog here (a read-only root, a database that cannot be made), so the caller lists
-        from the files."""
-        names = list(names)
-        if len(names) < BUILD_AT and not os.path.exists(catalog_path(self.root)):
+        """The summaries of the sessions among the root's ``entries`` (its names, any), from
+        the catalog once checked fresh, newest activity first (`BY_ACTIVITY`); and the
+        names the caller reads itself (an entry named as a session that is no directory, or
+        whose files are unsafe: the caller reports them). None: no catalog here (a
+        read-only root, a database that cannot be made), so the caller lists from the files."""
+        names = list(entries)
+        if not os.path.exists(catalog_path(self.root)) and sum(map(is_session_id, names)) < BUILD_AT:
             return None  # a few sessions list as fast from their files: no catalog is made for them
         with self._lock:
             try:
@@ -205,6 +207,13 @@ class Catalog:
                 return None
         if found.good:  # decoded outside the lock: the rows are bytes nobody changes
             summaries.extend(_DECODE(b"[" + b",".join(found.good) + b"]"))
+        # The check went through the sessions in the last listing's order, so the rows come
+        # nearly sorted, and a sort of nearly sorted items costs one comparison each.
+        summaries.sort(key=BY_ACTIVITY, reverse=True)
+        # Only the speed of the next check depends on this order, never what it answers: a
+        # listing of another thread replacing it meanwhile is as good.
+        self.order = [summary.session_id for summary in summaries]
+        found.odd.sort()
         return summaries, found.odd
 
     def index_text(
@@ -241,15 +250,30 @@ def _load(catalog: Catalog, connection: sqlite3.Connection) -> dict[str, Entry]:
     """The ``sessions`` table as a dict: the one in memory while no other connection committed."""
     (version,) = connection.execute("PRAGMA data_version").fetchone()
     if catalog.known is None or version != catalog.version:
+        # A row of a name no session can have (a database not this code's) is left out: a
+        # name the check takes from here is a session's (`_in_order`).
         catalog.known = {
             row[0]: Entry(row[1], row[2], row[3], LogState(*row[4:]))
             for row in connection.execute(
                 "SELECT session_id, stamp, summary, dialect, log_stamp, log_offset, log_sequence, log_crc, "
                 "log_dialect FROM sessions"
             )
+            if is_session_id(row[0])
         }
         catalog.version = version
     return catalog.known
+
+
+def _in_order(entries: list[str], known: dict[str, Entry], order: list[str]) -> list[str]:
+    """The root's ``entries`` named as sessions (a name the catalog holds was checked when it
+    was saved), those of ``order`` first and in its order, then the others as listed."""
+    names = {name: None for name in entries if name in known or is_session_id(name)}
+    if not order:
+        return list(names)
+    ordered = [name for name in order if name in names]
+    if len(ordered) < len(names):
+        ordered.extend(names.keys() - ordered)
+    return ordered
 
 
 def _checked(root: str, names: list[str], known: dict[str, Entry], logs: bool) -> Checked:
@@ -269,7 +293,7 @@ def _refresh(
     files and saved; the caller decodes ``good`` itself if it needs them."""
     root = catalog.root
     known = _load(catalog, connection)
-    found = _checked(root, names, known, logs)
+    found = _checked(root, _in_order(names, known, catalog.order), known, logs)
     fresh: list[tuple[str, bytes, bytes | None, str, str | None]] = []
     summaries: list[SessionSummary] = []
     for seen in found.changed:
@@ -354,7 +378,7 @@ def _index_all(
         if entry is None or entry.summary is None or sid in unread:
             continue  # not listed: no text either
         state = entry.log
-        if state.stamp != log or log[:1] == RACY or state.dialect != entry.dialect:
+        if state.stamp != log or is_racy(log) or state.dialect != entry.dialect:
             work.append((sid, entry.dialect, log))
     total = sum(max(0, size_of(log) - known[sid].log.offset) for sid, _, log in work)
     done = 0
@@ -416,7 +440,7 @@ def _index_one(
     if row is None:
         return 0  # deleted since the listing: its rows went with it
     state = LogState(*row)
-    if state.stamp == log and log[:1] != RACY and state.dialect == dialect:
+    if state.stamp == log and not is_racy(log) and state.dialect == dialect:
         states.append((sid, state))
         return 0
     new, read = _catalog_index.index_log(connection, sid, os.path.join(root, sid), dialect, state, log, rows)
@@ -432,21 +456,31 @@ def _index_one(
 def _ranked(
     connection: sqlite3.Connection, match: str, limit: int, session_id: str | None, role: str | None
 ) -> list[RankedHit]:
-    where, arguments = ["parts_fts MATCH ?"], [match]
-    if session_id is not None:
-        where.append("parts.session_id = ?")
-        arguments.append(session_id)
-    if role is not None:
-        where.append("parts.role = ?")
-        arguments.append(role)
-    # The best rows first, by rowid only; snippets are made for those alone (a snippet for
-    # every matching row would cost as much as reading them all).
-    best = connection.execute(
-        "SELECT parts.id, parts.session_id, parts.sequence, parts.role, parts.kind, parts.field, "
-        "bm25(parts_fts) AS score FROM parts_fts JOIN parts ON parts.id = parts_fts.rowid "
-        f"WHERE {' AND '.join(where)} ORDER BY score LIMIT ?",
-        (*arguments, limit),
-    ).fetchall()
+    columns = "parts.id, parts.session_id, parts.sequence, parts.role, parts.kind, parts.field"
+    if session_id is None and role is None:
+        # The best rows found inside FTS5 first, then only they looked up in `parts`: a join
+        # first would look up every matching row (all of them, for a common word) before
+        # sorting. Snippets are made for those rows alone too (a snippet for every matching
+        # row would cost as much as reading them all).
+        best = connection.execute(
+            f"SELECT {columns}, best.score FROM (SELECT rowid, bm25(parts_fts) AS score FROM parts_fts "
+            "WHERE parts_fts MATCH ? ORDER BY score, rowid LIMIT ?) AS best "
+            "JOIN parts ON parts.id = best.rowid ORDER BY best.score, best.rowid",
+            (match, limit),
+        ).fetchall()
+    else:
+        where, arguments = ["parts_fts MATCH ?"], [match]
+        if session_id is not None:
+            where.append("parts.session_id = ?")
+            arguments.append(session_id)
+        if role is not None:
+            where.append("parts.role = ?")
+            arguments.append(role)
+        best = connection.execute(
+            f"SELECT {columns}, bm25(parts_fts) AS score FROM parts_fts JOIN parts ON parts.id = parts_fts.rowid "
+            f"WHERE {' AND '.join(where)} ORDER BY score, parts.id LIMIT ?",
+            (*arguments, limit),
+        ).fetchall()
     hits = []
     for rowid, sid, sequence, part_role, kind, field, score in best:
         (snippet, unmarkable) = connection.execute(

@@ -28,12 +28,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .._format.names import FORK_NAME, LOG_NAME, META_NAME, is_session_id
-from .catalog_index import RACY, LogState
+from .catalog_index import KEY_SIZE, RACY, LogState
 
 _META_TAIL, _LOG_TAIL, _FORK_TAIL = ("/" + name for name in (META_NAME, LOG_NAME, FORK_NAME))
 _PACK = struct.Struct("<4q").pack
-#: Three files' fingerprints in one call: the same bytes as three `_PACK` calls joined.
-_PACK3 = struct.Struct("<12q").pack
+#: Three files' fingerprints (directory, meta.json, raw log): the same bytes as three `_PACK` calls joined.
+_UNPACK3 = struct.Struct("<12q").unpack
+_SETTLED_STAMP = 3 * 32
 _ABSENT = bytes(32)
 #: Where the raw log's fingerprint sits in a session's (after the directory's and meta.json's).
 _LOG_AT = slice(64, 96)
@@ -54,6 +55,17 @@ class Entry:
     dialect: str
     #: How far the raw log's text is indexed.
     log: LogState
+    #: ``stamp`` unpacked, for a session that is no fork (three files' fingerprints): what
+    #: the check compares a fresh stat's fields with, as ints, so that a session found
+    #: unchanged costs its three stats and one tuple comparison. None: fingerprinted whole.
+    fields: tuple[int, ...] | None = None
+    #: The newest time among ``fields`` (see `_check_at` for why one number is enough).
+    newest: int = 0
+
+    def __post_init__(self) -> None:
+        if len(self.stamp) == _SETTLED_STAMP:
+            fields = self.fields = _UNPACK3(self.stamp)
+            self.newest = max(fields[2], fields[3], fields[6], fields[7], fields[10], fields[11])
 
 
 def key(st: os.stat_result | None) -> bytes:
@@ -74,7 +86,7 @@ def log_key(st: os.stat_result | None, floor: int) -> bytes:
 
 def size_of(log: bytes) -> int:
     """The size a `log_key` fingerprint holds."""
-    return int.from_bytes(log.removeprefix(RACY)[8:16], "little", signed=True)
+    return int.from_bytes(log[-KEY_SIZE + 8 : -KEY_SIZE + 16], "little", signed=True)
 
 
 def _stat_at(root: int, path: str) -> os.stat_result | None:
@@ -144,67 +156,67 @@ def check(
     return found if (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino) else None
 
 
-def _settled(root: int, name: str, top: os.stat_result, floor: int) -> bytes | None:
-    """The stamp of a session that is no fork, when its meta.json and raw log are there and
-    all three fingerprints are settled: one packing, the common case kept lean."""
-    try:
-        meta = os.stat(name + _META_TAIL, dir_fd=root, follow_symlinks=False)
-        log = os.stat(name + _LOG_TAIL, dir_fd=root, follow_symlinks=False)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    if (
-        max(
-            top.st_mtime_ns,
-            top.st_ctime_ns,
-            meta.st_mtime_ns,
-            meta.st_ctime_ns,
-            log.st_mtime_ns,
-            log.st_ctime_ns,
-        )
-        > floor
-    ):
-        return None
-    return _PACK3(
-        top.st_ino, top.st_size, top.st_mtime_ns, top.st_ctime_ns,
-        meta.st_ino, meta.st_size, meta.st_mtime_ns, meta.st_ctime_ns,
-        log.st_ino, log.st_size, log.st_mtime_ns, log.st_ctime_ns,
-    )  # fmt: skip
-
-
 def _check_at(
     root: int, names: list[str], known: Mapping[str, Entry], floor: int, want_logs: bool
 ) -> Checked:
     found = Checked()
-    good, logs = found.good, found.logs
+    good, logs, others = found.good, found.logs, list[tuple[str, Entry | None]]()
+    stat_at, get, is_dir = os.stat, known.get, stat.S_ISDIR
+    # The common case first, kept to three stats and one comparison of ints: a session that
+    # is no fork, saved settled. Its stamp was saved only when no time in it was after the
+    # floor of its own check, so fresh fields equal to it have exactly its times, and the
+    # racy rule for them is its `newest` against this check's floor (a clock set back below
+    # a file's times makes it racy again, as a whole fingerprint would be).
     for name in names:
-        try:
-            top = os.stat(name, dir_fd=root, follow_symlinks=False)
-        except FileNotFoundError:
-            continue  # deleted since the listing
-        if not stat.S_ISDIR(top.st_mode):
-            if not stat.S_ISREG(top.st_mode):  # a file named like a session is none
-                found.odd.append(name)
+        entry = get(name)
+        if entry is None or (fields := entry.fields) is None or entry.newest > floor:
+            others.append((name, entry))
             continue
-        entry = known.get(name)
-        if entry is not None and len(entry.stamp) == 96:
-            stamp = _settled(root, name, top, floor)
-            if stamp == entry.stamp:
-                if entry.summary is not None:
-                    good.append(entry.summary)
-                if want_logs:
-                    logs[name] = stamp[_LOG_AT]
-                continue
-        # A fork, new, changed, racy, or a file missing: fingerprinted whole, fork.json
-        # included (a session that became a fork has a new directory time, so it is here).
-        seen = _fingerprint(root, name, top, floor, fork=True)
-        if entry is not None and entry.stamp and seen.stamp == entry.stamp:
+        try:
+            top = stat_at(name, dir_fd=root, follow_symlinks=False)
+            meta = stat_at(name + _META_TAIL, dir_fd=root, follow_symlinks=False)
+            log = stat_at(name + _LOG_TAIL, dir_fd=root, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            others.append((name, entry))  # gone, no directory, a file missing: looked at below
+            continue
+        if is_dir(top.st_mode) and fields == (
+            top.st_ino, top.st_size, top.st_mtime_ns, top.st_ctime_ns,
+            meta.st_ino, meta.st_size, meta.st_mtime_ns, meta.st_ctime_ns,
+            log.st_ino, log.st_size, log.st_mtime_ns, log.st_ctime_ns,
+        ):  # fmt: skip
             if entry.summary is not None:
                 good.append(entry.summary)
+            if want_logs:
+                logs[name] = entry.stamp[_LOG_AT]
         else:
-            found.changed.append(seen)
-        if want_logs:
-            logs[name] = log_key(seen.log, floor)
+            others.append((name, entry))
+    for name, entry in others:
+        _check_one(root, name, entry, floor, found, want_logs)
     return found
+
+
+def _check_one(
+    root: int, name: str, entry: Entry | None, floor: int, found: Checked, want_logs: bool
+) -> None:
+    """A session the common case did not settle: a fork, new, changed, racy, a file missing,
+    or no directory; its whole fingerprint taken (fork.json included: a session that became a
+    fork has a new directory time, so it is here) and compared."""
+    try:
+        top = os.stat(name, dir_fd=root, follow_symlinks=False)
+    except FileNotFoundError:
+        return  # deleted since the listing
+    if not stat.S_ISDIR(top.st_mode):
+        if not stat.S_ISREG(top.st_mode):  # a file named like a session is none
+            found.odd.append(name)
+        return
+    seen = _fingerprint(root, name, top, floor, fork=True)
+    if entry is not None and entry.stamp and seen.stamp == entry.stamp:
+        if entry.summary is not None:
+            found.good.append(entry.summary)
+    else:
+        found.changed.append(seen)
+    if want_logs:
+        found.logs[name] = log_key(seen.log, floor)
 
 
 __all__ = ["FORK_STAMP", "Checked", "Entry", "Seen", "check", "key", "log_key", "size_of"]

@@ -61,6 +61,14 @@ class LogState:
 #: timestamp granularity (git's "racily clean" entries,
 #: https://git-scm.com/docs/racy-git): it is checked again next time even when equal.
 RACY = b"~"
+#: The length of one file's fingerprint (`catalog_check.key`: four 64-bit ints).
+KEY_SIZE = 32
+
+
+def is_racy(stamp: bytes) -> bool:
+    """Whether a raw log's fingerprint is marked `RACY`: told by its length, never by its first
+    byte, which is the lowest byte of the log's inode number and is ``~`` for one log in 256."""
+    return len(stamp) == len(RACY) + KEY_SIZE
 
 
 def _prefix_crc(fd: int, length: int) -> int | None:
@@ -218,4 +226,15 @@ def _without_escapes(text: str) -> str:
     return _CSI.sub("", text) if "\x1b" in text else text
 
 
-__all__ = ["RACY", "TITLE", "LogState", "Row", "delete_parts", "index_log", "index_title", "insert"]
+__all__ = [
+    "KEY_SIZE",
+    "RACY",
+    "TITLE",
+    "LogState",
+    "Row",
+    "delete_parts",
+    "index_log",
+    "index_title",
+    "insert",
+    "is_racy",
+]

@@ -22,6 +22,7 @@ from jsonl_store._format import codec as _codec
 from jsonl_store._format.names import CATALOG_DIR, CATALOG_NAME, FileKind, classify_root
 from jsonl_store._session import catalog as _catalog
 from jsonl_store._session import catalog_check as _catalog_check
+from jsonl_store._session import catalog_index as _catalog_index
 from jsonl_store._session import catalog_schema as _catalog_schema
 from jsonl_store._session.catalog_schema import SCHEMA_VERSION
 from jsonl_store.cli._main import main
@@ -276,6 +277,39 @@ def test_a_log_rewritten_with_the_same_bytes_is_not_read_again(root: Path) -> No
     hits = search_ranked(root, "parsing", on_progress=lambda done, total: totals.append(done))
     assert [(hit.session_id, hit.sequence) for hit in hits] == [("alpha", 1)]
     assert totals[-1] == 0
+
+
+def test_a_log_whose_inode_ends_in_the_racy_mark_is_not_read_again(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A settled log whose fingerprint's first byte (its inode's lowest) is ``~`` is indexed once,
+    not taken for a racy one and read again by every ranked search."""
+    log = root / "alpha" / "messages.jsonl"
+    data = log.read_bytes()
+    copies = []
+    for number in range(20_000):  # inode numbers are handed out near each other: one in 256 or so
+        copy = root / "alpha" / f"copy-{number}"
+        copy.write_bytes(data)
+        copies.append(copy)
+        if copy.stat().st_ino & 0xFF == ord(_catalog_index.RACY):
+            break
+    else:
+        pytest.skip("no inode number ending in the racy mark was handed out")
+    os.replace(copies.pop(), log)
+    for copy in copies:
+        copy.unlink()
+    search_ranked(root, "parsing")
+    reads: list[str] = []
+    index_log = _catalog_index.index_log
+
+    def counted(*args: Any) -> tuple[_catalog_index.LogState, int]:
+        reads.append(args[1])
+        return index_log(*args)
+
+    monkeypatch.setattr(_catalog_index, "index_log", counted)
+    hits = search_ranked(root, "parsing")
+    assert [(hit.session_id, hit.sequence) for hit in hits] == [("alpha", 1)]
+    assert reads == []
 
 
 def test_a_root_replaced_while_it_is_checked_is_checked_again(
