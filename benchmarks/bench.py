@@ -102,6 +102,15 @@ def record_sizes(results: Results) -> str:
     return text
 
 
+def crc_line() -> str:
+    """Which CRC-32 the store under test computes: the `fast` extra's zlib-ng or zlib."""
+    try:
+        from jsonl_store._format import checksum
+    except ImportError:  # a store from before the extra
+        return "CRC-32: zlib"
+    return f"CRC-32: {checksum.IMPLEMENTATION}"
+
+
 def run_sections(ctx: Context, names: list[str]) -> None:
     missing = jsonl.missing()
     for name in names:
@@ -124,6 +133,7 @@ def print_report(ctx: Context, args: argparse.Namespace, elapsed: float) -> None
         f"jsonl_store benchmarks, {ctx.sizes.name} mode, {elapsed:,.0f} s; each figure the median of n repeats"
     )
     print(record_sizes(results))
+    print(crc_line())
     print("÷ floor / ÷ SQLite: cost ratios (below 1: cheaper than the reference)")
     print()
     print(report.table(results))

@@ -11,7 +11,6 @@ without parsing. The line is still plain JSON: ``jq`` and ``grep`` work on it un
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final
@@ -19,6 +18,7 @@ from typing import Any, Final
 import msgspec
 
 from .._errors import InvalidMessage, UnsupportedValue
+from .checksum import crc32
 from .depth import check_encoded, in_deep_stack, within_depth
 from .records import (
     MESSAGE_TYPES,
@@ -181,7 +181,7 @@ def seal(body: bytes) -> bytes:
     """Turn an encoded JSON object into a checksummed line ending in ``\\n``."""
     assert body[-1:] == b"}", body[-20:]
     head = body[:-1]
-    return b'%s,"crc":"%08x"}\n' % (head, zlib.crc32(head))
+    return b'%s,"crc":"%08x"}\n' % (head, crc32(head))
 
 
 def is_sealed(line: bytes) -> bool:
@@ -194,7 +194,7 @@ def is_sealed(line: bytes) -> bool:
         return False
     # Compare the text, not a parsed number: only the exact eight lowercase digits a
     # writer produces are accepted.
-    return b"%08x" % zlib.crc32(memoryview(line)[:-SUFFIX_LENGTH]) == line[-10:-2]
+    return b"%08x" % crc32(memoryview(line)[:-SUFFIX_LENGTH]) == line[-10:-2]
 
 
 def unseal(line: bytes) -> bytes | None:
@@ -272,7 +272,7 @@ def record_line(sequence: int, batch_end: int, head: bytes, trailer: bytes) -> t
         body = b"".join((b'{"sequence":%d,"batch_end":%d,' % (sequence, batch_end), head, trailer))
     else:
         body = b"".join((b'{"sequence":%d,' % sequence, head, trailer))
-    sealed = body + b',"crc":"%08x"}' % zlib.crc32(body)
+    sealed = body + b',"crc":"%08x"}' % crc32(body)
     return sealed + b"\n", sealed
 
 

@@ -20,11 +20,11 @@ zero byte), never by re-hashing the rest of the line from every ``{"``.
 from __future__ import annotations
 
 import functools
-import zlib
 from collections.abc import Callable
 from typing import Final, NamedTuple
 
 from .. import _process
+from .checksum import crc32
 from .codec import CRC_KEY, SUFFIX_LENGTH, is_sealed
 
 BOM: Final = b"\xef\xbb\xbf"
@@ -105,7 +105,7 @@ def _crc(read: Read, start: int, stop: int, value: int) -> int:
         chunk = read(start, min(_READ, stop - start))
         if not chunk:
             break
-        value = zlib.crc32(chunk, value)
+        value = crc32(chunk, value)
         start += len(chunk)
     return value
 

@@ -39,13 +39,13 @@ import mmap
 import os
 import re
 import stat
-import zlib
 from collections.abc import Callable, Iterator
 from typing import Final, Literal, TypeVar, overload
 
 import msgspec
 
 from .._format import codec as _codec
+from .._format.checksum import crc32 as _crc32
 from . import blobs as _blobs
 from .problems import DISCARD, Reporter
 from .scan import CHUNK, DamagedLine, Line, Pread, scan
@@ -247,7 +247,7 @@ def _as_written(base: int | None, longest: int, data: bytes | mmap.mmap) -> bool
     size = len(data)
     if not size or data[size - 1 :] != b"\n" or data.find(b"\r") != -1 or data.find(_blobs.KEY_BYTES) != -1:
         return False
-    crc32, suffix, position, expected = zlib.crc32, _codec.SUFFIX_LENGTH, 0, (base or 0) + 1
+    crc32, suffix, position, expected = _crc32, _codec.SUFFIX_LENGTH, 0, (base or 0) + 1
     while position < size:
         end = data.find(b"\n", position)
         length = end - position

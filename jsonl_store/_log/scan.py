@@ -17,7 +17,6 @@ ends in hundreds of megabytes of garbage costs one pass over them and flat memor
 from __future__ import annotations
 
 import os
-import zlib
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
@@ -26,6 +25,7 @@ import msgspec
 from .._errors import CorruptSession, name_file
 from .._format import codec as _codec
 from .._format import lines as _lines
+from .._format.checksum import crc32 as _crc32
 from .._io.fs import FileSystem
 from .._text import find as _find
 from .problems import READ_AS_WRITTEN, SKIPPED_LINE, Problem, Reporter
@@ -299,7 +299,7 @@ def scan(
     pieces = _Pieces()
     number = first_line
     offset = position = start
-    crc32 = zlib.crc32
+    crc32 = _crc32
     suffix, suffix_length = _codec.SUFFIX, _codec.SUFFIX_LENGTH
     shortest = suffix_length + 2
     read_size = first_read

@@ -29,10 +29,10 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-import zlib
 from dataclasses import dataclass
 
 from .._context.search_text import role_of, searchable
+from .._format.checksum import crc32
 from .._format.names import LOG_NAME
 from .._io.fs import OsFileSystem
 from .._io.session_dir import SessionDir
@@ -78,7 +78,7 @@ def _prefix_crc(fd: int, length: int) -> int | None:
         chunk = os.pread(fd, min(CHECK_CHUNK, length - offset), offset)
         if not chunk:
             return None
-        crc = zlib.crc32(chunk, crc)
+        crc = crc32(chunk, crc)
         offset += len(chunk)
     return crc
 
@@ -132,7 +132,7 @@ class _PinnedLog(OsFileSystem):
     def crc(self, end: int, crc: int) -> int:
         """The CRC-32 ``crc`` of the bytes before ``start`` continued to ``end``, over the copy."""
         assert self.start <= end <= self.start + len(self.data), (self.start, end, len(self.data))
-        return zlib.crc32(memoryview(self.data)[: end - self.start], crc)
+        return crc32(memoryview(self.data)[: end - self.start], crc)
 
 
 def delete_parts(connection: sqlite3.Connection, session_id: str, *, title: bool | None = None) -> None:
