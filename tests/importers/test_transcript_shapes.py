@@ -855,3 +855,33 @@ def test_an_earlier_compactions_summary_stays_readable_and_searchable(
     ]
     assert any("The first summary." in text for text in texts)
     assert [hit.sequence for hit in search(store, "The first summary.")]
+
+
+def test_codex_headers_and_turn_settings_are_kept_whole_and_a_repeat_is_counted(
+    tmp_path: Path, store: SessionStore
+) -> None:
+    """Every field of session_meta and of each changed turn_context is in a hidden record; an unchanged one is counted."""
+    meta = {
+        "id": "t7",
+        "cwd": "/w",
+        "base_instructions": {"text": "be terse"},
+        "git": {"commit_hash": "abc123"},
+    }
+    turn = {"model": "gpt-x", "approval_policy": "never", "user_instructions": "use tabs"}
+    path = write(tmp_path / "rollout.jsonl", [
+        codex_line("session_meta", meta), codex_line("turn_context", turn), codex_line("turn_context", turn),
+        codex_line("turn_context", {**turn, "model": "gpt-y"}),
+    ])  # fmt: skip
+    report = import_codex(store, path)
+    kept = [m for m in contents(store, "codex-t7") if "codex_type" in m]
+    assert [(m["codex_type"], m["codex_payload"]) for m in kept] == [
+        ("session_meta", meta),
+        ("turn_context", turn),
+        ("turn_context", {**turn, "model": "gpt-y"}),
+    ]
+    assert all(m["include_in_messages"] is False for m in kept)
+    assert (
+        report.files[0].skipped_types == {"turn_context:same": 1}
+        and report.files[0].reasons["turn_context:same"]
+    )
+    assert [hit.sequence for hit in search(store, "be terse")] == [1]
